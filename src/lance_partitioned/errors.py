@@ -1,0 +1,125 @@
+"""The one error hierarchy of lance-partitioned.
+
+Every error raised on purpose by this package derives from :class:`LancePartitionedError`,
+which itself derives from :class:`lance_namespace.errors.LanceNamespaceError`. Each concrete
+class also derives from the matching lance-namespace error, so code written against pylance
+and lance-namespace keeps catching what it expects:
+
+>>> import lance_namespace
+>>> issubclass(TableNotFoundError, lance_namespace.TableNotFoundError)
+True
+>>> issubclass(TableNotFoundError, LancePartitionedError)
+True
+>>> try:
+...     raise PartitionSpecError("partition field name 'location' is reserved")
+... except lance_namespace.InvalidInputError as exc:
+...     print(exc)
+partition field name 'location' is reserved
+
+Every message names the thing at fault (a column, a type, a partition field, a token).
+"""
+
+from __future__ import annotations
+
+from lance_namespace import errors as _ln
+
+__all__ = [
+    "CastError",
+    "ConcurrentModificationError",
+    "InternalError",
+    "InvalidInputError",
+    "LancePartitionedError",
+    "NamespaceAlreadyExistsError",
+    "NamespaceNotFoundError",
+    "NotAPartitionedNamespaceError",
+    "PartitionByParseError",
+    "PartitionSpecError",
+    "SchemaError",
+    "SchemaMismatchError",
+    "TableNotFoundError",
+    "TableVersionNotFoundError",
+    "TransformError",
+    "UnknownTypeError",
+    "UnsupportedOperationError",
+]
+
+
+class LancePartitionedError(_ln.LanceNamespaceError):
+    """Root of every error raised by lance-partitioned."""
+
+
+class InvalidInputError(LancePartitionedError, _ln.InvalidInputError):
+    """The caller passed something the format or the API does not accept."""
+
+
+class UnknownTypeError(InvalidInputError):
+    """A JsonArrowDataType name (or an Arrow type) that this package cannot represent."""
+
+
+class SchemaError(InvalidInputError):
+    """A namespace schema that breaks a rule of spec 000 (field ids, deprecation, evolution)."""
+
+
+class SchemaMismatchError(LancePartitionedError, _ln.TableSchemaValidationError):
+    """Data whose schema does not fit the namespace schema (spec 000 consistency rules)."""
+
+
+class CastError(SchemaMismatchError):
+    """A value cannot be converted to the required type without loss."""
+
+
+class PartitionSpecError(InvalidInputError):
+    """A partition spec that breaks a rule of spec 000 (field ids, names, result types)."""
+
+
+class PartitionByParseError(PartitionSpecError):
+    """A ``partition_by`` shorthand string that cannot be parsed.
+
+    Attributes
+    ----------
+    text : str
+        The whole shorthand string.
+    position : int
+        Offset of the offending token in ``text``.
+    """
+
+    def __init__(self, message: str, *, text: str = "", position: int = 0) -> None:
+        super().__init__(message)
+        self.text = text
+        self.position = position
+
+
+class TransformError(InvalidInputError):
+    """A partition transform cannot be applied to a column, or its result cannot be cast."""
+
+
+class NamespaceNotFoundError(LancePartitionedError, _ln.NamespaceNotFoundError):
+    """No namespace at the given location or object id."""
+
+
+class NotAPartitionedNamespaceError(NamespaceNotFoundError):
+    """A location that exists but is not a partitioned namespace (no ``partition_spec_v*``)."""
+
+
+class NamespaceAlreadyExistsError(LancePartitionedError, _ln.NamespaceAlreadyExistsError):
+    """A namespace already exists where a new one was to be created."""
+
+
+class TableNotFoundError(LancePartitionedError, _ln.TableNotFoundError):
+    """No table with the given object id."""
+
+
+class TableVersionNotFoundError(LancePartitionedError, _ln.TableVersionNotFoundError):
+    """A requested ``__manifest`` or leaf version does not exist."""
+
+
+class ConcurrentModificationError(LancePartitionedError, _ln.ConcurrentModificationError):
+    """A commit kept conflicting with concurrent writers and gave up after its retries."""
+
+
+class UnsupportedOperationError(LancePartitionedError, _ln.UnsupportedOperationError):
+    """An operation that a partitioned namespace does not support."""
+
+
+class InternalError(LancePartitionedError, _ln.InternalError):
+    """A broken invariant inside lance-partitioned (a bug: please report it)."""
