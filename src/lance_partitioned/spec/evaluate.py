@@ -1,0 +1,174 @@
+"""The DataFusion reference path: evaluate a partition expression over a column.
+
+Spec 000 defines a partition expression as DataFusion SQL over the placeholder ``col``. This
+module runs ``SELECT (<expression>) FROM t`` with the values bound as column ``col`` of a
+one-partition table ``t`` (so row order is kept) and casts the result to the declared
+``result_type``. The fast paths of :mod:`lance_partitioned.spec.transforms` must agree with it.
+
+Two things are bound differently from a naive registration:
+
+- **Time zones.** DataFusion 55 computes ``date_part`` on a time-zone-aware timestamp in the
+  zone's *local* time (``date_part('hour', TIMESTAMP '2025-01-01T23:30Z')`` is 18 in
+  ``America/New_York``). Partition values are computed in UTC, so a tz-aware column is bound as
+  the tz-naive timestamp of the same unit holding the same UTC instant. The result is cast back
+  to the declared type, so ``col`` on such a column still returns the tz-aware type.
+- **hash().** DataFusion has no ``hash()``; each session registers the scalar UDF ``hash`` over
+  :func:`lance_partitioned.spec.hashing.hash_array`. A Python UDF has one exact signature, so
+  before each query ``hash`` is re-registered for the type of ``col``: ``hash`` accepts
+  arguments of ``col``'s type (or types DataFusion coerces to it).
+
+>>> import pyarrow as pa
+>>> evaluate("date_part('year', col)", pa.array([0, None], pa.timestamp("s"))).to_pylist()
+[1970, None]
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+import datafusion
+import pyarrow as pa
+
+from lance_partitioned.errors import TransformError
+from lance_partitioned.spec.hashing import can_hash, hash_array
+
+__all__ = ["bind_type", "cast_result", "evaluate", "session_context"]
+
+_TABLE = "t"
+_COLUMN = "col"
+_local = threading.local()
+
+
+def session_context() -> datafusion.SessionContext:
+    """This thread's DataFusion session, with the scalar UDF ``hash`` registered.
+
+    The session has one target partition, so a projection keeps the row order.
+
+    Examples
+    --------
+    >>> ctx = session_context()
+    >>> ctx is session_context()
+    True
+    >>> ctx.sql("SELECT hash(CAST(1 AS BIGINT)) AS h").to_pydict()
+    {'h': [-6977822845260490347]}
+    """
+    ctx = getattr(_local, "ctx", None)
+    if ctx is None:
+        config = datafusion.SessionConfig().with_target_partitions(1)
+        ctx = datafusion.SessionContext(config)
+        ctx.register_udf(_hash_udf(pa.int64()))
+        _local.ctx = ctx
+    return ctx
+
+
+def bind_type(source: pa.DataType) -> pa.DataType:
+    """The type ``col`` has inside DataFusion for a source column of type ``source``.
+
+    A tz-aware timestamp is bound as the tz-naive timestamp of the same unit (the UTC
+    instant); every other type as itself.
+
+    >>> bind_type(pa.timestamp("ms", tz="Europe/Paris"))
+    TimestampType(timestamp[ms])
+    """
+    if pa.types.is_timestamp(source) and source.tz is not None:
+        return pa.timestamp(source.unit)
+    return source
+
+
+def evaluate(
+    expression: str,
+    values: pa.Array | pa.ChunkedArray,
+    result_type: pa.DataType | None = None,
+) -> pa.Array:
+    """Evaluate a DataFusion SQL expression over ``col`` for every value.
+
+    Parameters
+    ----------
+    expression : str
+        A row-wise DataFusion SQL expression that uses ``col`` for the column.
+    values : pyarrow.Array or pyarrow.ChunkedArray
+        The column. A tz-aware timestamp is bound as its UTC instant (see the module notes).
+    result_type : pyarrow.DataType, optional
+        Cast the result to this type (a safe cast). By default the result keeps DataFusion's type.
+
+    Returns
+    -------
+    pyarrow.Array
+        One value per input row, in the input order.
+
+    Raises
+    ------
+    TransformError
+        If DataFusion cannot plan or run the expression (the message names the expression), if
+        it does not return one row per input row, or if the cast to ``result_type`` is lossy.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> evaluate("abs(hash(col)) % 16", pa.array([1, None])).to_pylist()
+    [11, None]
+    >>> evaluate("col - (col % 10)", pa.array([-3, 17], pa.int32()), pa.int32()).to_pylist()
+    [0, 10]
+    """
+    column = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    bound = bind_type(column.type)
+    if bound != column.type:
+        column = column.cast(bound)
+    batch = pa.RecordBatch.from_arrays([column], names=[_COLUMN])
+    ctx = session_context()
+    rebind = can_hash(bound) and bound != pa.int64()
+    if rebind:
+        ctx.register_udf(_hash_udf(bound))
+    ctx.register_record_batches(_TABLE, [[batch]])
+    try:
+        table = ctx.sql(f"SELECT ({expression}) AS value FROM {_TABLE}").to_arrow_table()
+    except Exception as exc:  # DataFusion raises plain Exception / ValueError subclasses
+        raise TransformError(f"cannot evaluate partition expression {expression!r}: {exc}") from exc
+    finally:
+        ctx.deregister_table(_TABLE)
+        if rebind:
+            ctx.register_udf(_hash_udf(pa.int64()))
+    if table.num_columns != 1 or table.num_rows != len(column):
+        raise TransformError(
+            f"partition expression {expression!r} is not row-wise: it returned "
+            f"{table.num_rows} rows for {len(column)} input rows"
+        )
+    result = table.column(0).combine_chunks()
+    if result_type is None:
+        return result
+    return cast_result(result, result_type, expression)
+
+
+def cast_result(values: pa.Array, result_type: pa.DataType, expression: str) -> pa.Array:
+    """Cast the result of ``expression`` to ``result_type``; a lossy cast is an error.
+
+    Raises
+    ------
+    TransformError
+        Naming the expression and the type, if a value does not fit or the cast does not exist.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> cast_result(pa.array([2025]), pa.int32(), "date_part('year', col)").type
+    DataType(int32)
+    >>> cast_result(pa.array([300]), pa.int8(), "col")
+    Traceback (most recent call last):
+    ...
+    lance_partitioned.errors.TransformError: cannot cast ... 'col' from int64 to int8: ...
+    """
+    if values.type == result_type:
+        return values
+    try:
+        return values.cast(result_type, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise TransformError(
+            f"cannot cast the result of partition expression {expression!r} "
+            f"from {values.type} to {result_type}: {exc}"
+        ) from exc
+
+
+@functools.lru_cache(maxsize=64)
+def _hash_udf(input_type: pa.DataType) -> datafusion.ScalarUDF:
+    return datafusion.udf(hash_array, [input_type], pa.int64(), volatility="immutable", name="hash")

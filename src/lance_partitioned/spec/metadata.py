@@ -1,0 +1,231 @@
+"""The root properties of a partitioned namespace: the ``__manifest`` table metadata.
+
+This is the one module that knows their JSON. Spec 000 stores, as JSON strings in the
+``__manifest`` table's metadata map:
+
+- ``schema``: the namespace schema, a JsonArrowSchema object;
+- ``partition_spec_v<N>``: one JSON array of partition fields per spec version ``N``.
+
+Every other key belongs to someone else (pylance, other clients) and is ignored here; the
+caller keeps it. Values are written as compact JSON (``separators=(",", ":")``, non-ASCII
+kept as UTF-8) with keys in a stable order, so equal metadata gives equal strings.
+
+>>> import pyarrow as pa
+>>> from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
+>>> from lance_partitioned.spec.schema import NamespaceSchema
+>>> schema = NamespaceSchema.from_arrow(pa.schema([("country", pa.utf8())]))
+>>> spec = PartitionSpec(1, (PartitionField(1, "country", 0, "col", pa.utf8()),))
+>>> props = NamespaceMetadata(schema, (spec,)).to_table_metadata()
+>>> props["partition_spec_v1"]
+'[{"field_id":1,"name":"country","source_id":0,"expression":"col","result_type":{"type":"utf8"}}]'
+>>> parsed = NamespaceMetadata.from_table_metadata({**props, "owner": "pylance"})
+>>> parsed == NamespaceMetadata(schema, (spec,))
+True
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from lance_partitioned import errors
+from lance_partitioned.spec.partitioning import PartitionSpec, validate_specs
+from lance_partitioned.spec.schema import NamespaceSchema
+
+__all__ = ["SCHEMA_KEY", "SPEC_KEY_PREFIX", "NamespaceMetadata"]
+
+SCHEMA_KEY = "schema"
+"""The metadata key of the namespace schema."""
+
+SPEC_KEY_PREFIX = "partition_spec_v"
+"""The metadata key of partition spec version ``N`` is ``partition_spec_v<N>``."""
+
+
+def _spec_key_version(key: str) -> int | None:
+    """The version ``N`` of a ``partition_spec_v<N>`` key, or None for any other key."""
+    if not key.startswith(SPEC_KEY_PREFIX):
+        return None
+    digits = key[len(SPEC_KEY_PREFIX) :]
+    if not (digits.isascii() and digits.isdigit()):
+        return None
+    return int(digits)
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def _loads(key: str, value: Any, error: type[errors.InvalidInputError]) -> Any:
+    if not isinstance(value, str):
+        raise error(f"__manifest metadata key {key!r} must hold a JSON string, got {value!r}")
+    try:
+        return json.loads(value)
+    except ValueError as exc:
+        raise error(f"__manifest metadata key {key!r} is not valid JSON: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class NamespaceMetadata:
+    """The schema and every partition spec version of a namespace, validated together.
+
+    Parameters
+    ----------
+    schema : NamespaceSchema
+        The namespace schema.
+    specs : tuple of PartitionSpec
+        At least one version; stored sorted by version.
+
+    Raises
+    ------
+    PartitionSpecError
+        No spec, or the specs break a rule of
+        :func:`~lance_partitioned.spec.partitioning.validate_specs` against the schema
+        (e.g. a schema whose newest spec uses a deprecated column: evolve the spec before
+        dropping its source column).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
+    >>> schema = NamespaceSchema.from_arrow(pa.schema([("d", pa.date32()), ("s", pa.utf8())]))
+    >>> v1 = PartitionSpec(1, (PartitionField(1, "d", 0, "col", pa.date32()),))
+    >>> v2 = PartitionSpec(2, (PartitionField(2, "s", 1, "col", pa.utf8()),))
+    >>> meta = NamespaceMetadata(schema, (v2, v1))
+    >>> [s.version for s in meta.specs], meta.current_spec.version
+    ([1, 2], 2)
+    >>> meta.partition_columns()
+    [('d', DataType(date32[day])), ('s', DataType(string))]
+    """
+
+    schema: NamespaceSchema
+    specs: tuple[PartitionSpec, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.schema, NamespaceSchema):
+            raise errors.SchemaError(
+                f"NamespaceMetadata needs a NamespaceSchema, got {type(self.schema).__name__}"
+            )
+        specs = tuple(sorted(self.specs, key=lambda spec: spec.version))
+        if not specs:
+            raise errors.PartitionSpecError(
+                "a partitioned namespace needs at least one partition spec version"
+            )
+        validate_specs(specs, self.schema)
+        object.__setattr__(self, "specs", specs)
+
+    @property
+    def current_spec(self) -> PartitionSpec:
+        """The newest spec (highest version): the one new data is written with."""
+        return self.specs[-1]
+
+    def spec(self, version: int) -> PartitionSpec:
+        """The spec of ``version``; :class:`PartitionSpecError` if there is none."""
+        for spec in self.specs:
+            if spec.version == version:
+                return spec
+        known = ", ".join(f"v{spec.version}" for spec in self.specs)
+        raise errors.PartitionSpecError(
+            f"there is no partition spec version v{version} (versions: {known})"
+        )
+
+    @staticmethod
+    def is_partitioned(table_metadata: Mapping[str, str]) -> bool:
+        """Whether ``table_metadata`` has a ``partition_spec_v<N>`` key (spec 000).
+
+        Examples
+        --------
+        >>> NamespaceMetadata.is_partitioned({"partition_spec_v3": "[]"})
+        True
+        >>> NamespaceMetadata.is_partitioned({"schema": "{}", "partition_spec_vx": "[]"})
+        False
+        """
+        return any(_spec_key_version(key) is not None for key in table_metadata)
+
+    @classmethod
+    def from_table_metadata(cls, table_metadata: Mapping[str, str]) -> NamespaceMetadata:
+        """Parse the ``__manifest`` table metadata; keys other than ours are ignored.
+
+        Raises
+        ------
+        NotAPartitionedNamespaceError
+            No ``partition_spec_v<N>`` key.
+        SchemaError
+            ``schema`` is missing, not JSON, or not a valid namespace schema.
+        PartitionSpecError
+            A spec key is not canonical (``partition_spec_v01``), not JSON, or malformed,
+            or the specs break a rule of spec 000.
+        """
+        raw_specs: list[tuple[int, str, str]] = []
+        for key, value in table_metadata.items():
+            version = _spec_key_version(key)
+            if version is None:
+                continue
+            if key != f"{SPEC_KEY_PREFIX}{version}" or version < 1:
+                raise errors.PartitionSpecError(
+                    f"__manifest metadata key {key!r} is not a valid partition spec key "
+                    f"(expected {SPEC_KEY_PREFIX}<N> with N >= 1 and no leading zero)"
+                )
+            raw_specs.append((version, key, value))
+        if not raw_specs:
+            raise errors.NotAPartitionedNamespaceError(
+                f"the __manifest metadata has no {SPEC_KEY_PREFIX}<N> key: "
+                "this is not a partitioned namespace"
+            )
+        if SCHEMA_KEY not in table_metadata:
+            raise errors.SchemaError(
+                f"the __manifest metadata has no {SCHEMA_KEY!r} key (the namespace schema)"
+            )
+        schema_obj = _loads(SCHEMA_KEY, table_metadata[SCHEMA_KEY], errors.SchemaError)
+        try:
+            schema = NamespaceSchema.from_json(schema_obj)
+        except errors.SchemaError:
+            raise
+        except errors.InvalidInputError as exc:
+            raise errors.SchemaError(f"__manifest metadata key {SCHEMA_KEY!r}: {exc}") from exc
+        specs = []
+        for version, key, value in raw_specs:
+            obj = _loads(key, value, errors.PartitionSpecError)
+            specs.append(PartitionSpec.from_json(version, obj))
+        return cls(schema, tuple(specs))
+
+    def to_table_metadata(self) -> dict[str, str]:
+        """Our keys as compact JSON strings: ``schema``, then every spec by version."""
+        result = {SCHEMA_KEY: _dumps(self.schema.to_json())}
+        for spec in self.specs:
+            result[spec.key] = _dumps(spec.to_json())
+        return result
+
+    def with_spec(self, spec: PartitionSpec) -> NamespaceMetadata:
+        """A copy with ``spec`` added as the new current version (validated).
+
+        Raises
+        ------
+        PartitionSpecError
+            ``spec.version`` is not above the current version, or a rule is broken.
+        """
+        if spec.version <= self.current_spec.version:
+            raise errors.PartitionSpecError(
+                f"new partition spec v{spec.version} must have a version above the current "
+                f"v{self.current_spec.version}"
+            )
+        return NamespaceMetadata(self.schema, (*self.specs, spec))
+
+    def with_schema(self, schema: NamespaceSchema) -> NamespaceMetadata:
+        """A copy with ``schema`` as the namespace schema (validated against every spec)."""
+        return NamespaceMetadata(schema, self.specs)
+
+    def partition_columns(self) -> list[tuple[str, pa.DataType]]:
+        """The ``__manifest`` partition columns: one per distinct field name, all versions.
+
+        In order of first appearance (by version, then level); the type is the field's
+        ``result_type`` (the same in every version, by spec 000).
+        """
+        columns: dict[str, pa.DataType] = {}
+        for spec in self.specs:
+            for spec_field in spec.fields:
+                columns.setdefault(spec_field.name, spec_field.result_type)
+        return list(columns.items())

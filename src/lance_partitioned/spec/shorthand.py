@@ -1,0 +1,360 @@
+"""The ``partition_by`` shorthand: the string users type to describe a partition spec.
+
+The same text is accepted by the Python API, the Spark option and the CLI. It is a
+comma-separated list of partition fields, in level order; each is one of
+
+==========================================  ==============================  ====================
+Form                                        Expression (spec 000 App. D)    Default name
+==========================================  ==============================  ====================
+``col``                                     ``col``                         ``<col>``
+``year(col)``                               ``date_part('year', col)``      ``<col>_year``
+``month(col)``                              ``date_part('month', col)``     ``<col>_month``
+``day(col)``                                ``date_part('day', col)``       ``<col>_day``
+``hour(col)``                               ``date_part('hour', col)``      ``<col>_hour``
+``bucket(N, col)``                          ``abs(hash(col)) % N``          ``<col>_bucket``
+``truncate(W, col)``                        ``left(col, W)`` or             ``<col>_trunc``
+                                            ``col - (col % W)``
+``expr('<sql over col>', col, '<type>')``   the SQL, verbatim               ``<col>_expr``
+==========================================  ==============================  ====================
+
+optionally followed by ``AS name``. Function names and ``AS`` are case-insensitive; column
+names are case-sensitive. Column names and field names may be double-quoted (``"My Col"``,
+``""`` for a quote inside); SQL text and types in ``expr()`` are single-quoted (``''`` for a
+quote inside). The ``<type>`` of ``expr()`` is a JsonArrowDataType name (``int32``,
+``int64``, ``utf8``, ``date32``, ``bool``, ``float64``...) or, for parameterised types, a
+whole JsonArrowDataType object (``'{"type": "decimal128", "precision": 10, "scale": 2}'``).
+
+Source columns are the top-level, non-deprecated columns of the namespace schema. An empty
+(or blank) string means "unpartitioned". Errors are
+:class:`~lance_partitioned.errors.PartitionByParseError` with the offset of the offending
+token and a caret line:
+
+>>> import pyarrow as pa
+>>> from lance_partitioned.spec.schema import NamespaceSchema
+>>> schema = NamespaceSchema.from_arrow(pa.schema([("ts", pa.timestamp("us")), ("s", pa.utf8())]))
+>>> [f.name for f in parse_partition_by("year(ts), bucket(16, s) AS b", schema)]
+['ts_year', 'b']
+>>> parse_partition_by("year(s)", schema)
+Traceback (most recent call last):
+...
+lance_partitioned.errors.PartitionByParseError: year() cannot be applied to column 's' of
+type string at position 5:
+  year(s)
+       ^
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from lance_partitioned import errors
+from lance_partitioned.spec.partitioning import RESERVED_NAMES, UnboundPartitionField
+from lance_partitioned.spec.schema import NamespaceSchema
+from lance_partitioned.spec.transforms import (
+    Bucket,
+    Day,
+    Hour,
+    Identity,
+    Month,
+    Transform,
+    Truncate,
+    Year,
+    parse_transform,
+)
+from lance_partitioned.spec.types import type_from_json
+
+__all__ = ["parse_partition_by"]
+
+_DATE_PARTS: dict[str, Callable[[], Transform]] = {
+    "year": Year,
+    "month": Month,
+    "day": Day,
+    "hour": Hour,
+}
+_FUNCTIONS = ("year", "month", "day", "hour", "bucket", "truncate", "expr")
+_PUNCTUATION = {"(": "(", ")": ")", ",": ","}
+_EXPECTED = {"string": "a single-quoted string", "(": "'('", ")": "')'", ",": "','"}
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str  # "ident", "qident", "string", "number", "(", ")", ",", "end"
+    value: str  # decoded text (quotes and escapes removed)
+    pos: int  # offset of the first character in the text
+    raw: str  # the text as written
+
+    def describe(self) -> str:
+        return "end of text" if self.kind == "end" else repr(self.raw)
+
+
+@dataclass(frozen=True)
+class _Column:
+    name: str
+    source_id: int
+    dtype: pa.DataType
+    token: _Token
+
+
+def _parse_error(text: str, pos: int, message: str) -> errors.PartitionByParseError:
+    shown = "".join(" " if ch.isspace() else ch for ch in text)
+    return errors.PartitionByParseError(
+        f"{message} at position {pos}:\n  {shown}\n  {' ' * pos}^", text=text, position=pos
+    )
+
+
+def _read_quoted(text: str, start: int, quote: str) -> tuple[str, int]:
+    """Decode the quoted text opening at ``start``; return it and the offset after it."""
+    parts: list[str] = []
+    i = start + 1
+    while True:
+        end = text.find(quote, i)
+        if end < 0:
+            what = "identifier" if quote == '"' else "string"
+            raise _parse_error(text, start, f"unterminated {what} starting with {quote!r}")
+        parts.append(text[i:end])
+        if text.startswith(quote * 2, end):
+            parts.append(quote)
+            i = end + 2
+        else:
+            return "".join(parts), end + 1
+
+
+def _tokenize(text: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        start = i
+        if ch.isspace():
+            i += 1
+            continue
+        if ch in _PUNCTUATION:
+            tokens.append(_Token(_PUNCTUATION[ch], ch, start, ch))
+            i += 1
+        elif ch in "\"'":
+            value, i = _read_quoted(text, start, ch)
+            kind = "qident" if ch == '"' else "string"
+            tokens.append(_Token(kind, value, start, text[start:i]))
+        elif ch.isdigit() or (ch in "+-" and text[i + 1 : i + 2].isdigit()):
+            # A number runs over every word character, so "1.5" or "16x" is one bad token.
+            i += 1
+            while i < len(text) and (text[i].isalnum() or text[i] in "_."):
+                i += 1
+            tokens.append(_Token("number", text[start:i], start, text[start:i]))
+        elif ch.isalpha() or ch == "_":
+            while i < len(text) and (text[i].isalnum() or text[i] == "_"):
+                i += 1
+            tokens.append(_Token("ident", text[start:i], start, text[start:i]))
+        else:
+            raise _parse_error(text, start, f"unexpected character {ch!r}")
+    tokens.append(_Token("end", "", len(text), ""))
+    return tokens
+
+
+class _Parser:
+    def __init__(self, text: str, schema: NamespaceSchema) -> None:
+        self.text = text
+        self.schema = schema
+        self.tokens = _tokenize(text)
+        self.index = 0
+
+    # -------------------------------------------------------------- token helpers
+    def error(self, token: _Token | int, message: str) -> errors.PartitionByParseError:
+        pos = token if isinstance(token, int) else token.pos
+        return _parse_error(self.text, pos, message)
+
+    def peek(self, ahead: int = 0) -> _Token:
+        return self.tokens[min(self.index + ahead, len(self.tokens) - 1)]
+
+    def next(self) -> _Token:
+        token = self.peek()
+        self.index = min(self.index + 1, len(self.tokens) - 1)
+        return token
+
+    def expect(self, kind: str, context: str) -> _Token:
+        token = self.next()
+        if token.kind != kind:
+            raise self.error(token, f"expected {_EXPECTED[kind]} {context}, got {token.describe()}")
+        return token
+
+    # -------------------------------------------------------------- grammar
+    def parse(self) -> list[UnboundPartitionField]:
+        fields: list[UnboundPartitionField] = []
+        positions: dict[str, int] = {}
+        while True:
+            name_pos, unbound = self.item()
+            if unbound.name in RESERVED_NAMES:
+                raise self.error(
+                    name_pos,
+                    f"partition field name {unbound.name!r} is reserved for a __manifest column",
+                )
+            if unbound.name in positions:
+                raise self.error(
+                    name_pos,
+                    f"duplicate partition field name {unbound.name!r} (first at position "
+                    f"{positions[unbound.name]}); rename one with AS",
+                )
+            positions[unbound.name] = name_pos
+            fields.append(unbound)
+            token = self.next()
+            if token.kind == "end":
+                return fields
+            if token.kind != ",":
+                raise self.error(
+                    token, f"expected ',' or the end of partition_by, got {token.describe()}"
+                )
+
+    def item(self) -> tuple[int, UnboundPartitionField]:
+        first = self.peek()
+        if first.kind == "ident" and self.peek(1).kind == "(":
+            default_name, column, transform, result_type = self.call()
+        elif first.kind in ("ident", "qident"):
+            column = self.column()
+            transform = Identity()
+            result_type = transform.result_type(column.dtype)
+            default_name = column.name
+        else:
+            raise self.error(
+                first, f"expected a column or a partition function, got {first.describe()}"
+            )
+        name, name_pos = default_name, first.pos
+        keyword = self.peek()
+        if keyword.kind == "ident" and keyword.value.lower() == "as":
+            self.next()
+            token = self.next()
+            if token.kind not in ("ident", "qident") or not token.value:
+                raise self.error(
+                    token, f"expected a partition field name after AS, got {token.describe()}"
+                )
+            name, name_pos = token.value, token.pos
+        return name_pos, UnboundPartitionField(name, column.source_id, transform, result_type)
+
+    def call(self) -> tuple[str, _Column, Transform, pa.DataType]:
+        function = self.next()
+        lowered = function.value.lower()
+        if lowered not in _FUNCTIONS:
+            raise self.error(
+                function,
+                f"unknown partition function {function.raw!r} (known: {', '.join(_FUNCTIONS)})",
+            )
+        context = f"after {function.raw}("
+        self.expect("(", f"after {function.raw}")
+        transform: Transform
+        declared: pa.DataType | None = None
+        if lowered in _DATE_PARTS:
+            column = self.column()
+            transform = _DATE_PARTS[lowered]()
+            suffix = lowered
+        elif lowered == "expr":
+            sql = self.expect("string", f"(the SQL over col) {context}")
+            self.expect(",", f"after the SQL of {function.raw}(")
+            column = self.column()
+            self.expect(",", f"after the column of {function.raw}(")
+            declared = self.result_type()
+            transform = self.build(sql, lambda: parse_transform(sql.value, declared))
+            suffix = "expr"
+        else:
+            width = self.integer(lowered)
+            self.expect(",", f"after the {'count' if lowered == 'bucket' else 'width'}")
+            column = self.column()
+            if lowered == "bucket":
+                transform = self.build(width, lambda: Bucket(int(width.value)))
+                suffix = "bucket"
+            else:
+                transform = self.build(
+                    column.token, lambda: Truncate.for_type(int(width.value), column.dtype)
+                )
+                suffix = "trunc"
+        self.expect(")", f"to close {function.raw}( at position {function.pos}")
+        if not transform.can_apply(column.dtype):
+            raise self.error(
+                column.token,
+                f"{lowered}() cannot be applied to column {column.name!r} of type {column.dtype}",
+            )
+        if declared is not None:
+            return f"{column.name}_{suffix}", column, transform, declared
+        result = self.build(column.token, lambda: transform.result_type(column.dtype))
+        return f"{column.name}_{suffix}", column, transform, result
+
+    def build(self, token: _Token, make: Callable[[], Any]) -> Any:
+        """Run ``make``; turn an input error into a parse error at ``token``."""
+        try:
+            return make()
+        except errors.InvalidInputError as exc:
+            raise self.error(token, str(exc)) from exc
+
+    def integer(self, function: str) -> _Token:
+        token = self.next()
+        what = "bucket count" if function == "bucket" else "truncate width"
+        digits = token.value.lstrip("+-")
+        if token.kind != "number" or not (digits.isascii() and digits.isdigit()):
+            raise self.error(token, f"{what} must be an integer, got {token.describe()}")
+        if int(token.value) < 1:
+            raise self.error(token, f"{what} must be >= 1, got {token.describe()}")
+        return token
+
+    def column(self) -> _Column:
+        token = self.next()
+        if token.kind not in ("ident", "qident"):
+            raise self.error(token, f"expected a column name, got {token.describe()}")
+        name = token.value
+        try:
+            source_id = self.schema.field_id(name)
+        except errors.SchemaError as exc:
+            columns = ", ".join(self.schema.names) or "none"
+            raise self.error(token, f"unknown column: {exc} (columns: {columns})") from None
+        return _Column(name, source_id, self.schema.top_level_field(name).type, token)
+
+    def result_type(self) -> pa.DataType:
+        token = self.expect("string", "(the result type) after the column of expr(")
+        spelled = token.value.strip()
+        try:
+            obj = json.loads(spelled) if spelled.startswith("{") else {"type": spelled}
+            return type_from_json(obj)
+        except (ValueError, errors.LancePartitionedError) as exc:
+            raise self.error(token, f"bad result type {token.describe()}: {exc}") from exc
+
+
+def parse_partition_by(text: str, schema: NamespaceSchema) -> list[UnboundPartitionField]:
+    """Parse the ``partition_by`` shorthand into unbound partition fields.
+
+    Parameters
+    ----------
+    text : str
+        The shorthand, e.g. ``"year(event_date) AS event_year, country"``.
+    schema : NamespaceSchema
+        The namespace schema; columns resolve against its top-level, non-deprecated names.
+
+    Returns
+    -------
+    list of UnboundPartitionField
+        In level order; empty for a blank string (unpartitioned).
+
+    Raises
+    ------
+    PartitionByParseError
+        With ``position`` at the offending token: a syntax error, an unknown function or
+        column, a count or width below 1, a transform that does not apply to the column's
+        type, a duplicate or reserved name.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> from lance_partitioned.spec.schema import NamespaceSchema
+    >>> schema = NamespaceSchema.from_arrow(
+    ...     pa.schema([("id", pa.int64()), ("event_date", pa.date32()), ("country", pa.utf8())]))
+    >>> for f in parse_partition_by("year(event_date) AS event_year, country", schema):
+    ...     print(f.name, f.source_id, f.expression, f.result_type)
+    event_year 1 date_part('year', col) int32
+    country 2 col string
+    >>> parse_partition_by("  ", schema)
+    []
+    """
+    if not text.strip():
+        return []
+    return _Parser(text, schema).parse()
