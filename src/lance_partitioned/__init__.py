@@ -3,11 +3,61 @@
 A partitioned namespace is a directory namespace whose ``__manifest`` Lance table carries
 partition specs and a shared schema; its leaf tables are plain Lance datasets that are
 queried together as one dataset.
+
+>>> import lance_partitioned as lp
+>>> lp.PartitionedNamespace.__name__
+'PartitionedNamespace'
+
+Public names are loaded lazily, so ``import lance_partitioned.spec`` (the pure core) never
+imports lance or pyspark.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+import lance_namespace
+
 from lance_partitioned import errors
 
-__all__ = ["__version__", "errors"]
+if TYPE_CHECKING:
+    from lance_partitioned.namespace import PartitionedNamespace, WriteResult
+    from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
+    from lance_partitioned.spec.schema import NamespaceSchema
+    from lance_partitioned.write import WriteOptions, WriteProgress
+
+__all__ = [
+    "NamespaceSchema",
+    "PartitionField",
+    "PartitionSpec",
+    "PartitionedNamespace",
+    "WriteOptions",
+    "WriteProgress",
+    "WriteResult",
+    "__version__",
+    "errors",
+]
 __version__ = "0.1.0"
+
+_LAZY = {
+    "PartitionedNamespace": "lance_partitioned.namespace",
+    "WriteResult": "lance_partitioned.namespace",
+    "WriteOptions": "lance_partitioned.write",
+    "WriteProgress": "lance_partitioned.write",
+    "PartitionField": "lance_partitioned.spec.partitioning",
+    "PartitionSpec": "lance_partitioned.spec.partitioning",
+    "NamespaceSchema": "lance_partitioned.spec.schema",
+}
+
+# lance_namespace.connect("partitioned", {"root": uri}) returns a PartitionedNamespace.
+lance_namespace.register_namespace_impl(
+    "partitioned", "lance_partitioned.namespace.PartitionedNamespace"
+)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lance_partitioned' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,129 @@
+"""Spec 000's schema consistency rules between the namespace schema and leaf tables.
+
+Writes (:func:`conform_for_write`):
+
+- a namespace column missing from the data is written as NULL; an error if it is not nullable;
+- a column of the data that the namespace lacks (or has deprecated) is an error naming it;
+- a column of another type is cast to the namespace type; an error if the cast is impossible
+  or loses information.
+
+Nullability is checked on the values, not on the declared flag: pyarrow infers every column as
+nullable, so a nullable-typed column without NULLs is accepted for a non-nullable column.
+
+Leaf tables store every live column of the namespace schema. pylance strips ``lance:field_id``
+from field metadata, so each leaf column carries its namespace field id under
+:data:`LEAF_FIELD_ID_KEY` instead, which lets readers match renamed columns by id.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_partitioned import errors
+from lance_partitioned.spec.schema import FIELD_ID_KEY, NamespaceSchema
+
+__all__ = ["LEAF_FIELD_ID_KEY", "conform_for_write", "leaf_schema"]
+
+LEAF_FIELD_ID_KEY = "lance-partitioned:field_id"
+
+
+def _leaf_field(field: pa.Field) -> pa.Field:
+    metadata = {k.decode(): v.decode() for k, v in (field.metadata or {}).items()}
+    field_id = metadata.pop(FIELD_ID_KEY, None)
+    if field_id is not None:
+        metadata[LEAF_FIELD_ID_KEY] = field_id
+    dtype = field.type
+    if pa.types.is_struct(dtype):
+        dtype = pa.struct([_leaf_field(dtype.field(i)) for i in range(dtype.num_fields)])
+    elif pa.types.is_large_list(dtype):
+        dtype = pa.large_list(_leaf_field(dtype.value_field))
+    elif pa.types.is_fixed_size_list(dtype):
+        dtype = pa.list_(_leaf_field(dtype.value_field), dtype.list_size)
+    elif pa.types.is_list(dtype):
+        dtype = pa.list_(_leaf_field(dtype.value_field))
+    return pa.field(field.name, dtype, field.nullable, metadata=metadata or None)
+
+
+def leaf_schema(schema: NamespaceSchema) -> pa.Schema:
+    """The Arrow schema of leaf tables written now: every live (non-deprecated) column.
+
+    >>> ns = NamespaceSchema.from_arrow(pa.schema([pa.field("id", pa.int64(), False)]))
+    >>> leaf_schema(ns).field("id").metadata
+    {b'lance-partitioned:field_id': b'0'}
+    """
+    return pa.schema([_leaf_field(f) for f in schema.read_schema()])
+
+
+def _cast(column: pa.ChunkedArray | pa.Array, field: pa.Field) -> pa.ChunkedArray:
+    try:
+        return cast(pa.ChunkedArray, pc.cast(column, field.type, safe=True))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise errors.CastError(
+            f"column {field.name!r}: cannot convert {column.type} to the namespace type "
+            f"{field.type} without loss ({exc})"
+        ) from exc
+
+
+def conform_for_write(data: pa.Table, schema: NamespaceSchema, target: pa.Schema) -> pa.Table:
+    """Apply the write-side consistency rules; return ``data`` in the ``target`` leaf schema.
+
+    Parameters
+    ----------
+    data : pyarrow.Table
+        The data as the user gave it.
+    schema : NamespaceSchema
+        The namespace schema (deprecated columns count as absent).
+    target : pyarrow.Schema
+        The leaf schema, from :func:`leaf_schema`.
+
+    >>> ns = NamespaceSchema.from_arrow(pa.schema([("id", pa.int64()), ("s", pa.string())]))
+    >>> conform_for_write(pa.table({"id": pa.array([1], pa.int32())}), ns, leaf_schema(ns))
+    pyarrow.Table
+    id: int64
+    s: string
+    ----
+    id: [[1]]
+    s: [[null]]
+    >>> try:
+    ...     conform_for_write(pa.table({"x": [1]}), ns, leaf_schema(ns))
+    ... except errors.SchemaMismatchError as exc:
+    ...     print(exc)
+    column 'x' is not in the namespace schema: the namespace columns are ['id', 's']
+    """
+    names = data.column_names
+    if len(set(names)) != len(names):
+        duplicate = next(n for n in names if names.count(n) > 1)
+        raise errors.SchemaMismatchError(f"column {duplicate!r} appears twice in the data")
+    live = set(target.names)
+    for name in names:
+        if name not in live:
+            hint = (
+                "it was dropped (deprecated) and counts as absent"
+                if name in schema.arrow_schema.names
+                else f"the namespace columns are {sorted(live)}"
+            )
+            raise errors.SchemaMismatchError(
+                f"column {name!r} is not in the namespace schema: {hint}"
+            )
+    columns = []
+    for field in target:
+        if field.name in names:
+            column = data.column(field.name)
+            if column.type != field.type:
+                column = _cast(column, field)
+            if not field.nullable and column.null_count:
+                raise errors.SchemaMismatchError(
+                    f"column {field.name!r} is not nullable but the data has "
+                    f"{column.null_count} NULL values"
+                )
+        else:
+            if not field.nullable:
+                raise errors.SchemaMismatchError(
+                    f"column {field.name!r} is missing from the data and is not nullable"
+                )
+            column = pa.chunked_array([pa.nulls(data.num_rows, field.type)])
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=target)

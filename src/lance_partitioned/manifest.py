@@ -1,0 +1,373 @@
+"""The ``__manifest`` table: its columns, object ids, derived names, snapshots and CAS commits.
+
+This is the only module that reads or writes the ``__manifest`` Lance table. Its layout
+(spec 000 and DESIGN.md):
+
+- columns ``object_id`` (primary key), ``object_type``, ``location``, ``metadata``,
+  ``base_objects`` typed exactly as pylance's ``DirectoryNamespace`` writes them, then
+  ``read_version`` (uint64), then one nullable column per partition field name of any spec
+  version, typed by its ``result_type``;
+- table metadata: ``schema`` and ``partition_spec_v<N>`` as JSON strings (see
+  :mod:`lance_partitioned.spec.metadata`), and the writer feature-flag guard that makes
+  pylance's own ``DirectoryNamespace`` refuse to rewrite the table;
+- one row per spec version namespace (``v1``), per partition namespace (``v1$<name>``, …) and
+  per leaf table (``…$dataset``), each with the partition values inherited from its ancestors.
+
+Partition namespace names are 16 base36 characters derived from (spec version, parent object
+id, typed value), so that two writers creating the same partition agree on its name, and a
+leaf's directory is ``<8 hex>_<object_id>``, derived from its object id.
+
+>>> partition_name(1, "v1", pa.scalar(2025, pa.int32()))
+'...'
+>>> len(partition_name(1, "v1", pa.scalar("US")))
+16
+>>> leaf_location("v1$0123456789abcdef$dataset")[8:]
+'_v1$0123456789abcdef$dataset'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import lance
+import pyarrow as pa
+import pyarrow.compute as pc
+from lance import LanceDataset, LanceOperation
+from lance.commit import CommitConflictError
+
+from lance_partitioned import errors
+from lance_partitioned.spec.metadata import NamespaceMetadata
+from lance_partitioned.spec.types import type_to_json
+
+__all__ = [
+    "BASE_COLUMNS",
+    "DELIMITER",
+    "GUARD_KEY",
+    "LEAF_NAME",
+    "MANIFEST_DIR",
+    "CommitConflict",
+    "Manifest",
+    "ManifestSnapshot",
+    "leaf_location",
+    "leaf_object_id",
+    "manifest_schema",
+    "partition_name",
+    "spec_namespace_id",
+]
+
+MANIFEST_DIR = "__manifest"
+DELIMITER = "$"
+LEAF_NAME = "dataset"
+NAMESPACE = "namespace"
+TABLE = "table"
+#: Writer feature flag unknown to pylance: its DirectoryNamespace then refuses every write to
+#: ``__manifest`` (which would drop the partition columns) while reads keep working.
+GUARD_KEY = "lance.namespace.manifest.writer_feature_flags"
+GUARD_VALUE = str(1 << 40)
+
+_PK = {b"lance-schema:unenforced-primary-key:position": b"0"}
+_BASE_FIELDS = (
+    pa.field("object_id", pa.string(), nullable=False, metadata=_PK),
+    pa.field("object_type", pa.string(), nullable=False),
+    pa.field("location", pa.string()),
+    pa.field("metadata", pa.string()),
+    pa.field("base_objects", pa.list_(pa.field("object_id", pa.string()))),
+    pa.field("read_version", pa.uint64()),
+)
+BASE_COLUMNS: tuple[str, ...] = tuple(f.name for f in _BASE_FIELDS)
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+_NAME_SPACE = 36**16
+
+
+def manifest_schema(partition_columns: Sequence[tuple[str, pa.DataType]]) -> pa.Schema:
+    """The ``__manifest`` Arrow schema: the base columns, then one per partition field name.
+
+    >>> manifest_schema([("country", pa.string())]).names[-2:]
+    ['read_version', 'country']
+    """
+    extra = [pa.field(name, dtype, nullable=True) for name, dtype in partition_columns]
+    return pa.schema([*_BASE_FIELDS, *extra])
+
+
+def spec_namespace_id(version: int) -> str:
+    """The object id of the spec version namespace: ``v1``, ``v2``, …
+
+    >>> spec_namespace_id(2)
+    'v2'
+    """
+    return f"v{version}"
+
+
+def _value_token(value: pa.Scalar) -> str:
+    """An unambiguous text for a typed value (the type is hashed separately)."""
+    if not value.is_valid:
+        return "null"
+    dtype = value.type
+    if pa.types.is_temporal(dtype):
+        width = pa.int32() if dtype.bit_width == 32 else pa.int64()
+        return "t" + str(value.cast(width).as_py())
+    if pa.types.is_floating(dtype):
+        return "f" + float(value.as_py()).hex()
+    if pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype):
+        return "b" + bytes(value.as_py()).hex()
+    if pa.types.is_fixed_size_binary(dtype):
+        return "b" + bytes(value.as_py()).hex()
+    return "v" + str(value.as_py())
+
+
+def partition_name(spec_version: int, parent_id: str, value: pa.Scalar) -> str:
+    """The 16-character base36 name of a partition namespace.
+
+    Derived from the spec version, the parent's object id and the typed value, so every
+    writer (and every client following this rule) names the same partition the same way.
+    NULL is a value like any other.
+
+    >>> partition_name(1, "v1", pa.scalar("US")) == partition_name(1, "v1", pa.scalar("US"))
+    True
+    >>> partition_name(1, "v1", pa.scalar("US")) != partition_name(2, "v2", pa.scalar("US"))
+    True
+    """
+    type_text = json.dumps(type_to_json(value.type), sort_keys=True, separators=(",", ":"))
+    key = "\x00".join((str(spec_version), parent_id, type_text, _value_token(value)))
+    number = int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest(), "big") % _NAME_SPACE
+    digits = []
+    for _ in range(16):
+        number, rem = divmod(number, 36)
+        digits.append(_BASE36[rem])
+    return "".join(reversed(digits))
+
+
+def leaf_object_id(parent_id: str) -> str:
+    """The object id of the leaf table under a namespace.
+
+    >>> leaf_object_id("v1$0123456789abcdef")
+    'v1$0123456789abcdef$dataset'
+    """
+    return f"{parent_id}{DELIMITER}{LEAF_NAME}"
+
+
+def leaf_location(object_id: str) -> str:
+    """The directory name of a leaf table, relative to the namespace root.
+
+    >>> leaf_location("v1$abc$dataset")
+    '..._v1$abc$dataset'
+    """
+    prefix = hashlib.sha256(object_id.encode("utf-8")).hexdigest()[:8]
+    return f"{prefix}_{object_id}"
+
+
+class CommitConflict(Exception):
+    """Internal: a ``__manifest`` commit lost a compare-and-swap; re-read and retry."""
+
+
+@dataclass(frozen=True)
+class ManifestSnapshot:
+    """One version of the ``__manifest``: its metadata and all its rows.
+
+    Attributes
+    ----------
+    version : int
+        The ``__manifest`` Lance version read.
+    metadata : NamespaceMetadata
+        Schema and partition specs parsed from the table metadata.
+    table_metadata : dict[str, str]
+        The raw table metadata map, every key kept.
+    rows : pyarrow.Table
+        Every row of the manifest at ``version``.
+    """
+
+    version: int
+    metadata: NamespaceMetadata
+    table_metadata: Mapping[str, str]
+    rows: pa.Table = field(repr=False)
+
+    @cached_property
+    def _index(self) -> dict[str, int]:
+        ids = self.rows.column("object_id").to_pylist()
+        return {object_id: i for i, object_id in enumerate(ids)}
+
+    def has(self, object_id: str) -> bool:
+        """Whether a row with this object id exists."""
+        return object_id in self._index
+
+    def row(self, object_id: str) -> dict[str, Any] | None:
+        """The row of ``object_id`` as a dict, or None."""
+        i = self._index.get(object_id)
+        return None if i is None else self.rows.slice(i, 1).to_pylist()[0]
+
+    def read_version(self, object_id: str) -> int | None:
+        """The ``read_version`` of a leaf row (None: absent row or NULL)."""
+        i = self._index.get(object_id)
+        if i is None:
+            return None
+        value = self.rows.column("read_version")[i].as_py()
+        return None if value is None else int(value)
+
+    def location(self, object_id: str) -> str | None:
+        """The ``location`` of a row, or None."""
+        i = self._index.get(object_id)
+        return None if i is None else self.rows.column("location")[i].as_py()
+
+    @cached_property
+    def tables(self) -> pa.Table:
+        """The leaf table rows only."""
+        return self.rows.filter(pc.equal(self.rows.column("object_type"), TABLE))
+
+    def children(self, parent_id: str) -> list[tuple[str, str]]:
+        """(name, object_type) of the direct children of ``parent_id`` ('' for the root)."""
+        prefix = parent_id + DELIMITER if parent_id else ""
+        depth = parent_id.count(DELIMITER) + 1 if parent_id else 0
+        out = []
+        for object_id, object_type in zip(
+            self.rows.column("object_id").to_pylist(),
+            self.rows.column("object_type").to_pylist(),
+            strict=True,
+        ):
+            if object_id.startswith(prefix) and object_id.count(DELIMITER) == depth:
+                out.append((object_id[len(prefix) :], object_type))
+        return sorted(out)
+
+
+class Manifest:
+    """Access to the ``__manifest`` table of one partitioned namespace.
+
+    Parameters
+    ----------
+    root : str
+        The namespace root (a local path or an object store URI).
+    storage_options : dict, optional
+        Passed to every Lance call.
+    """
+
+    def __init__(self, root: str, storage_options: Mapping[str, str] | None = None) -> None:
+        self.root = root.rstrip("/")
+        self.uri = f"{self.root}/{MANIFEST_DIR}"
+        self.storage_options = dict(storage_options or {})
+
+    def table_uri(self, location: str) -> str:
+        """The URI of a leaf table from its ``location`` (relative name or absolute URI)."""
+        if "://" in location or location.startswith("/"):
+            return location
+        return f"{self.root}/{location}"
+
+    def _open(self, version: int | None = None) -> LanceDataset:
+        try:
+            return lance.dataset(
+                self.uri, version=version, storage_options=self.storage_options or None
+            )
+        except ValueError as exc:
+            if version is not None and "not found" in str(exc).lower():
+                raise errors.TableVersionNotFoundError(
+                    f"__manifest version {version} does not exist at {self.root!r}"
+                ) from exc
+            raise errors.NamespaceNotFoundError(
+                f"no partitioned namespace at {self.root!r}: cannot open {self.uri!r} ({exc})"
+            ) from exc
+
+    def exists(self) -> bool:
+        """Whether a ``__manifest`` Lance table exists at the root."""
+        try:
+            self._open()
+        except errors.NamespaceNotFoundError:
+            return False
+        return True
+
+    def snapshot(self, version: int | None = None) -> ManifestSnapshot:
+        """Read one version of the manifest (the latest by default)."""
+        ds = self._open(version)
+        table_metadata = dict(ds.metadata)
+        if not NamespaceMetadata.is_partitioned(table_metadata):
+            raise errors.NotAPartitionedNamespaceError(
+                f"{self.root!r} is a directory namespace but not a partitioned namespace: "
+                "its __manifest metadata has no partition_spec_v<N> key"
+            )
+        metadata = NamespaceMetadata.from_table_metadata(table_metadata)
+        return ManifestSnapshot(ds.version, metadata, table_metadata, ds.to_table())
+
+    @classmethod
+    def create(
+        cls,
+        root: str,
+        metadata: NamespaceMetadata,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> Manifest:
+        """Create the ``__manifest`` with the spec-version row and the metadata.
+
+        Raises :class:`~lance_partitioned.errors.NamespaceAlreadyExistsError` if one exists.
+        """
+        manifest = cls(root, storage_options)
+        schema = manifest_schema(metadata.partition_columns())
+        first = spec_namespace_id(metadata.current_spec.version)
+        rows = rows_table(schema, [{"object_id": first, "object_type": NAMESPACE}])
+        try:
+            ds = lance.write_dataset(
+                rows,
+                manifest.uri,
+                schema=schema,
+                mode="create",
+                storage_options=manifest.storage_options or None,
+            )
+        except (OSError, ValueError) as exc:
+            if "already exists" in str(exc).lower() or manifest.exists():
+                raise errors.NamespaceAlreadyExistsError(
+                    f"a namespace already exists at {root!r}"
+                ) from exc
+            raise
+        updates: dict[str, str | None] = {**metadata.to_table_metadata(), GUARD_KEY: GUARD_VALUE}
+        op = LanceOperation.UpdateConfig(
+            table_metadata_updates=LanceOperation.UpdateMap(updates, replace=False)
+        )
+        LanceDataset.commit(
+            manifest.uri,
+            op,
+            read_version=ds.version,
+            storage_options=manifest.storage_options or None,
+            max_retries=0,
+        )
+        return manifest
+
+    def commit_rows(
+        self,
+        base: ManifestSnapshot,
+        rows: pa.Table,
+        *,
+        delete_where: str | None = None,
+    ) -> int:
+        """Upsert ``rows`` by ``object_id`` as a compare-and-swap on ``base.version``.
+
+        ``delete_where`` additionally deletes every existing row that is not in ``rows`` and
+        matches that SQL filter (used by whole-namespace overwrite). Returns the new
+        manifest version; raises :class:`CommitConflict` when a concurrent commit conflicts.
+        """
+        ds = self._open(base.version)
+        builder = (
+            ds.merge_insert("object_id").when_matched_update_all().when_not_matched_insert_all()
+        )
+        if delete_where is not None:
+            builder = builder.when_not_matched_by_source_delete(delete_where)
+        transaction, _ = builder.execute_uncommitted(rows.cast(ds.schema))
+        return self._commit(transaction, base.version)
+
+    def _commit(self, operation: Any, read_version: int) -> int:
+        try:
+            ds = LanceDataset.commit(
+                self.uri,
+                operation,
+                read_version=read_version,
+                storage_options=self.storage_options or None,
+                max_retries=0,
+            )
+        except CommitConflictError as exc:
+            raise CommitConflict(str(exc)) from exc
+        return int(ds.version)
+
+
+def rows_table(schema: pa.Schema, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """Build manifest rows (dicts of column name to Python value) in the manifest schema."""
+    columns = {f.name: pa.array([row.get(f.name) for row in rows], type=f.type) for f in schema}
+    return pa.table(columns, schema=schema)

@@ -1,0 +1,425 @@
+"""``PartitionedNamespace``: the public facade of a partitioned namespace.
+
+>>> import tempfile, pyarrow as pa
+>>> import lance_partitioned as lp
+>>> root = tempfile.mkdtemp()
+>>> schema = pa.schema([("id", pa.int64()), ("country", pa.string())])
+>>> ns = lp.PartitionedNamespace.create(root, schema=schema, partition_by="country")
+>>> result = ns.write(pa.table({"id": [1, 2, 3], "country": ["US", "FR", "US"]}))
+>>> result.rows_written, result.partitions_created
+(3, 2)
+>>> sorted(ns.partitions().column("country").to_pylist())
+['FR', 'US']
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import lance_namespace as ln
+import pyarrow as pa
+
+from lance_partitioned import errors
+from lance_partitioned.consistency import leaf_schema
+from lance_partitioned.manifest import (
+    BASE_COLUMNS,
+    DELIMITER,
+    TABLE,
+    Manifest,
+    ManifestSnapshot,
+)
+from lance_partitioned.spec.evaluate import evaluate
+from lance_partitioned.spec.metadata import NamespaceMetadata
+from lance_partitioned.spec.partitioning import (
+    PartitionField,
+    PartitionSpec,
+    bind_spec,
+    validate_specs,
+)
+from lance_partitioned.spec.schema import NamespaceSchema
+from lance_partitioned.spec.shorthand import parse_partition_by
+from lance_partitioned.transaction import commit_write
+from lance_partitioned.write import WriteOptions, WriteProgress, stage
+
+__all__ = ["PartitionedNamespace", "WriteResult"]
+
+_MODES = ("append", "overwrite", "overwrite_partitions")
+_STORAGE_PREFIX = "storage."
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What :meth:`PartitionedNamespace.write` did.
+
+    Attributes
+    ----------
+    version : int
+        The ``__manifest`` version that made the write visible.
+    rows_written : int
+        Rows committed.
+    partitions_created : int
+        Leaf tables that did not exist before.
+    partitions_touched : int
+        Leaf tables written (created ones included).
+    partitions_removed : int
+        Leaf tables dropped from the manifest by ``mode="overwrite"``.
+    attempts : int
+        Manifest commit attempts (more than 1 when concurrent writers conflicted).
+    seconds : float
+        Wall time of the whole write.
+    """
+
+    version: int
+    rows_written: int
+    partitions_created: int
+    partitions_touched: int
+    partitions_removed: int
+    attempts: int
+    seconds: float
+
+
+def _spec_version(object_id: str) -> int:
+    return int(object_id.split(DELIMITER, 1)[0][1:])
+
+
+class PartitionedNamespace(ln.LanceNamespace):
+    """A Lance Partitioned Namespace (spec 000) rooted at a directory or object-store URI.
+
+    Use :meth:`create` or :meth:`open`; ``lance_namespace.connect("partitioned",
+    {"root": uri})`` also works (properties ``storage.<key>`` become storage options).
+    The object reads one ``__manifest`` version (:attr:`version`); :meth:`write` moves it to
+    the version it commits and :meth:`refresh` to the latest.
+    """
+
+    def __init__(
+        self,
+        root: str,
+        *,
+        storage_options: Mapping[str, str] | None = None,
+        version: int | None = None,
+        **properties: str,
+    ) -> None:
+        options = dict(storage_options or {})
+        for key, value in properties.items():
+            if key.startswith(_STORAGE_PREFIX):
+                options[key[len(_STORAGE_PREFIX) :]] = value
+        self._manifest = Manifest(str(root), options)
+        self._pinned = version
+        self._snapshot = self._manifest.snapshot(version)
+
+    # ------------------------------------------------------------------ lifecycle
+    @classmethod
+    def create(
+        cls,
+        uri: str,
+        *,
+        schema: pa.Schema,
+        partition_by: str | Sequence[PartitionField],
+        storage_options: Mapping[str, str] | None = None,
+        exist_ok: bool = False,
+    ) -> PartitionedNamespace:
+        """Create a partitioned namespace with a schema and a first partition spec.
+
+        Parameters
+        ----------
+        uri : str
+            Root directory or object-store URI.
+        schema : pyarrow.Schema
+            The namespace schema; ``lance:field_id`` is assigned depth-first unless every
+            field already carries one.
+        partition_by : str or list of PartitionField
+            The shorthand (``"year(ts), country, bucket(16, user_id)"``) or bound fields.
+        exist_ok : bool
+            Return the existing namespace when it has the same schema and spec instead of
+            raising :class:`~lance_partitioned.errors.NamespaceAlreadyExistsError`.
+        """
+        ns_schema = NamespaceSchema.from_arrow(schema)
+        if isinstance(partition_by, str):
+            spec = bind_spec(
+                parse_partition_by(partition_by, ns_schema), existing=(), schema=ns_schema
+            )
+        else:
+            spec = PartitionSpec(1, tuple(partition_by))
+        validate_specs([spec], ns_schema)
+        metadata = NamespaceMetadata(ns_schema, (spec,))
+        manifest = Manifest(str(uri), storage_options)
+        if manifest.exists():
+            if not exist_ok:
+                raise errors.NamespaceAlreadyExistsError(f"a namespace already exists at {uri!r}")
+            existing = cls(str(uri), storage_options=storage_options)
+            if existing.metadata.to_table_metadata() != metadata.to_table_metadata():
+                raise errors.NamespaceAlreadyExistsError(
+                    f"a namespace with another schema or partition spec exists at {uri!r}"
+                )
+            return existing
+        Manifest.create(str(uri), metadata, storage_options)
+        return cls(str(uri), storage_options=storage_options)
+
+    @classmethod
+    def open(
+        cls,
+        uri: str,
+        *,
+        storage_options: Mapping[str, str] | None = None,
+        version: int | None = None,
+    ) -> PartitionedNamespace:
+        """Open a partitioned namespace, at its latest ``__manifest`` version or ``version``."""
+        return cls(str(uri), storage_options=storage_options, version=version)
+
+    def refresh(self) -> PartitionedNamespace:
+        """Re-read the latest ``__manifest`` version (no-op when opened at a fixed version)."""
+        if self._pinned is None:
+            self._snapshot = self._manifest.snapshot()
+        return self
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def uri(self) -> str:
+        """The root URI."""
+        return self._manifest.root
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        """Storage options used for every Lance call."""
+        return dict(self._manifest.storage_options)
+
+    @property
+    def metadata(self) -> NamespaceMetadata:
+        """Schema and partition specs, as stored in the ``__manifest`` metadata."""
+        return self._snapshot.metadata
+
+    @property
+    def namespace_schema(self) -> NamespaceSchema:
+        """The namespace schema with field ids, deprecated fields included."""
+        return self._snapshot.metadata.schema
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The read schema: every live column, with ``lance:field_id`` metadata."""
+        return self._snapshot.metadata.schema.read_schema()
+
+    @property
+    def partition_specs(self) -> list[PartitionSpec]:
+        """Every partition spec version, oldest first."""
+        return list(self._snapshot.metadata.specs)
+
+    @property
+    def current_spec(self) -> PartitionSpec:
+        """The spec new data is written with."""
+        return self._snapshot.metadata.current_spec
+
+    @property
+    def version(self) -> int:
+        """The ``__manifest`` version this object reads."""
+        return self._snapshot.version
+
+    @property
+    def snapshot(self) -> ManifestSnapshot:
+        """The ``__manifest`` snapshot this object reads."""
+        return self._snapshot
+
+    def __repr__(self) -> str:
+        spec = ", ".join(f.name for f in self.current_spec.fields) or "unpartitioned"
+        return f"PartitionedNamespace({self.uri!r}, version={self.version}, spec=[{spec}])"
+
+    # ------------------------------------------------------------------ writes
+    def write(
+        self,
+        data: Any,
+        *,
+        mode: Literal["append", "overwrite", "overwrite_partitions"] = "append",
+        options: WriteOptions | None = None,
+        progress: Callable[[WriteProgress], None] | None = None,
+    ) -> WriteResult:
+        """Write ``data`` atomically: every partition it touches becomes visible at once.
+
+        Parameters
+        ----------
+        data
+            A ``pyarrow.Table``, ``RecordBatch`` or ``RecordBatchReader`` (streamed with
+            bounded memory), any object with ``__arrow_c_stream__`` (pandas, polars, DuckDB),
+            or an iterable of record batches.
+        mode : {"append", "overwrite", "overwrite_partitions"}
+            ``overwrite`` replaces the whole namespace's data; ``overwrite_partitions``
+            replaces only the partitions present in ``data`` (under the current spec).
+        options : WriteOptions, optional
+            Buffering and parallelism knobs.
+        progress : callable, optional
+            Called with a :class:`~lance_partitioned.write.WriteProgress` after each chunk.
+        """
+        if mode not in _MODES:
+            raise errors.InvalidInputError(f"mode {mode!r} is not one of {list(_MODES)}")
+        if self._pinned is not None:
+            raise errors.UnsupportedOperationError(
+                f"this namespace was opened at __manifest version {self._pinned} (time travel) "
+                "and is read-only: open it without version= to write"
+            )
+        started = time.perf_counter()
+        self.refresh()
+        snapshot = self._snapshot
+        target = leaf_schema(snapshot.metadata.schema)
+        pending = stage(
+            self._manifest,
+            snapshot,
+            data,
+            mode=mode,
+            target=target,
+            options=options or WriteOptions(),
+            progress=progress,
+        )
+        result = commit_write(
+            self._manifest, pending, leaf_threads=(options or WriteOptions()).threads
+        )
+        self._snapshot = self._manifest.snapshot(result.version)
+        return WriteResult(
+            version=result.version,
+            rows_written=result.rows,
+            partitions_created=len(result.created),
+            partitions_touched=len(result.leaf_versions),
+            partitions_removed=result.deleted_leaves,
+            attempts=result.attempts,
+            seconds=time.perf_counter() - started,
+        )
+
+    # ------------------------------------------------------------------ partitions
+    def partitions(self, filter: str | None = None) -> pa.Table:
+        """One row per leaf table: ``object_id``, ``location``, ``spec_version``, the partition
+        columns and ``read_version``. ``filter`` is a SQL expression over partition columns.
+        """
+        tables = self._snapshot.tables
+        partition_names = [n for n in tables.column_names if n not in BASE_COLUMNS]
+        spec_versions = pa.array(
+            [_spec_version(oid) for oid in tables.column("object_id").to_pylist()], pa.int32()
+        )
+        out = pa.table(
+            {
+                "object_id": tables.column("object_id"),
+                "location": tables.column("location"),
+                "spec_version": spec_versions,
+                **{name: tables.column(name) for name in partition_names},
+                "read_version": tables.column("read_version"),
+            }
+        )
+        out = out.sort_by([("object_id", "ascending")])
+        if filter is None:
+            return out
+        return _sql_filter(out, filter)
+
+    # ------------------------------------------------------------------ LanceNamespace
+    def namespace_id(self) -> str:
+        return f"PartitionedNamespace {{ root: {self.uri!r} }}"
+
+    def _object_id(self, parts: Sequence[str] | None) -> str:
+        return DELIMITER.join(parts or [])
+
+    def _require_namespace(self, object_id: str) -> None:
+        if object_id == "":
+            return
+        row = self._snapshot.row(object_id)
+        if row is None or row["object_type"] == TABLE:
+            raise errors.NamespaceNotFoundError(
+                f"namespace {object_id!r} does not exist in {self.uri!r}"
+            )
+
+    def _properties(self, object_id: str) -> dict[str, str]:
+        row = self._snapshot.row(object_id)
+        if row is None:
+            return {}
+        properties: dict[str, str] = {}
+        schema = self._snapshot.rows.schema
+        for name in schema.names:
+            if name in BASE_COLUMNS or row[name] is None:
+                continue
+            value = pa.array([row[name]], schema.field(name).type)
+            text = evaluate("CAST(col AS VARCHAR)", value, pa.string())
+            properties[f"partition.{name}"] = text[0].as_py()
+        return properties
+
+    def list_namespaces(self, request: ln.ListNamespacesRequest) -> ln.ListNamespacesResponse:
+        parent = self._object_id(request.id)
+        self._require_namespace(parent)
+        names = [name for name, kind in self._snapshot.children(parent) if kind != TABLE]
+        return ln.ListNamespacesResponse(namespaces=names)
+
+    def describe_namespace(
+        self, request: ln.DescribeNamespaceRequest
+    ) -> ln.DescribeNamespaceResponse:
+        object_id = self._object_id(request.id)
+        self._require_namespace(object_id)
+        if object_id == "":
+            properties = dict(self._snapshot.table_metadata)
+        else:
+            properties = self._properties(object_id)
+        return ln.DescribeNamespaceResponse(properties=properties)
+
+    def namespace_exists(self, request: ln.NamespaceExistsRequest) -> ln.NamespaceExistsResponse:
+        self._require_namespace(self._object_id(request.id))
+        return ln.NamespaceExistsResponse()
+
+    def list_tables(self, request: ln.ListTablesRequest) -> ln.ListTablesResponse:
+        parent = self._object_id(request.id)
+        self._require_namespace(parent)
+        names = [name for name, kind in self._snapshot.children(parent) if kind == TABLE]
+        return ln.ListTablesResponse(tables=names)
+
+    def _table_row(self, parts: Sequence[str] | None) -> dict[str, Any]:
+        object_id = self._object_id(parts)
+        row = self._snapshot.row(object_id)
+        if row is None or row["object_type"] != TABLE:
+            raise errors.TableNotFoundError(f"table {object_id!r} does not exist in {self.uri!r}")
+        return row
+
+    def describe_table(self, request: ln.DescribeTableRequest) -> ln.DescribeTableResponse:
+        row = self._table_row(request.id)
+        uri = self._manifest.table_uri(row["location"])
+        return ln.DescribeTableResponse(
+            location=uri,
+            table_uri=uri,
+            version=row["read_version"],
+            storage_options=self.storage_options or None,
+            properties=self._properties(row["object_id"]),
+        )
+
+    def table_exists(self, request: ln.TableExistsRequest) -> ln.TableExistsResponse:
+        self._table_row(request.id)
+        return ln.TableExistsResponse()
+
+    def create_namespace(self, request: ln.CreateNamespaceRequest) -> Any:
+        raise errors.UnsupportedOperationError(
+            "a partitioned namespace creates its namespaces itself when data is written: "
+            "use PartitionedNamespace.write"
+        )
+
+    def create_table(self, request: Any, request_data: bytes = b"") -> Any:
+        raise errors.UnsupportedOperationError(
+            "tables cannot be created inside a partitioned namespace by hand: "
+            "use PartitionedNamespace.write, which creates each partition's leaf table"
+        )
+
+    def declare_table(self, request: Any) -> Any:
+        return self.create_table(request)
+
+    def drop_table(self, request: Any) -> Any:
+        raise errors.UnsupportedOperationError(
+            "dropping a leaf table would lose a partition's data outside the commit "
+            "protocol; use PartitionedNamespace.write(mode='overwrite_partitions')"
+        )
+
+
+def _sql_filter(table: pa.Table, condition: str) -> pa.Table:
+    import datafusion
+
+    ctx = datafusion.SessionContext()
+    ctx.register_record_batches(
+        "partitions", [table.to_batches() or [pa.record_batch([], schema=table.schema)]]
+    )
+    try:
+        result = ctx.sql(f"SELECT * FROM partitions WHERE {condition}").to_arrow_table()
+    except Exception as exc:
+        raise errors.InvalidInputError(
+            f"cannot apply partition filter {condition!r}: {exc}"
+        ) from exc
+    return result.cast(table.schema) if result.num_rows else table.slice(0, 0)

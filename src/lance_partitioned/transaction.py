@@ -1,0 +1,342 @@
+"""The commit protocol: staged leaf data becomes visible in one ``__manifest`` commit.
+
+This is the only module that commits data. The Python API, the Spark driver and the CLI all
+hand it a :class:`PendingWrite` (fragments already staged, invisible) and it:
+
+1. reads the latest ``__manifest`` snapshot;
+2. commits each touched leaf: a leaf whose row is absent gets an ``Overwrite`` (creating the
+   dataset, or replacing an orphan left by a crashed writer); a leaf whose latest version is
+   not the manifest's ``read_version`` is first restored to it (the difference is an orphan or
+   an in-flight writer that will retry), then gets an ``Append`` or an ``Overwrite``;
+3. upserts every touched row (new ``read_version``s, new namespace and table rows) in one
+   ``merge_insert`` committed as a compare-and-swap on the version read in step 1.
+
+Every manifest commit also rewrites its spec version row (``v<N>``): pylance rebases
+concurrent plain inserts, which would duplicate a partition created by two writers at once;
+rewriting a shared row turns that into a conflict. On a conflict the protocol re-reads, keeps
+the leaf commits whose expected ``read_version`` still holds, redoes the others on the new base
+(staged fragments are reusable), and retries with exponential backoff and jitter. Until step 3
+succeeds nothing is visible: readers open leaves at the ``read_version`` of the manifest
+version they read.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import lance
+import pyarrow as pa
+from lance import LanceDataset, LanceOperation
+from lance.commit import CommitConflictError
+
+from lance_partitioned import errors
+from lance_partitioned.manifest import (
+    DELIMITER,
+    NAMESPACE,
+    TABLE,
+    CommitConflict,
+    Manifest,
+    ManifestSnapshot,
+    rows_table,
+    spec_namespace_id,
+)
+
+__all__ = ["CommitResult", "LeafWrite", "PendingWrite", "commit_write"]
+
+log = logging.getLogger(__name__)
+
+WriteMode = Literal["append", "overwrite", "overwrite_partitions"]
+_ABSENT = -1  # expected state of a leaf whose manifest row does not exist
+_LEAF_ATTEMPTS = 8
+
+
+@dataclass
+class LeafWrite:
+    """Staged, uncommitted data for one leaf table.
+
+    Attributes
+    ----------
+    object_id : str
+        The leaf's object id (``v1$<name>…$dataset``).
+    location : str
+        Where the fragments were staged, relative to the root.
+    fragments : list
+        ``lance.fragment.FragmentMetadata`` of the staged files.
+    rows : int
+        Rows in the staged fragments.
+    values : dict
+        Partition column name to Python value, for this leaf (inherited by its row).
+    """
+
+    object_id: str
+    location: str
+    fragments: list[Any]
+    rows: int
+    values: dict[str, Any]
+
+
+@dataclass
+class PendingWrite:
+    """Everything one write adds: leaves, their ancestor namespaces and the mode.
+
+    ``namespaces`` maps each ancestor partition namespace object id to its inherited values.
+    """
+
+    spec_version: int
+    leaf_schema: pa.Schema
+    leaves: list[LeafWrite]
+    namespaces: dict[str, dict[str, Any]]
+    mode: WriteMode = "append"
+
+
+@dataclass
+class CommitResult:
+    """What a commit did.
+
+    Attributes
+    ----------
+    version : int
+        The new ``__manifest`` version.
+    leaf_versions : dict[str, int]
+        The committed ``read_version`` of each touched leaf.
+    created : list[str]
+        Object ids of leaf tables that did not exist before.
+    attempts : int
+        Manifest commit attempts (1 when there was no conflict).
+    """
+
+    version: int
+    leaf_versions: dict[str, int]
+    created: list[str]
+    attempts: int
+    rows: int = 0
+    deleted_leaves: int = 0
+
+
+@dataclass
+class _LeafState:
+    expected: int  # read_version seen in the manifest (_ABSENT, or -2 for NULL)
+    version: int  # leaf version committed for that expectation
+
+
+@dataclass
+class _Backoff:
+    attempts: int = 12
+    base: float = 0.05
+    cap: float = 2.0
+    _rng: random.Random = field(default_factory=random.Random)
+
+    def sleep(self, attempt: int) -> None:
+        delay = min(self.cap, self.base * 2**attempt)
+        time.sleep(delay / 2 + self._rng.uniform(0, delay / 2))
+
+
+def _expected(snapshot: ManifestSnapshot, object_id: str) -> int:
+    if not snapshot.has(object_id):
+        return _ABSENT
+    read_version = snapshot.read_version(object_id)
+    return -2 if read_version is None else read_version
+
+
+def _latest_version(uri: str, options: dict[str, str] | None) -> int | None:
+    try:
+        return int(lance.dataset(uri, storage_options=options).latest_version)
+    except ValueError:
+        return None
+
+
+def commit_leaf(
+    manifest: Manifest,
+    leaf: LeafWrite,
+    expected: int,
+    *,
+    overwrite: bool,
+    schema: pa.Schema,
+) -> int:
+    """Commit one leaf's staged fragments on top of the manifest's view of it.
+
+    Returns the new leaf version. Retries Lance-level conflicts with other leaf writers.
+    """
+    uri = manifest.table_uri(leaf.location)
+    options = manifest.storage_options or None
+    for attempt in range(_LEAF_ATTEMPTS):
+        latest = _latest_version(uri, options)
+        try:
+            if expected == _ABSENT:
+                # a new leaf, or an orphan directory (crashed writer, or a partition removed by
+                # a whole-namespace overwrite): replace whatever is there
+                op: Any = LanceOperation.Overwrite(schema, leaf.fragments)
+                ds = LanceDataset.commit(
+                    uri, op, read_version=latest, storage_options=options, max_retries=0
+                )
+                return int(ds.version)
+            if latest is None:
+                raise errors.InternalError(
+                    f"leaf table {leaf.object_id!r} is in the __manifest but {uri!r} holds no "
+                    "Lance dataset"
+                )
+            if expected >= 0 and latest != expected:
+                log.info("restoring leaf %s from version %d to %d", uri, latest, expected)
+                restored = LanceDataset.commit(
+                    uri,
+                    LanceOperation.Restore(expected),
+                    read_version=latest,
+                    storage_options=options,
+                    max_retries=0,
+                )
+                latest = restored.version
+            if overwrite:
+                op = LanceOperation.Overwrite(schema, leaf.fragments)
+            else:
+                op = LanceOperation.Append(leaf.fragments)
+            ds = LanceDataset.commit(
+                uri, op, read_version=latest, storage_options=options, max_retries=0
+            )
+            if overwrite or ds.version == latest + 1:
+                return int(ds.version)
+            # Lance rebased our Append over a concurrent commit, so this version also holds
+            # another writer's rows that its own retry may append again: do not use it. The
+            # next attempt restores the leaf to `expected` and appends on top of that.
+            log.info("append to %s was rebased to version %d: redoing it", uri, ds.version)
+            _Backoff().sleep(attempt)
+        except CommitConflictError:
+            _Backoff().sleep(attempt)
+        except OSError:
+            # creating the leaf raced with another writer creating it: Lance reports a plain
+            # "not found" for the version it assumed; retry on top of what now exists
+            if latest is not None or _latest_version(uri, options) is None:
+                raise
+            _Backoff().sleep(attempt)
+    raise errors.ConcurrentModificationError(
+        f"leaf table {leaf.object_id!r} kept conflicting with concurrent writers "
+        f"after {_LEAF_ATTEMPTS} attempts"
+    )
+
+
+def _namespace_row(
+    snapshot: ManifestSnapshot, object_id: str, values: Mapping[str, Any]
+) -> dict[str, Any]:
+    existing = snapshot.row(object_id)
+    if existing is not None:
+        return existing
+    return {"object_id": object_id, "object_type": NAMESPACE, **values}
+
+
+def _leaf_row(snapshot: ManifestSnapshot, leaf: LeafWrite, version: int) -> dict[str, Any]:
+    row = snapshot.row(leaf.object_id) or {
+        "object_id": leaf.object_id,
+        "object_type": TABLE,
+        "location": leaf.location,
+        **leaf.values,
+    }
+    return {**row, "read_version": version}
+
+
+def _check_location(snapshot: ManifestSnapshot, leaf: LeafWrite) -> None:
+    location = snapshot.location(leaf.object_id)
+    if location is not None and location != leaf.location:
+        raise errors.ConcurrentModificationError(
+            f"leaf {leaf.object_id!r} was created at {location!r} by another client while "
+            f"this write staged its data at {leaf.location!r}; retry the write"
+        )
+
+
+def commit_write(
+    manifest: Manifest,
+    pending: PendingWrite,
+    *,
+    backoff: _Backoff | None = None,
+    leaf_threads: int = 8,
+    on_leaves_committed: Callable[[dict[str, int]], None] | None = None,
+) -> CommitResult:
+    """Make a pending write visible atomically (see the module docstring).
+
+    Raises :class:`~lance_partitioned.errors.ConcurrentModificationError` when the manifest
+    commit keeps losing to concurrent writers after every retry.
+    """
+    backoff = backoff or _Backoff()
+    states: dict[str, _LeafState] = {}
+    overwrite = pending.mode != "append"
+    sentinel = spec_namespace_id(pending.spec_version)
+    with ThreadPoolExecutor(max_workers=max(1, leaf_threads)) as pool:
+        for attempt in range(backoff.attempts):
+            snapshot = manifest.snapshot()
+            if not snapshot.has(sentinel):
+                raise errors.InternalError(
+                    f"spec version namespace {sentinel!r} has no row in the __manifest"
+                )
+            todo: list[tuple[LeafWrite, int]] = []
+            for leaf in pending.leaves:
+                _check_location(snapshot, leaf)
+                expected = _expected(snapshot, leaf.object_id)
+                state = states.get(leaf.object_id)
+                if state is None or state.expected != expected:
+                    todo.append((leaf, expected))
+            futures = [
+                (
+                    leaf,
+                    expected,
+                    pool.submit(
+                        commit_leaf,
+                        manifest,
+                        leaf,
+                        expected,
+                        overwrite=overwrite,
+                        schema=pending.leaf_schema,
+                    ),
+                )
+                for leaf, expected in todo
+            ]
+            for leaf, expected, future in futures:
+                states[leaf.object_id] = _LeafState(expected, future.result())
+            versions = {oid: state.version for oid, state in states.items()}
+            if on_leaves_committed is not None:
+                on_leaves_committed(versions)
+            rows = [_namespace_row(snapshot, sentinel, {})]
+            rows += [
+                _namespace_row(snapshot, oid, values) for oid, values in pending.namespaces.items()
+            ]
+            rows += [
+                _leaf_row(snapshot, leaf, states[leaf.object_id].version) for leaf in pending.leaves
+            ]
+            schema = snapshot.rows.schema
+            delete_where = (
+                f"object_id LIKE '%{DELIMITER}%'" if pending.mode == "overwrite" else None
+            )
+            try:
+                version = manifest.commit_rows(
+                    snapshot, rows_table(schema, rows), delete_where=delete_where
+                )
+            except CommitConflict as exc:
+                log.info("manifest commit conflict on attempt %d: %s", attempt + 1, exc)
+                backoff.sleep(attempt)
+                continue
+            created = [
+                leaf.object_id
+                for leaf in pending.leaves
+                if states[leaf.object_id].expected == _ABSENT
+            ]
+            deleted = 0
+            if delete_where is not None:
+                kept = {leaf.object_id for leaf in pending.leaves}
+                deleted = sum(
+                    1 for oid in snapshot.tables.column("object_id").to_pylist() if oid not in kept
+                )
+            return CommitResult(
+                version=version,
+                leaf_versions=versions,
+                created=created,
+                attempts=attempt + 1,
+                rows=sum(leaf.rows for leaf in pending.leaves),
+                deleted_leaves=deleted,
+            )
+    raise errors.ConcurrentModificationError(
+        f"the __manifest at {manifest.root!r} kept changing under this write: gave up after "
+        f"{backoff.attempts} commit attempts (the staged data stays invisible)"
+    )

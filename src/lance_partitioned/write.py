@@ -1,0 +1,355 @@
+"""Streaming partitioned writes: conform, compute partition values, group, stage fragments.
+
+A write reads its input as a stream of record batches, in chunks of bounded size. For each
+chunk it applies the schema consistency rules, computes every partition value with the spec's
+vectorized transforms, groups the rows by partition with Arrow and numpy (no Python loop per
+row), and appends each group to a per-partition buffer. Buffers are flushed to uncommitted
+Lance fragments in the partition's leaf directory on a thread pool, when one grows past
+``flush_bytes`` or when all of them together pass ``max_buffer_bytes``, so memory stays
+bounded whatever the input size. The staged fragments are then committed by
+:func:`lance_partitioned.transaction.commit_write`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import lance.fragment
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_partitioned import errors
+from lance_partitioned.consistency import conform_for_write
+from lance_partitioned.manifest import (
+    Manifest,
+    ManifestSnapshot,
+    leaf_location,
+    leaf_object_id,
+    partition_name,
+    spec_namespace_id,
+)
+from lance_partitioned.spec.partitioning import PartitionSpec
+from lance_partitioned.spec.schema import NamespaceSchema
+from lance_partitioned.transaction import LeafWrite, PendingWrite, WriteMode
+
+__all__ = ["WriteOptions", "WriteProgress", "as_reader", "group_rows", "stage"]
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """Tuning knobs of a write (the defaults suit a machine with a few GB of memory).
+
+    Attributes
+    ----------
+    chunk_bytes : int
+        Input is grouped in chunks of about this many bytes.
+    flush_bytes : int
+        A partition buffer is staged to fragments once it holds this many bytes.
+    max_buffer_bytes : int
+        All buffers together never hold more; the largest are flushed first.
+    max_rows_per_file : int
+        Passed to Lance when staging fragments.
+    threads : int
+        Threads staging fragments and committing leaves in parallel.
+    """
+
+    chunk_bytes: int = 256 << 20
+    flush_bytes: int = 128 << 20
+    max_buffer_bytes: int = 1 << 30
+    max_rows_per_file: int = 1 << 20
+    threads: int = 8
+
+
+@dataclass(frozen=True)
+class WriteProgress:
+    """Reported after each input chunk: rows read so far and partitions seen."""
+
+    rows: int
+    partitions: int
+    bytes_staged: int
+
+
+def as_reader(data: Any) -> pa.RecordBatchReader:
+    """Anything that speaks Arrow, as a stream of record batches.
+
+    Accepts a ``pyarrow.Table``, ``RecordBatch`` or ``RecordBatchReader``, any object with
+    ``__arrow_c_stream__`` (pandas, polars, DuckDB results), or an iterable of record batches.
+
+    >>> as_reader(pa.table({"a": [1, 2]})).read_all().num_rows
+    2
+    >>> as_reader([pa.record_batch({"a": [1]}), pa.record_batch({"a": [2]})]).read_all().num_rows
+    2
+    """
+    if isinstance(data, pa.RecordBatchReader):
+        return data
+    if isinstance(data, pa.Table):
+        return data.to_reader()
+    if isinstance(data, pa.RecordBatch):
+        return pa.RecordBatchReader.from_batches(data.schema, [data])
+    if hasattr(data, "__arrow_c_stream__"):
+        return pa.RecordBatchReader.from_stream(data)
+    if isinstance(data, Iterable) and not isinstance(data, (str, bytes, dict)):
+        iterator = iter(data)
+        try:
+            first = next(iterator)
+        except StopIteration:
+            raise errors.InvalidInputError(
+                "cannot write an empty iterable: it has no schema (pass an empty "
+                "pyarrow.Table instead)"
+            ) from None
+        if isinstance(first, pa.Table):
+            batches: Iterator[Any] = itertools.chain([first], iterator)
+            flat = (
+                b for t in batches for b in (t.to_batches() if isinstance(t, pa.Table) else [t])
+            )
+            return pa.RecordBatchReader.from_batches(first.schema, flat)
+        if isinstance(first, pa.RecordBatch):
+            return pa.RecordBatchReader.from_batches(
+                first.schema, itertools.chain([first], iterator)
+            )
+    raise errors.InvalidInputError(
+        f"cannot write an object of type {type(data).__name__}: pass a pyarrow Table, "
+        "RecordBatch or RecordBatchReader, an object with __arrow_c_stream__, or an "
+        "iterable of RecordBatches"
+    )
+
+
+def _chunks(reader: pa.RecordBatchReader, chunk_bytes: int) -> Iterator[pa.Table]:
+    pending: list[pa.RecordBatch] = []
+    size = 0
+    for batch in reader:
+        if batch.num_rows == 0:
+            continue
+        pending.append(batch)
+        size += batch.nbytes
+        if size >= chunk_bytes:
+            yield pa.Table.from_batches(pending, schema=reader.schema)
+            pending, size = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending, schema=reader.schema)
+
+
+def group_rows(keys: list[pa.Array]) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """Group rows by the tuple of their key values (NULL is a value).
+
+    Returns ``(order, offsets, first)``: ``order`` permutes rows so that each group is
+    contiguous (None when there is at most one group), group ``g`` spans
+    ``offsets[g]:offsets[g+1]`` of the permuted rows, and ``first[g]`` is the index of one of
+    its rows in the input (to read the group's key values from).
+
+    >>> order, offsets, first = group_rows([pa.array(["b", "a", "b", None])])
+    >>> offsets.tolist(), sorted(first.tolist())
+    ([0, 2, 3, 4], [0, 1, 3])
+    """
+    n = len(keys[0]) if keys else 0
+    if not keys or n == 0:
+        return None, np.array([0, n], dtype=np.int64), np.zeros(1 if n else 0, dtype=np.int64)
+    codes: np.ndarray | None = None
+    for key in keys:
+        encoded = pc.dictionary_encode(key, null_encoding="encode")
+        if isinstance(encoded, pa.ChunkedArray):
+            encoded = encoded.combine_chunks()
+        indices = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        size = max(1, len(encoded.dictionary))
+        if codes is None:
+            codes = indices
+        else:
+            combined = pc.dictionary_encode(pa.array(codes * size + indices))
+            codes = combined.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    assert codes is not None
+    groups = int(codes.max()) + 1
+    counts = np.bincount(codes, minlength=groups)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    if groups == 1:
+        return None, offsets, np.zeros(1, dtype=np.int64)
+    narrow = codes.astype(np.uint16 if groups < (1 << 16) else np.uint32)
+    order = np.argsort(narrow, kind="stable")
+    return order, offsets, order[offsets[:-1]]
+
+
+@dataclass
+class _Partition:
+    values: tuple[Any, ...]
+    namespaces: list[tuple[str, dict[str, Any]]]
+    object_id: str
+    location: str
+    buffer: list[pa.Table] = field(default_factory=list)
+    buffered: int = 0
+    rows: int = 0
+    fragments: list[Any] = field(default_factory=list)
+    futures: list[Future[list[Any]]] = field(default_factory=list)
+
+
+class _Stager:
+    """Per-partition buffers flushed to uncommitted fragments on a thread pool."""
+
+    def __init__(
+        self,
+        manifest: Manifest,
+        snapshot: ManifestSnapshot,
+        spec: PartitionSpec,
+        target: pa.Schema,
+        options: WriteOptions,
+        pool: ThreadPoolExecutor,
+    ) -> None:
+        self.manifest = manifest
+        self.snapshot = snapshot
+        self.spec = spec
+        self.target = target
+        self.options = options
+        self.pool = pool
+        self.partitions: dict[str, _Partition] = {}
+        self.buffered = 0
+        self.staged_bytes = 0
+        self._lock = threading.Lock()
+
+    def partition(self, scalars: list[pa.Scalar]) -> _Partition:
+        """The partition of one group, found by its derived object id (NULL and NaN too)."""
+        parent = spec_namespace_id(self.spec.version)
+        chain = []
+        for scalar in scalars:
+            parent = f"{parent}${partition_name(self.spec.version, parent, scalar)}"
+            chain.append(parent)
+        object_id = leaf_object_id(parent)
+        found = self.partitions.get(object_id)
+        if found is not None:
+            return found
+        values = tuple(s.as_py() for s in scalars)
+        names = [spec_field.name for spec_field in self.spec.fields]
+        namespaces = [
+            (ns_id, dict(zip(names[: i + 1], values[: i + 1], strict=True)))
+            for i, ns_id in enumerate(chain)
+        ]
+        location = self.snapshot.location(object_id) or leaf_location(object_id)
+        created = _Partition(values, namespaces, object_id, location)
+        self.partitions[object_id] = created
+        return created
+
+    def add(self, part: _Partition, rows: pa.Table) -> None:
+        part.buffer.append(rows)
+        part.buffered += rows.nbytes
+        part.rows += rows.num_rows
+        self.buffered += rows.nbytes
+        if part.buffered >= self.options.flush_bytes:
+            self.flush(part)
+
+    def relieve(self) -> None:
+        """Flush the largest buffers until all of them fit in half the budget."""
+        if self.buffered < self.options.max_buffer_bytes:
+            return
+        for part in sorted(self.partitions.values(), key=lambda p: -p.buffered):
+            if self.buffered < self.options.max_buffer_bytes // 2:
+                break
+            self.flush(part)
+
+    def flush(self, part: _Partition) -> None:
+        if not part.buffer:
+            return
+        data = pa.concat_tables(part.buffer)
+        self.buffered -= part.buffered
+        self.staged_bytes += part.buffered
+        part.buffer, part.buffered = [], 0
+        uri = self.manifest.table_uri(part.location)
+        part.futures.append(self.pool.submit(self._write, data, uri))
+        # bound memory: never more than a few chunks in flight per thread
+        in_flight = [f for p in self.partitions.values() for f in p.futures if not f.done()]
+        if len(in_flight) > 2 * self.options.threads:
+            in_flight[0].result()
+
+    def _write(self, data: pa.Table, uri: str) -> list[Any]:
+        fragments = lance.fragment.write_fragments(
+            data,
+            uri,
+            schema=self.target,
+            max_rows_per_file=self.options.max_rows_per_file,
+            storage_options=self.manifest.storage_options or None,
+        )
+        return cast(list[Any], fragments)
+
+    def finish(self) -> list[LeafWrite]:
+        for part in self.partitions.values():
+            self.flush(part)
+        leaves = []
+        for part in self.partitions.values():
+            for future in part.futures:
+                part.fragments.extend(future.result())
+            leaves.append(
+                LeafWrite(
+                    object_id=part.object_id,
+                    location=part.location,
+                    fragments=part.fragments,
+                    rows=part.rows,
+                    values=dict(part.namespaces[-1][1]) if part.namespaces else {},
+                )
+            )
+        return leaves
+
+
+def partition_values(
+    data: pa.Table, spec: PartitionSpec, schema: NamespaceSchema
+) -> list[pa.Array]:
+    """The partition value arrays of ``data`` (in the leaf schema) under ``spec``."""
+    keys = []
+    for spec_field in spec.fields:
+        column = data.column(schema.name_of(spec_field.source_id))
+        values = spec_field.transform.apply(column)
+        if values.type != spec_field.result_type:
+            values = pc.cast(values, spec_field.result_type)
+        keys.append(values)
+    return keys
+
+
+def stage(
+    manifest: Manifest,
+    snapshot: ManifestSnapshot,
+    data: Any,
+    *,
+    mode: WriteMode,
+    target: pa.Schema,
+    options: WriteOptions,
+    progress: Callable[[WriteProgress], None] | None = None,
+) -> PendingWrite:
+    """Stage ``data`` as uncommitted fragments under the current spec; nothing is visible yet."""
+    metadata = snapshot.metadata
+    spec = metadata.current_spec
+    reader = as_reader(data)
+    rows = 0
+    with ThreadPoolExecutor(max_workers=options.threads) as pool:
+        stager = _Stager(manifest, snapshot, spec, target, options, pool)
+        try:
+            for chunk in _chunks(reader, options.chunk_bytes):
+                table = conform_for_write(chunk, metadata.schema, target)
+                keys = partition_values(table, spec, metadata.schema)
+                order, offsets, first = group_rows(keys)
+                grouped = table if order is None else table.take(order)
+                for g in range(len(offsets) - 1):
+                    scalars = [key[int(first[g])] for key in keys]
+                    part = stager.partition(scalars)
+                    stager.add(part, grouped.slice(offsets[g], offsets[g + 1] - offsets[g]))
+                stager.relieve()
+                rows += table.num_rows
+                if progress is not None:
+                    progress(WriteProgress(rows, len(stager.partitions), stager.staged_bytes))
+            leaves = stager.finish()
+        except BaseException:
+            for part in stager.partitions.values():
+                for future in part.futures:
+                    future.cancel()
+            raise
+    namespaces: dict[str, dict[str, Any]] = {}
+    for part in stager.partitions.values():
+        for object_id, inherited in part.namespaces:
+            namespaces.setdefault(object_id, inherited)
+    return PendingWrite(
+        spec_version=spec.version,
+        leaf_schema=target,
+        leaves=leaves,
+        namespaces=namespaces,
+        mode=mode,
+    )

@@ -1,0 +1,137 @@
+"""All-or-nothing writes: a crash mid-commit leaves no trace; concurrent writers lose nothing."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from typing import Any
+
+import lance
+import pyarrow as pa
+import pytest
+
+import lance_partitioned as lp
+from lance_partitioned import errors, transaction
+from tests.integration.helpers import read_leaves
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("k", pa.string())])
+
+
+def rows(ids: range, keys: list[str]) -> pa.Table:
+    return pa.table(
+        {"id": pa.array(list(ids), pa.int64()), "k": [keys[i % len(keys)] for i in ids]},
+        schema=SCHEMA,
+    )
+
+
+class Boom(RuntimeError):
+    pass
+
+
+def test_a_write_failing_after_some_leaves_committed_is_invisible(
+    tmp_path: os.PathLike[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="k")
+    ns.write(rows(range(40), ["a", "b", "c", "d"]))
+    before_parts = ns.partitions()
+    before_data = read_leaves(ns).sort_by("id")
+    manifest_version = ns.version
+
+    real_commit_leaf = transaction.commit_leaf
+    committed: list[str] = []
+
+    def crash_after_two(*args: Any, **kwargs: Any) -> int:
+        if len(committed) == 2:
+            raise Boom("injected crash after two leaf commits")
+        version = real_commit_leaf(*args, **kwargs)
+        committed.append(args[1].object_id)
+        return version
+
+    monkeypatch.setattr(transaction, "commit_leaf", crash_after_two)
+    with pytest.raises(Boom):
+        ns.write(
+            rows(range(100, 140), ["a", "b", "c", "d", "e"]), options=lp.WriteOptions(threads=1)
+        )
+    assert len(committed) == 2
+    # the leaves really moved on disk ...
+    moved = [
+        lance.dataset(f"{ns.uri}/{loc}").latest_version
+        for loc in before_parts.column("location").to_pylist()
+    ]
+    assert moved != before_parts.column("read_version").to_pylist()
+    # ... but a reader sees exactly the namespace as before
+    reader = lp.PartitionedNamespace.open(ns.uri)
+    assert reader.version == manifest_version
+    assert reader.partitions().equals(before_parts)
+    assert read_leaves(reader).sort_by("id").equals(before_data)
+
+    # the next write restores the orphaned leaves and commits only its own rows
+    monkeypatch.setattr(transaction, "commit_leaf", real_commit_leaf)
+    ns.refresh().write(rows(range(200, 210), ["a", "b", "c", "d", "e"]))
+    ids = sorted(read_leaves(ns)["id"].to_pylist())
+    assert ids == list(range(40)) + list(range(200, 210))
+
+
+def _append_worker(root: str, worker: int, rounds: int, per_round: int) -> None:
+    ns = lp.PartitionedNamespace.open(root)
+    keys = ["a", "b", "c"]  # every worker writes every partition: maximal overlap
+    for r in range(rounds):
+        start = (worker * rounds + r) * per_round
+        ns.write(rows(range(start, start + per_round), keys))
+
+
+@pytest.mark.slow
+def test_four_processes_appending_to_overlapping_partitions(tmp_path: os.PathLike[str]) -> None:
+    ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="k")
+    workers, rounds, per_round = 4, 3, 30
+    ctx = mp.get_context("spawn")
+    procs = [
+        ctx.Process(target=_append_worker, args=(ns.uri, w, rounds, per_round))
+        for w in range(workers)
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=300)
+    assert [p.exitcode for p in procs] == [0] * workers
+    ns.refresh()
+    ids = read_leaves(ns)["id"].to_pylist()
+    assert len(ids) == workers * rounds * per_round
+    assert sorted(ids) == list(range(workers * rounds * per_round))
+    manifest = lance.dataset(f"{ns.uri}/__manifest").to_table()
+    object_ids = manifest.column("object_id").to_pylist()
+    assert len(object_ids) == len(set(object_ids)), "duplicate __manifest rows"
+    assert ns.partitions().num_rows == 3
+
+
+def test_commit_gives_up_with_a_typed_error(
+    tmp_path: os.PathLike[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="k")
+    from lance_partitioned import manifest
+
+    def always_conflict(self: Any, *args: Any, **kwargs: Any) -> int:
+        raise manifest.CommitConflict("someone else always wins")
+
+    monkeypatch.setattr(manifest.Manifest, "commit_rows", always_conflict)
+    with pytest.raises(errors.ConcurrentModificationError, match="gave up"):
+        transaction.commit_write(
+            ns._manifest,
+            _pending(ns),
+            backoff=transaction._Backoff(attempts=3, base=0.001),
+        )
+    assert lp.PartitionedNamespace.open(ns.uri).partitions().num_rows == 0
+
+
+def _pending(ns: lp.PartitionedNamespace) -> transaction.PendingWrite:
+    from lance_partitioned.consistency import leaf_schema
+    from lance_partitioned.write import WriteOptions, stage
+
+    return stage(
+        ns._manifest,
+        ns.snapshot,
+        rows(range(5), ["a"]),
+        mode="append",
+        target=leaf_schema(ns.namespace_schema),
+        options=WriteOptions(),
+    )
