@@ -17,6 +17,7 @@ from field metadata, so each leaf column carries its namespace field id under
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import cast
 
 import pyarrow as pa
@@ -25,7 +26,13 @@ import pyarrow.compute as pc
 from lance_partitioned import errors
 from lance_partitioned.spec.schema import FIELD_ID_KEY, NamespaceSchema
 
-__all__ = ["LEAF_FIELD_ID_KEY", "conform_for_write", "leaf_schema"]
+__all__ = [
+    "LEAF_FIELD_ID_KEY",
+    "conform_for_read",
+    "conform_for_write",
+    "leaf_field",
+    "leaf_schema",
+]
 
 LEAF_FIELD_ID_KEY = "lance-partitioned:field_id"
 
@@ -127,3 +134,77 @@ def conform_for_write(data: pa.Table, schema: NamespaceSchema, target: pa.Schema
             column = pa.chunked_array([pa.nulls(data.num_rows, field.type)])
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=target)
+
+
+# ---------------------------------------------------------------------------------- reads
+
+
+def _leaf_id(field: pa.Field) -> int | None:
+    raw = (field.metadata or {}).get(LEAF_FIELD_ID_KEY.encode())
+    return None if raw is None else int(raw)
+
+
+def _namespace_id(field: pa.Field) -> int | None:
+    raw = (field.metadata or {}).get(FIELD_ID_KEY.encode())
+    return None if raw is None else int(raw)
+
+
+def _match(source: Sequence[pa.Field], target: pa.Field) -> pa.Field | None:
+    """The source field holding ``target``: same field id, else (no id at all) same name."""
+    wanted = _namespace_id(target)
+    if wanted is not None:
+        for candidate in source:
+            if _leaf_id(candidate) == wanted:
+                return candidate
+    for candidate in source:
+        if candidate.name == target.name and _leaf_id(candidate) is None:
+            return candidate
+    return None
+
+
+def leaf_field(leaf: pa.Schema, target: pa.Field) -> pa.Field | None:
+    """The leaf field that stores namespace field ``target`` (None: the leaf lacks it).
+
+    Leaf columns are matched by the field id they carry under :data:`LEAF_FIELD_ID_KEY`, so a
+    renamed column is still found; a leaf written by another client (no ids) is matched by name.
+
+    >>> ns = NamespaceSchema.from_arrow(pa.schema([("id", pa.int64())]))
+    >>> leaf = leaf_schema(ns)
+    >>> renamed = ns.read_schema().field("id").with_name("key")
+    >>> leaf_field(leaf, renamed).name
+    'id'
+    """
+    return _match(list(leaf), target)
+
+
+def conform_for_read(
+    column: pa.Array | pa.ChunkedArray | None, source: pa.Field | None, target: pa.Field, rows: int
+) -> pa.Array | pa.ChunkedArray:
+    """Apply the read-side rules to one leaf column: NULL when absent, nested fields matched
+    by id, other types cast to the namespace type (:class:`~.errors.CastError` if impossible).
+
+    >>> target = pa.field("n", pa.int64(), metadata={"lance:field_id": "0"})
+    >>> conform_for_read(None, None, target, 2).to_pylist()
+    [None, None]
+    >>> source = pa.field("n", pa.int32(), metadata={LEAF_FIELD_ID_KEY: "0"})
+    >>> conform_for_read(pa.array([1, None], pa.int32()), source, target, 2).type
+    DataType(int64)
+    """
+    if column is None or source is None:
+        return pa.nulls(rows, target.type)
+    if isinstance(column, pa.ChunkedArray):
+        chunks = [conform_for_read(c, source, target, len(c)) for c in column.chunks]
+        return pa.chunked_array(chunks, type=target.type)
+    if pa.types.is_struct(target.type) and pa.types.is_struct(column.type):
+        children = list(source.type)
+        arrays, fields = [], []
+        for child in target.type:
+            match = _match(children, child)
+            values = None if match is None else column.field(children.index(match))
+            arrays.append(conform_for_read(values, match, child, len(column)))
+            fields.append(child)
+        mask = column.is_null() if column.null_count else None
+        return pa.StructArray.from_arrays(arrays, fields=fields, mask=mask)
+    if column.type == target.type:
+        return column
+    return _cast(column, target)

@@ -51,6 +51,7 @@ __all__ = [
     "LEAF_NAME",
     "MANIFEST_DIR",
     "CommitConflict",
+    "LeafStats",
     "Manifest",
     "ManifestSnapshot",
     "leaf_location",
@@ -159,6 +160,56 @@ def leaf_location(object_id: str) -> str:
     """
     prefix = hashlib.sha256(object_id.encode("utf-8")).hexdigest()[:8]
     return f"{prefix}_{object_id}"
+
+
+_STATS_ROWS = "lance-partitioned.num_rows"
+_STATS_VERSION = "lance-partitioned.num_rows_version"
+
+
+@dataclass(frozen=True)
+class LeafStats:
+    """Row count of a leaf at one version, kept in its row's ``metadata`` JSON properties.
+
+    Readers answer ``count_rows()`` from it without opening leaves. It is a hint: it counts only
+    while its version equals the row's ``read_version`` (another spec-000 client may move the
+    ``read_version`` without updating it). Other keys of the JSON map are kept.
+
+    >>> text = LeafStats(3, 42).merge_into('{"owner": "ops"}')
+    >>> sorted(json.loads(text).items())  # doctest: +NORMALIZE_WHITESPACE
+    [('lance-partitioned.num_rows', '42'), ('lance-partitioned.num_rows_version', '3'),
+     ('owner', 'ops')]
+    >>> LeafStats.num_rows_at(text, 3), LeafStats.num_rows_at(text, 4)
+    (42, None)
+    """
+
+    version: int
+    num_rows: int
+
+    @staticmethod
+    def _properties(metadata: str | None) -> dict[str, str]:
+        try:
+            parsed = json.loads(metadata) if metadata else {}
+        except ValueError:
+            return {}
+        return parsed if isinstance(parsed, dict) else {}
+
+    def merge_into(self, metadata: str | None) -> str:
+        """The row's ``metadata`` JSON with these stats set."""
+        properties = self._properties(metadata)
+        properties[_STATS_ROWS] = str(self.num_rows)
+        properties[_STATS_VERSION] = str(self.version)
+        return json.dumps(properties, sort_keys=True)
+
+    @classmethod
+    def num_rows_at(cls, metadata: str | None, read_version: int | None) -> int | None:
+        """The recorded row count when it was recorded at ``read_version``, else None."""
+        properties = cls._properties(metadata)
+        try:
+            if read_version is None or int(properties[_STATS_VERSION]) != read_version:
+                return None
+            return int(properties[_STATS_ROWS])
+        except (KeyError, ValueError, TypeError):
+            return None
 
 
 class CommitConflict(Exception):

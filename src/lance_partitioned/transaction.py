@@ -41,13 +41,14 @@ from lance_partitioned.manifest import (
     NAMESPACE,
     TABLE,
     CommitConflict,
+    LeafStats,
     Manifest,
     ManifestSnapshot,
     rows_table,
     spec_namespace_id,
 )
 
-__all__ = ["CommitResult", "LeafWrite", "PendingWrite", "commit_write"]
+__all__ = ["CommitResult", "LeafCommit", "LeafWrite", "PendingWrite", "commit_write"]
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +123,15 @@ class CommitResult:
 @dataclass
 class _LeafState:
     expected: int  # read_version seen in the manifest (_ABSENT, or -2 for NULL)
-    version: int  # leaf version committed for that expectation
+    commit: LeafCommit  # what was committed for that expectation
+
+
+@dataclass(frozen=True)
+class LeafCommit:
+    """A committed leaf: its new Lance version and its row count at that version."""
+
+    version: int
+    num_rows: int
 
 
 @dataclass
@@ -158,10 +167,11 @@ def commit_leaf(
     *,
     overwrite: bool,
     schema: pa.Schema,
-) -> int:
+) -> LeafCommit:
     """Commit one leaf's staged fragments on top of the manifest's view of it.
 
-    Returns the new leaf version. Retries Lance-level conflicts with other leaf writers.
+    Returns the new leaf version and its row count. Retries Lance-level conflicts with other
+    leaf writers.
     """
     uri = manifest.table_uri(leaf.location)
     options = manifest.storage_options or None
@@ -175,7 +185,7 @@ def commit_leaf(
                 ds = LanceDataset.commit(
                     uri, op, read_version=latest, storage_options=options, max_retries=0
                 )
-                return int(ds.version)
+                return LeafCommit(int(ds.version), int(ds.count_rows()))
             if latest is None:
                 raise errors.InternalError(
                     f"leaf table {leaf.object_id!r} is in the __manifest but {uri!r} holds no "
@@ -199,7 +209,7 @@ def commit_leaf(
                 uri, op, read_version=latest, storage_options=options, max_retries=0
             )
             if overwrite or ds.version == latest + 1:
-                return int(ds.version)
+                return LeafCommit(int(ds.version), int(ds.count_rows()))
             # Lance rebased our Append over a concurrent commit, so this version also holds
             # another writer's rows that its own retry may append again: do not use it. The
             # next attempt restores the leaf to `expected` and appends on top of that.
@@ -228,14 +238,19 @@ def _namespace_row(
     return {"object_id": object_id, "object_type": NAMESPACE, **values}
 
 
-def _leaf_row(snapshot: ManifestSnapshot, leaf: LeafWrite, version: int) -> dict[str, Any]:
+def _leaf_row(snapshot: ManifestSnapshot, leaf: LeafWrite, commit: LeafCommit) -> dict[str, Any]:
     row = snapshot.row(leaf.object_id) or {
         "object_id": leaf.object_id,
         "object_type": TABLE,
         "location": leaf.location,
         **leaf.values,
     }
-    return {**row, "read_version": version}
+    stats = LeafStats(commit.version, commit.num_rows)
+    return {
+        **row,
+        "read_version": commit.version,
+        "metadata": stats.merge_into(row.get("metadata")),
+    }
 
 
 def _check_location(snapshot: ManifestSnapshot, leaf: LeafWrite) -> None:
@@ -295,7 +310,7 @@ def commit_write(
             ]
             for leaf, expected, future in futures:
                 states[leaf.object_id] = _LeafState(expected, future.result())
-            versions = {oid: state.version for oid, state in states.items()}
+            versions = {oid: state.commit.version for oid, state in states.items()}
             if on_leaves_committed is not None:
                 on_leaves_committed(versions)
             rows = [_namespace_row(snapshot, sentinel, {})]
@@ -303,7 +318,7 @@ def commit_write(
                 _namespace_row(snapshot, oid, values) for oid, values in pending.namespaces.items()
             ]
             rows += [
-                _leaf_row(snapshot, leaf, states[leaf.object_id].version) for leaf in pending.leaves
+                _leaf_row(snapshot, leaf, states[leaf.object_id].commit) for leaf in pending.leaves
             ]
             schema = snapshot.rows.schema
             delete_where = (

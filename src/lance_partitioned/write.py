@@ -52,16 +52,16 @@ class WriteOptions:
     flush_bytes : int
         A partition buffer is staged to fragments once it holds this many bytes.
     max_buffer_bytes : int
-        All buffers together never hold more; the largest are flushed first.
+        All buffers together never hold more: when they reach it, all are flushed.
     max_rows_per_file : int
         Passed to Lance when staging fragments.
     threads : int
         Threads staging fragments and committing leaves in parallel.
     """
 
-    chunk_bytes: int = 256 << 20
+    chunk_bytes: int = 128 << 20
     flush_bytes: int = 128 << 20
-    max_buffer_bytes: int = 1 << 30
+    max_buffer_bytes: int = 384 << 20
     max_rows_per_file: int = 1 << 20
     threads: int = 8
 
@@ -120,6 +120,10 @@ def as_reader(data: Any) -> pa.RecordBatchReader:
     )
 
 
+# Below this many key combinations, group codes are combined arithmetically (no second hash).
+_DIRECT_CODES = 1 << 20
+
+
 def _chunks(reader: pa.RecordBatchReader, chunk_bytes: int) -> Iterator[pa.Table]:
     pending: list[pa.RecordBatch] = []
     size = 0
@@ -151,26 +155,61 @@ def group_rows(keys: list[pa.Array]) -> tuple[np.ndarray | None, np.ndarray, np.
     if not keys or n == 0:
         return None, np.array([0, n], dtype=np.int64), np.zeros(1 if n else 0, dtype=np.int64)
     codes: np.ndarray | None = None
+    size = 1
     for key in keys:
         encoded = pc.dictionary_encode(key, null_encoding="encode")
         if isinstance(encoded, pa.ChunkedArray):
             encoded = encoded.combine_chunks()
-        indices = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        size = max(1, len(encoded.dictionary))
+        indices = encoded.indices.to_numpy(zero_copy_only=False)
+        width = max(1, len(encoded.dictionary))
         if codes is None:
-            codes = indices
+            codes, size = indices, width
+        elif size * width <= _DIRECT_CODES:  # combine without hashing again
+            codes = codes.astype(np.int64) * width + indices
+            size *= width
         else:
-            combined = pc.dictionary_encode(pa.array(codes * size + indices))
-            codes = combined.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            combined = pc.dictionary_encode(pa.array(codes.astype(np.int64) * width + indices))
+            codes = combined.indices.to_numpy(zero_copy_only=False)
+            size = max(1, len(combined.dictionary))
     assert codes is not None
-    groups = int(codes.max()) + 1
-    counts = np.bincount(codes, minlength=groups)
+    counts = np.bincount(codes, minlength=size)
+    present = np.flatnonzero(counts)
+    if len(present) == 1:
+        return None, np.array([0, n], dtype=np.int64), np.zeros(1, dtype=np.int64)
+    if len(present) < size:  # renumber the groups that occur, in code order
+        remap = np.zeros(size, dtype=np.int64)
+        remap[present] = np.arange(len(present))
+        codes = remap[codes]
+        counts = counts[present]
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    if groups == 1:
-        return None, offsets, np.zeros(1, dtype=np.int64)
-    narrow = codes.astype(np.uint16 if groups < (1 << 16) else np.uint32)
+    narrow = codes.astype(np.uint16 if len(present) < (1 << 16) else np.uint32)
     order = np.argsort(narrow, kind="stable")
     return order, offsets, order[offsets[:-1]]
+
+
+def take_grouped(
+    table: pa.Table, order: np.ndarray, offsets: np.ndarray, pool: ThreadPoolExecutor, pieces: int
+) -> list[tuple[int, pa.Table]]:
+    """``table.take(order)`` in up to ``pieces`` parallel pieces cut at group boundaries.
+
+    Returns ``(first permuted row, piece)`` pairs; no group spans two pieces.
+
+    >>> t = pa.table({"k": ["b", "a", "b", "a"]})
+    >>> order, offsets, _ = group_rows([t.column("k")])
+    >>> with ThreadPoolExecutor(2) as pool:
+    ...     parts = take_grouped(t, order, offsets, pool, 2)
+    >>> [(start, piece.column("k").to_pylist()) for start, piece in parts]
+    [(0, ['b', 'b']), (2, ['a', 'a'])]
+    """
+    n = len(order)
+    targets = [n * k // pieces for k in range(1, pieces)]
+    cuts = offsets[np.searchsorted(offsets, targets)] if targets else np.array([], np.int64)
+    bounds = sorted({0, n, *(int(c) for c in cuts)})
+    futures = [
+        (start, pool.submit(table.take, order[start:stop]))
+        for start, stop in itertools.pairwise(bounds)
+    ]
+    return [(start, future.result()) for start, future in futures]
 
 
 @dataclass
@@ -240,12 +279,15 @@ class _Stager:
             self.flush(part)
 
     def relieve(self) -> None:
-        """Flush the largest buffers until all of them fit in half the budget."""
+        """Flush every buffer once all of them together reach the budget.
+
+        Buffers are slices of the grouped input chunks, so a chunk's memory is only released
+        once every partition holding a slice of it has flushed: flushing all at once is what
+        actually bounds memory.
+        """
         if self.buffered < self.options.max_buffer_bytes:
             return
-        for part in sorted(self.partitions.values(), key=lambda p: -p.buffered):
-            if self.buffered < self.options.max_buffer_bytes // 2:
-                break
+        for part in self.partitions.values():
             self.flush(part)
 
     def flush(self, part: _Partition) -> None:
@@ -327,11 +369,20 @@ def stage(
                 table = conform_for_write(chunk, metadata.schema, target)
                 keys = partition_values(table, spec, metadata.schema)
                 order, offsets, first = group_rows(keys)
-                grouped = table if order is None else table.take(order)
+                pieces = (
+                    [(0, table)]
+                    if order is None
+                    else take_grouped(table, order, offsets, pool, options.threads)
+                )
+                piece = 0
                 for g in range(len(offsets) - 1):
+                    while piece + 1 < len(pieces) and pieces[piece + 1][0] <= offsets[g]:
+                        piece += 1
+                    start, rows_of = pieces[piece]
                     scalars = [key[int(first[g])] for key in keys]
                     part = stager.partition(scalars)
-                    stager.add(part, grouped.slice(offsets[g], offsets[g + 1] - offsets[g]))
+                    length = int(offsets[g + 1] - offsets[g])
+                    stager.add(part, rows_of.slice(int(offsets[g]) - start, length))
                 stager.relieve()
                 rows += table.num_rows
                 if progress is not None:

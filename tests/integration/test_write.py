@@ -340,3 +340,20 @@ def test_partitions_filter(ns: lp.PartitionedNamespace) -> None:
     assert ns.partitions("event_year = 2025 AND country IN ('FR', 'DE')").num_rows == 2
     with pytest.raises(errors.InvalidInputError, match="nope"):
         ns.partitions("nope = 1")
+
+
+def test_leaf_rows_record_their_row_counts(ns: lp.PartitionedNamespace) -> None:
+    from lance_partitioned.manifest import LeafStats
+
+    ns.write(events(range(60)))
+    ns.write(events(range(60, 75), ["US"]))
+    ns.write(events(range(75, 80), ["FR"]), mode="overwrite_partitions")
+    leaves = ns.snapshot.tables.to_pylist()
+    assert len(leaves) == 6
+    for row in leaves:
+        recorded = LeafStats.num_rows_at(row["metadata"], row["read_version"])
+        actual = lance.dataset(f"{ns.uri}/{row['location']}", version=row["read_version"])
+        assert recorded == actual.count_rows()
+    # a read_version moved by a client that does not keep the stats disables them
+    row = leaves[0]
+    assert LeafStats.num_rows_at(row["metadata"], row["read_version"] + 1) is None
