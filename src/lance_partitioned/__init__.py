@@ -15,6 +15,7 @@ imports lance or pyspark.
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
 
 import lance_namespace
@@ -49,6 +50,11 @@ _LAZY = {
     "PartitionSpec": "lance_partitioned.spec.partitioning",
     "NamespaceSchema": "lance_partitioned.spec.schema",
 }
+
+# Staging a new partition's first fragments makes Lance log "No existing dataset ... it will be
+# created" once per leaf (hundreds of lines per write). Unless the user configured Lance logging,
+# keep Lance's warnings but silence that one (Lance reads LANCE_LOG when it is first imported).
+os.environ.setdefault("LANCE_LOG", "warn,lance::dataset::write::insert=error")
 
 # lance_namespace.connect("partitioned", {"root": uri}) returns a PartitionedNamespace.
 lance_namespace.register_namespace_impl(

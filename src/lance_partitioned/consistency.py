@@ -145,7 +145,9 @@ def _leaf_id(field: pa.Field) -> int | None:
 
 
 def _namespace_id(field: pa.Field) -> int | None:
-    raw = (field.metadata or {}).get(FIELD_ID_KEY.encode())
+    """The id of a target field: a namespace field's, or a leaf field's (leaf upgrades)."""
+    metadata = field.metadata or {}
+    raw = metadata.get(FIELD_ID_KEY.encode(), metadata.get(LEAF_FIELD_ID_KEY.encode()))
     return None if raw is None else int(raw)
 
 

@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from lance import LanceDataset, LanceOperation
 from lance.commit import CommitConflictError
+from lance.schema import LanceSchema
 
 from lance_partitioned import errors
 from lance_partitioned.spec.metadata import NamespaceMetadata
@@ -58,6 +59,7 @@ __all__ = [
     "leaf_object_id",
     "manifest_schema",
     "partition_name",
+    "schema_fingerprint",
     "spec_namespace_id",
 ]
 
@@ -164,6 +166,17 @@ def leaf_location(object_id: str) -> str:
 
 _STATS_ROWS = "lance-partitioned.num_rows"
 _STATS_VERSION = "lance-partitioned.num_rows_version"
+_STATS_SCHEMA = "lance-partitioned.schema"
+
+
+def schema_fingerprint(schema: pa.Schema) -> str:
+    """A short digest of a leaf schema (names, types, nullability, field metadata).
+
+    >>> a = schema_fingerprint(pa.schema([("x", pa.int64())]))
+    >>> a == schema_fingerprint(pa.schema([("x", pa.int32())])), len(a)
+    (False, 16)
+    """
+    return hashlib.sha256(schema.serialize().to_pybytes()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -184,6 +197,7 @@ class LeafStats:
 
     version: int
     num_rows: int
+    schema: str | None = None
 
     @staticmethod
     def _properties(metadata: str | None) -> dict[str, str]:
@@ -198,6 +212,10 @@ class LeafStats:
         properties = self._properties(metadata)
         properties[_STATS_ROWS] = str(self.num_rows)
         properties[_STATS_VERSION] = str(self.version)
+        if self.schema is None:
+            properties.pop(_STATS_SCHEMA, None)
+        else:
+            properties[_STATS_SCHEMA] = self.schema
         return json.dumps(properties, sort_keys=True)
 
     @classmethod
@@ -210,6 +228,18 @@ class LeafStats:
             return int(properties[_STATS_ROWS])
         except (KeyError, ValueError, TypeError):
             return None
+
+    @classmethod
+    def schema_at(cls, metadata: str | None, read_version: int | None) -> str | None:
+        """The recorded leaf schema fingerprint when recorded at ``read_version``, else None."""
+        properties = cls._properties(metadata)
+        try:
+            if read_version is None or int(properties[_STATS_VERSION]) != read_version:
+                return None
+        except (KeyError, ValueError, TypeError):
+            return None
+        value = properties.get(_STATS_SCHEMA)
+        return value if isinstance(value, str) else None
 
 
 class CommitConflict(Exception):
@@ -403,6 +433,44 @@ class Manifest:
             builder = builder.when_not_matched_by_source_delete(delete_where)
         transaction, _ = builder.execute_uncommitted(rows.cast(ds.schema))
         return self._commit(transaction, base.version)
+
+    def table_metadata(self, version: int) -> dict[str, str]:
+        """The raw table metadata map of one ``__manifest`` version (every key)."""
+        return dict(self._open(version).metadata)
+
+    def add_partition_columns(
+        self, base: ManifestSnapshot, columns: Sequence[tuple[str, pa.DataType]]
+    ) -> int:
+        """Add nullable columns (metadata only: every row reads NULL) as a compare-and-swap
+        on ``base.version``.
+
+        Returns the new manifest version; raises :class:`CommitConflict` when a concurrent
+        commit conflicts (any concurrent row or schema change does).
+        """
+        ds = self._open(base.version)
+        current = ds.schema
+        if LanceSchema.from_pyarrow(current) != ds.lance_schema:
+            raise errors.InternalError(
+                f"the __manifest at {self.root!r} has Lance field ids that do not follow its "
+                "column order; cannot add partition columns to it"
+            )
+        wide = pa.schema([*current, *(pa.field(n, t, nullable=True) for n, t in columns)])
+        fragments = [fragment.metadata for fragment in ds.get_fragments()]
+        operation = LanceOperation.Merge(
+            fragments, LanceSchema.from_pyarrow(wide), preserves_nullability=True
+        )
+        return self._commit(operation, base.version)
+
+    def commit_table_metadata(self, read_version: int, updates: Mapping[str, str]) -> int:
+        """Set table metadata keys (others are kept) as a compare-and-swap on ``read_version``.
+
+        Lance reports a conflict when a concurrent commit set any of the same keys. Returns
+        the new manifest version; raises :class:`CommitConflict` on a conflict.
+        """
+        operation = LanceOperation.UpdateConfig(
+            table_metadata_updates=LanceOperation.UpdateMap(dict(updates), replace=False)
+        )
+        return self._commit(operation, read_version)
 
     def _commit(self, operation: Any, read_version: int) -> int:
         try:

@@ -22,8 +22,9 @@ from typing import Any, Literal
 import lance_namespace as ln
 import pyarrow as pa
 
-from lance_partitioned import errors
+from lance_partitioned import errors, scan
 from lance_partitioned.consistency import leaf_schema
+from lance_partitioned.expressions import Predicate
 from lance_partitioned.manifest import (
     BASE_COLUMNS,
     DELIMITER,
@@ -31,6 +32,7 @@ from lance_partitioned.manifest import (
     Manifest,
     ManifestSnapshot,
 )
+from lance_partitioned.scan import ScanTask
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import (
@@ -252,11 +254,7 @@ class PartitionedNamespace(ln.LanceNamespace):
         """
         if mode not in _MODES:
             raise errors.InvalidInputError(f"mode {mode!r} is not one of {list(_MODES)}")
-        if self._pinned is not None:
-            raise errors.UnsupportedOperationError(
-                f"this namespace was opened at __manifest version {self._pinned} (time travel) "
-                "and is read-only: open it without version= to write"
-            )
+        self._require_writable("write")
         started = time.perf_counter()
         self.refresh()
         snapshot = self._snapshot
@@ -307,6 +305,105 @@ class PartitionedNamespace(ln.LanceNamespace):
         if filter is None:
             return out
         return _sql_filter(out, filter)
+
+    # ------------------------------------------------------------------ reads
+    def plan_scan(
+        self, filter: str | Predicate | None = None, columns: Sequence[str] | None = None
+    ) -> list[ScanTask]:
+        """The leaves a read with ``filter`` must scan, pruned on the ``__manifest``.
+
+        Parameters
+        ----------
+        filter : str or Predicate, optional
+            A SQL boolean expression (``"country = 'US' AND ts >= TIMESTAMP '2025-01-01
+            00:00:00'"``) or a predicate from :mod:`lance_partitioned.expressions`.
+        columns : list of str, optional
+            Columns to read (validated here; every live column by default).
+
+        Returns
+        -------
+        list of ScanTask
+            One per surviving leaf, with its ``read_version``, partition values and the
+            residual filter still to apply inside it.
+        """
+        return scan.plan_scan(self._manifest, self._snapshot, filter, columns)
+
+    def to_table(
+        self,
+        filter: str | Predicate | None = None,
+        columns: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> pa.Table:
+        """Read matching rows into one table, from this object's ``__manifest`` version.
+
+        Leaves are read in parallel at their ``read_version``; ``limit`` stops early.
+        """
+        tasks = self.plan_scan(filter, columns)
+        return scan.to_table(tasks, self.namespace_schema, columns, limit)
+
+    def to_batches(
+        self,
+        filter: str | Predicate | None = None,
+        columns: Sequence[str] | None = None,
+        batch_size: int | None = None,
+    ) -> pa.RecordBatchReader:
+        """Stream matching rows as a ``RecordBatchReader`` with bounded memory.
+
+        DuckDB, Polars and DataFusion read the reader directly (Arrow C stream).
+        """
+        tasks = self.plan_scan(filter, columns)
+        return scan.to_batches(tasks, self.namespace_schema, columns, batch_size)
+
+    def count_rows(self, filter: str | Predicate | None = None) -> int:
+        """Rows matching ``filter``; leaves decided by their partition values are counted from
+        the ``__manifest`` without opening them."""
+        return scan.count_rows(self.plan_scan(filter, []), self.namespace_schema)
+
+    # ------------------------------------------------------------------ evolution
+    def _require_writable(self, operation: str) -> None:
+        if self._pinned is not None:
+            raise errors.UnsupportedOperationError(
+                f"{operation}: this namespace was opened at __manifest version {self._pinned} "
+                "(time travel) and is read-only; open it without version= to change it"
+            )
+
+    def _evolve(self, operation: str, change: Callable[[Manifest], int]) -> None:
+        self._require_writable(operation)
+        self._snapshot = self._manifest.snapshot(change(self._manifest))
+
+    def update_partition_spec(self, partition_by: str | Sequence[PartitionField]) -> PartitionSpec:
+        """Start a new partition spec version for new data (see :mod:`.evolution`)."""
+        from lance_partitioned import evolution
+
+        self._evolve(
+            "update_partition_spec",
+            lambda m: evolution.update_partition_spec(m, partition_by),
+        )
+        return self.current_spec
+
+    def add_columns(self, fields: Sequence[pa.Field]) -> None:
+        """Add nullable columns with new field ids (see :mod:`.evolution`)."""
+        from lance_partitioned import evolution
+
+        self._evolve("add_columns", lambda m: evolution.add_columns(m, fields))
+
+    def drop_columns(self, names: Sequence[str]) -> None:
+        """Deprecate columns: kept in the schema and on disk, gone from reads and writes."""
+        from lance_partitioned import evolution
+
+        self._evolve("drop_columns", lambda m: evolution.drop_columns(m, names))
+
+    def rename_column(self, old: str, new: str) -> None:
+        """Rename a column; its field id, partition fields and data stay the same."""
+        from lance_partitioned import evolution
+
+        self._evolve("rename_column", lambda m: evolution.rename_column(m, old, new))
+
+    def alter_column_type(self, name: str, new_type: pa.DataType) -> None:
+        """Promote a column's type (widening only)."""
+        from lance_partitioned import evolution
+
+        self._evolve("alter_column_type", lambda m: evolution.alter_column_type(m, name, new_type))
 
     # ------------------------------------------------------------------ LanceNamespace
     def namespace_id(self) -> str:

@@ -25,17 +25,19 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import lance
+import lance.fragment
 import pyarrow as pa
 from lance import LanceDataset, LanceOperation
 from lance.commit import CommitConflictError
 
 from lance_partitioned import errors
+from lance_partitioned.consistency import conform_for_read, leaf_field
 from lance_partitioned.manifest import (
     DELIMITER,
     NAMESPACE,
@@ -45,10 +47,18 @@ from lance_partitioned.manifest import (
     Manifest,
     ManifestSnapshot,
     rows_table,
+    schema_fingerprint,
     spec_namespace_id,
 )
 
-__all__ = ["CommitResult", "LeafCommit", "LeafWrite", "PendingWrite", "commit_write"]
+__all__ = [
+    "CommitResult",
+    "LeafCommit",
+    "LeafWrite",
+    "PendingWrite",
+    "commit_write",
+    "merge_pending",
+]
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +83,9 @@ class LeafWrite:
         Rows in the staged fragments.
     values : dict
         Partition column name to Python value, for this leaf (inherited by its row).
+    replace : bool
+        The existing leaf has another schema (the namespace schema evolved since it was
+        written): the commit rewrites its rows in the new schema and replaces it.
     """
 
     object_id: str
@@ -80,6 +93,7 @@ class LeafWrite:
     fragments: list[Any]
     rows: int
     values: dict[str, Any]
+    replace: bool = False
 
 
 @dataclass
@@ -203,12 +217,15 @@ def commit_leaf(
                 latest = restored.version
             if overwrite:
                 op = LanceOperation.Overwrite(schema, leaf.fragments)
+            elif leaf.replace:
+                kept = _upgrade_leaf(uri, latest, schema, options)
+                op = LanceOperation.Overwrite(schema, kept + leaf.fragments)
             else:
                 op = LanceOperation.Append(leaf.fragments)
             ds = LanceDataset.commit(
                 uri, op, read_version=latest, storage_options=options, max_retries=0
             )
-            if overwrite or ds.version == latest + 1:
+            if overwrite or leaf.replace or ds.version == latest + 1:
                 return LeafCommit(int(ds.version), int(ds.count_rows()))
             # Lance rebased our Append over a concurrent commit, so this version also holds
             # another writer's rows that its own retry may append again: do not use it. The
@@ -229,6 +246,34 @@ def commit_leaf(
     )
 
 
+def _upgrade_leaf(
+    uri: str, version: int, schema: pa.Schema, options: dict[str, str] | None
+) -> list[Any]:
+    """Rewrite a leaf's rows at ``version`` in the evolved leaf ``schema`` (columns matched by
+    field id: renamed ones keep their data, added ones are NULL, promoted ones are cast) as
+    uncommitted fragments."""
+    dataset = lance.dataset(uri, version=version, storage_options=options)
+    old = dataset.schema
+    targets = list(schema)
+    sources = [leaf_field(old, t) for t in targets]
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for batch in dataset.to_batches():
+            arrays = [
+                conform_for_read(
+                    None if src is None else batch.column(src.name), src, tgt, batch.num_rows
+                )
+                for src, tgt in zip(sources, targets, strict=True)
+            ]
+            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    reader = pa.RecordBatchReader.from_batches(schema, batches())
+    fragments = lance.fragment.write_fragments(
+        reader, uri, schema=schema, mode="overwrite", storage_options=options
+    )
+    return list(fragments)
+
+
 def _namespace_row(
     snapshot: ManifestSnapshot, object_id: str, values: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -238,14 +283,16 @@ def _namespace_row(
     return {"object_id": object_id, "object_type": NAMESPACE, **values}
 
 
-def _leaf_row(snapshot: ManifestSnapshot, leaf: LeafWrite, commit: LeafCommit) -> dict[str, Any]:
+def _leaf_row(
+    snapshot: ManifestSnapshot, leaf: LeafWrite, commit: LeafCommit, fingerprint: str
+) -> dict[str, Any]:
     row = snapshot.row(leaf.object_id) or {
         "object_id": leaf.object_id,
         "object_type": TABLE,
         "location": leaf.location,
         **leaf.values,
     }
-    stats = LeafStats(commit.version, commit.num_rows)
+    stats = LeafStats(commit.version, commit.num_rows, fingerprint)
     return {
         **row,
         "read_version": commit.version,
@@ -278,6 +325,7 @@ def commit_write(
     backoff = backoff or _Backoff()
     states: dict[str, _LeafState] = {}
     overwrite = pending.mode != "append"
+    fingerprint = schema_fingerprint(pending.leaf_schema)
     sentinel = spec_namespace_id(pending.spec_version)
     with ThreadPoolExecutor(max_workers=max(1, leaf_threads)) as pool:
         for attempt in range(backoff.attempts):
@@ -318,7 +366,8 @@ def commit_write(
                 _namespace_row(snapshot, oid, values) for oid, values in pending.namespaces.items()
             ]
             rows += [
-                _leaf_row(snapshot, leaf, states[leaf.object_id].commit) for leaf in pending.leaves
+                _leaf_row(snapshot, leaf, states[leaf.object_id].commit, fingerprint)
+                for leaf in pending.leaves
             ]
             schema = snapshot.rows.schema
             delete_where = (
@@ -354,4 +403,65 @@ def commit_write(
     raise errors.ConcurrentModificationError(
         f"the __manifest at {manifest.root!r} kept changing under this write: gave up after "
         f"{backoff.attempts} commit attempts (the staged data stays invisible)"
+    )
+
+
+def merge_pending(writes: Sequence[PendingWrite]) -> PendingWrite:
+    """Combine the pending writes staged by several workers (Spark tasks) into one.
+
+    Every write must use the same spec version and mode. Leaves with the same object id are
+    one leaf: their fragments are concatenated and their rows summed; namespaces are united.
+    The leaf schema is the first write's.
+
+    Raises :class:`~lance_partitioned.errors.InternalError` for an empty input, different spec
+    versions or modes, or one leaf staged at two locations (the workers read different
+    ``__manifest`` versions).
+
+    >>> schema = pa.schema([("n", pa.int64())])
+    >>> def task(rows):
+    ...     leaf = LeafWrite("v1$a$dataset", "0_v1$a$dataset", [f"frag{rows}"], rows, {"k": 1})
+    ...     return PendingWrite(1, schema, [leaf], {"v1$a": {"k": 1}})
+    >>> merged = merge_pending([task(2), task(3)])
+    >>> [(leaf.rows, leaf.fragments) for leaf in merged.leaves]
+    [(5, ['frag2', 'frag3'])]
+    """
+    if not writes:
+        raise errors.InternalError("merge_pending needs at least one pending write")
+    first = writes[0]
+    leaves: dict[str, LeafWrite] = {}
+    namespaces: dict[str, dict[str, Any]] = {}
+    for write in writes:
+        if (write.spec_version, write.mode) != (first.spec_version, first.mode):
+            raise errors.InternalError(
+                f"cannot merge a {write.mode!r} write under spec v{write.spec_version} with a "
+                f"{first.mode!r} write under spec v{first.spec_version}"
+            )
+        for object_id, values in write.namespaces.items():
+            namespaces.setdefault(object_id, values)
+        for leaf in write.leaves:
+            seen = leaves.get(leaf.object_id)
+            if seen is None:
+                leaves[leaf.object_id] = LeafWrite(
+                    leaf.object_id,
+                    leaf.location,
+                    list(leaf.fragments),
+                    leaf.rows,
+                    leaf.values,
+                    leaf.replace,
+                )
+            elif seen.location != leaf.location:
+                raise errors.InternalError(
+                    f"leaf {leaf.object_id!r} was staged at {seen.location!r} and at "
+                    f"{leaf.location!r}"
+                )
+            else:
+                seen.fragments.extend(leaf.fragments)
+                seen.rows += leaf.rows
+                seen.replace = seen.replace or leaf.replace
+    return PendingWrite(
+        spec_version=first.spec_version,
+        leaf_schema=first.leaf_schema,
+        leaves=list(leaves.values()),
+        namespaces=namespaces,
+        mode=first.mode,
     )

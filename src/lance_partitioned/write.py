@@ -27,11 +27,13 @@ import pyarrow.compute as pc
 from lance_partitioned import errors
 from lance_partitioned.consistency import conform_for_write
 from lance_partitioned.manifest import (
+    LeafStats,
     Manifest,
     ManifestSnapshot,
     leaf_location,
     leaf_object_id,
     partition_name,
+    schema_fingerprint,
     spec_namespace_id,
 )
 from lance_partitioned.spec.partitioning import PartitionSpec
@@ -139,7 +141,9 @@ def _chunks(reader: pa.RecordBatchReader, chunk_bytes: int) -> Iterator[pa.Table
         yield pa.Table.from_batches(pending, schema=reader.schema)
 
 
-def group_rows(keys: list[pa.Array]) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+def group_rows(
+    keys: list[pa.Array], n: int | None = None
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
     """Group rows by the tuple of their key values (NULL is a value).
 
     Returns ``(order, offsets, first)``: ``order`` permutes rows so that each group is
@@ -151,7 +155,8 @@ def group_rows(keys: list[pa.Array]) -> tuple[np.ndarray | None, np.ndarray, np.
     >>> offsets.tolist(), sorted(first.tolist())
     ([0, 2, 3, 4], [0, 1, 3])
     """
-    n = len(keys[0]) if keys else 0
+    if n is None:
+        n = len(keys[0]) if keys else 0
     if not keys or n == 0:
         return None, np.array([0, n], dtype=np.int64), np.zeros(1 if n else 0, dtype=np.int64)
     codes: np.ndarray | None = None
@@ -223,6 +228,8 @@ class _Partition:
     rows: int = 0
     fragments: list[Any] = field(default_factory=list)
     futures: list[Future[list[Any]]] = field(default_factory=list)
+    replace: bool = False  # the existing leaf has an older schema: the commit rewrites it
+    new: bool = False  # no __manifest row yet: the commit creates (overwrites) the leaf
 
 
 class _Stager:
@@ -247,6 +254,32 @@ class _Stager:
         self.buffered = 0
         self.staged_bytes = 0
         self._lock = threading.Lock()
+        self.fingerprint = schema_fingerprint(target)
+
+    def _needs_replace(self, object_id: str, location: str) -> bool:
+        """Whether the existing leaf cannot take appends in the current leaf schema (the
+        namespace schema evolved since it was written): then the commit rewrites it once."""
+        row = self.snapshot.row(object_id)
+        if row is None:
+            return False
+        read_version = row["read_version"]
+        if LeafStats.schema_at(row["metadata"], read_version) == self.fingerprint:
+            return False
+        leaf = lance.dataset(
+            self.manifest.table_uri(location),
+            version=read_version,
+            storage_options=self.manifest.storage_options or None,
+        ).schema
+        # Lance appends by name: every column written must exist in the leaf as it is (same
+        # type, nullability and field id). Extra leaf columns (dropped ones) are fine.
+        stored = {f.name: f for f in leaf}
+        return any(
+            (old := stored.get(f.name)) is None
+            or old.type != f.type
+            or old.nullable != f.nullable
+            or old.metadata != f.metadata
+            for f in self.target
+        )
 
     def partition(self, scalars: list[pa.Scalar]) -> _Partition:
         """The partition of one group, found by its derived object id (NULL and NaN too)."""
@@ -267,6 +300,8 @@ class _Stager:
         ]
         location = self.snapshot.location(object_id) or leaf_location(object_id)
         created = _Partition(values, namespaces, object_id, location)
+        created.new = not self.snapshot.has(object_id)
+        created.replace = self._needs_replace(object_id, location)
         self.partitions[object_id] = created
         return created
 
@@ -298,17 +333,19 @@ class _Stager:
         self.staged_bytes += part.buffered
         part.buffer, part.buffered = [], 0
         uri = self.manifest.table_uri(part.location)
-        part.futures.append(self.pool.submit(self._write, data, uri))
+        mode = "overwrite" if part.replace or part.new else "append"
+        part.futures.append(self.pool.submit(self._write, data, uri, mode))
         # bound memory: never more than a few chunks in flight per thread
         in_flight = [f for p in self.partitions.values() for f in p.futures if not f.done()]
         if len(in_flight) > 2 * self.options.threads:
             in_flight[0].result()
 
-    def _write(self, data: pa.Table, uri: str) -> list[Any]:
+    def _write(self, data: pa.Table, uri: str, mode: str) -> list[Any]:
         fragments = lance.fragment.write_fragments(
             data,
             uri,
             schema=self.target,
+            mode=mode,
             max_rows_per_file=self.options.max_rows_per_file,
             storage_options=self.manifest.storage_options or None,
         )
@@ -328,6 +365,7 @@ class _Stager:
                     fragments=part.fragments,
                     rows=part.rows,
                     values=dict(part.namespaces[-1][1]) if part.namespaces else {},
+                    replace=part.replace,
                 )
             )
         return leaves
@@ -368,7 +406,7 @@ def stage(
             for chunk in _chunks(reader, options.chunk_bytes):
                 table = conform_for_write(chunk, metadata.schema, target)
                 keys = partition_values(table, spec, metadata.schema)
-                order, offsets, first = group_rows(keys)
+                order, offsets, first = group_rows(keys, table.num_rows)
                 pieces = (
                     [(0, table)]
                     if order is None

@@ -1,0 +1,210 @@
+"""Schema evolution and partition evolution, committed to the ``__manifest``.
+
+Each operation reads the latest ``__manifest`` snapshot, computes the new schema or partition
+spec with the pure rules of :mod:`lance_partitioned.spec.evolution` (a forbidden change raises
+its typed error before anything is written) and publishes it with **one** compare-and-swap
+commit of the table metadata (``schema`` and every ``partition_spec_v<N>``, all other keys
+kept) on the version read. Every publish rewrites the ``schema`` key, so Lance makes any two
+concurrent evolutions conflict; the loser re-reads, re-validates and retries with backoff,
+and gives up with :class:`~lance_partitioned.errors.ConcurrentModificationError`.
+
+A new partition spec version needs two things that a table-metadata commit cannot carry: the
+``__manifest`` column of each new partition field name, and the ``v<N>`` namespace row that
+writers require. pylance 14 has no single operation that changes a dataset's schema and its
+table metadata together (``merge_insert`` refuses a wider schema, ``UpdateConfig`` cannot add
+columns), so they are committed first, each as a compare-and-swap too. Both are invisible to
+every reader: the extra column is all NULL and no spec names it, the ``v<N>`` row has no leaf
+and no spec. The metadata commit that follows is the one that makes the new version exist; if
+it never happens (a crash, a lost race), the next update of the spec reuses the column and
+the row. Before publishing, the table metadata of the prepared version is compared with the
+one the change was computed from, so a concurrent publish is never overwritten.
+
+>>> import tempfile, pyarrow as pa
+>>> import lance_partitioned as lp
+>>> ns = lp.PartitionedNamespace.create(
+...     tempfile.mkdtemp(), schema=pa.schema([("id", pa.int64()), ("d", pa.date32())]),
+...     partition_by="d")
+>>> before = ns.version
+>>> ns.update_partition_spec("year(d) AS d_year").version, ns.version > before
+(2, True)
+>>> ns.update_partition_spec("year(d) AS d_year").version  # the same spec: a no-op
+2
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+
+import pyarrow as pa
+
+from lance_partitioned import errors
+from lance_partitioned.manifest import (
+    NAMESPACE,
+    CommitConflict,
+    Manifest,
+    ManifestSnapshot,
+    rows_table,
+    spec_namespace_id,
+)
+from lance_partitioned.spec import evolution as rules
+from lance_partitioned.spec.metadata import NamespaceMetadata
+from lance_partitioned.spec.partitioning import PartitionField
+from lance_partitioned.transaction import _Backoff
+
+__all__ = [
+    "add_columns",
+    "alter_column_type",
+    "drop_columns",
+    "rename_column",
+    "update_partition_spec",
+]
+
+log = logging.getLogger(__name__)
+
+Change = Callable[[NamespaceMetadata], NamespaceMetadata]
+
+
+def _ours(table_metadata: Mapping[str, str]) -> dict[str, str]:
+    """The keys of the table metadata that spec 000 defines (schema and partition specs)."""
+    return {
+        key: value
+        for key, value in table_metadata.items()
+        if NamespaceMetadata.is_partitioned({key: value}) or key == "schema"
+    }
+
+
+def _prepare(manifest: Manifest, snapshot: ManifestSnapshot, new: NamespaceMetadata) -> int:
+    """Commit the ``__manifest`` columns and the spec version row ``new`` needs; return the
+    version to publish on (``snapshot.version`` when nothing was needed).
+
+    Raises
+    ------
+    PartitionSpecError
+        A column of the new name exists with another type (left by an update that was never
+        published).
+    CommitConflict
+        A concurrent commit conflicted.
+    """
+    existing = snapshot.rows.schema
+    missing: list[tuple[str, pa.DataType]] = []
+    for name, dtype in new.partition_columns():
+        if name not in existing.names:
+            missing.append((name, dtype))
+        elif existing.field(name).type != dtype:
+            raise errors.PartitionSpecError(
+                f"partition field {name!r} has result_type {dtype}, but the __manifest already "
+                f"has an unused column {name!r} of type {existing.field(name).type} (left by a "
+                "partition spec update that was never published): choose another name"
+            )
+    version = snapshot.version
+    if missing:
+        version = manifest.add_partition_columns(snapshot, missing)
+        snapshot = manifest.snapshot(version)
+    row_id = spec_namespace_id(new.current_spec.version)
+    if not snapshot.has(row_id):
+        row = rows_table(snapshot.rows.schema, [{"object_id": row_id, "object_type": NAMESPACE}])
+        version = manifest.commit_rows(snapshot, row)
+    return version
+
+
+def _evolve(manifest: Manifest, change: Change, *, backoff: _Backoff | None = None) -> int:
+    """Apply ``change`` to the latest metadata and publish it (see the module docstring).
+
+    Returns the new ``__manifest`` version, or the version read when ``change`` is a no-op.
+    """
+    backoff = backoff or _Backoff()
+    for attempt in range(backoff.attempts):
+        snapshot = manifest.snapshot()
+        new = change(snapshot.metadata)
+        if new == snapshot.metadata:
+            return snapshot.version
+        try:
+            version = snapshot.version
+            if new.specs != snapshot.metadata.specs:
+                version = _prepare(manifest, snapshot, new)
+                if _ours(manifest.table_metadata(version)) != _ours(snapshot.table_metadata):
+                    raise CommitConflict("the namespace metadata changed while preparing")
+            return manifest.commit_table_metadata(version, new.to_table_metadata())
+        except CommitConflict as exc:
+            log.info("evolution conflict on attempt %d: %s", attempt + 1, exc)
+            backoff.sleep(attempt)
+    raise errors.ConcurrentModificationError(
+        f"the __manifest at {manifest.root!r} kept changing under this schema or partition "
+        f"spec change: gave up after {backoff.attempts} commit attempts"
+    )
+
+
+def update_partition_spec(
+    manifest: Manifest,
+    partition_by: str | Sequence[PartitionField],
+    *,
+    backoff: _Backoff | None = None,
+) -> int:
+    """Add partition spec version ``N+1``; new data is written under ``v<N+1>``.
+
+    Old data stays where it is, readable under its own spec version. The ``__manifest`` gains
+    a nullable column per new partition field name. A spec equal to the current one is a
+    no-op. See :func:`lance_partitioned.spec.evolution.update_partition_spec` for the rules.
+
+    Returns
+    -------
+    int
+        The new ``__manifest`` version (the current one for a no-op).
+
+    Raises
+    ------
+    PartitionSpecError, PartitionByParseError
+        The new spec breaks a rule; nothing is written.
+    ConcurrentModificationError
+        Concurrent evolutions kept winning.
+    """
+    return _evolve(
+        manifest, lambda meta: rules.update_partition_spec(meta, partition_by), backoff=backoff
+    )
+
+
+def add_columns(
+    manifest: Manifest, fields: Sequence[pa.Field], *, backoff: _Backoff | None = None
+) -> int:
+    """Add nullable columns (``"s.c"``: a child of struct ``s``) with new field ids.
+
+    Leaves written before read NULL for them. Returns the new ``__manifest`` version.
+    See :func:`lance_partitioned.spec.evolution.add_columns`.
+    """
+    return _evolve(manifest, lambda meta: rules.add_columns(meta, fields), backoff=backoff)
+
+
+def drop_columns(
+    manifest: Manifest, names: Sequence[str], *, backoff: _Backoff | None = None
+) -> int:
+    """Deprecate columns (``"lance:deprecated": "true"``); their data stays in the leaves.
+
+    Returns the new ``__manifest`` version.
+    See :func:`lance_partitioned.spec.evolution.drop_columns`.
+    """
+    return _evolve(manifest, lambda meta: rules.drop_columns(meta, names), backoff=backoff)
+
+
+def rename_column(
+    manifest: Manifest, old: str, new: str, *, backoff: _Backoff | None = None
+) -> int:
+    """Rename a column; its field id, its partition fields and the leaves do not change.
+
+    Readers find the column in leaves by field id. Returns the new ``__manifest`` version.
+    See :func:`lance_partitioned.spec.evolution.rename_column`.
+    """
+    return _evolve(manifest, lambda meta: rules.rename_column(meta, old, new), backoff=backoff)
+
+
+def alter_column_type(
+    manifest: Manifest, name: str, new_type: pa.DataType, *, backoff: _Backoff | None = None
+) -> int:
+    """Promote a column to a wider type; leaves keep their data and are cast on read.
+
+    Returns the new ``__manifest`` version.
+    See :func:`lance_partitioned.spec.evolution.alter_column_type`.
+    """
+    return _evolve(
+        manifest, lambda meta: rules.alter_column_type(meta, name, new_type), backoff=backoff
+    )

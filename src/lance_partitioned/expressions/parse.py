@@ -1,0 +1,421 @@
+"""Parse a SQL filter into the predicate tree, with DataFusion's own SQL parser.
+
+The text is parsed by DataFusion (``DataFrame.parse_sql_expr`` over an empty table of the
+schema), and the resulting logical ``Expr`` is walked through ``Expr.to_variant()``. Column
+names are case-sensitive (identifier normalisation is off); quote names with backticks or
+double quotes. Literal sub-expressions (``DATE '2025-12-10'``, ``CAST('1.5' AS DECIMAL(5, 2))``,
+``-5``) are folded by DataFusion itself.
+
+NOT is pushed down while walking, so the result never contains :class:`Not`: SQL's
+three-valued logic makes ``NOT (x < 5)`` exactly ``x >= 5``, and a comparison with NULL
+(``x = NULL``, ``x NOT IN (1, NULL)``) is never true, under NOT or not, so it becomes
+:class:`AlwaysFalse`. What the tree cannot express (functions of columns, arithmetic,
+column-to-column comparisons) becomes :class:`Unknown`, rendered back to SQL that DataFusion
+and Lance both accept (backtick-quoted identifiers); when a part cannot be rendered faithfully
+the whole filter becomes ``Unknown(text)``.
+
+>>> import pyarrow as pa
+>>> schema = pa.schema([("x", pa.int64()), ("s", pa.utf8())])
+>>> parse_sql("5 < x AND s LIKE 'ab%'", schema)
+And(left=GreaterThan(term='x', value=5), right=StartsWith(term='s', prefix='ab'))
+>>> parse_sql("NOT (x BETWEEN 1 AND 3)", schema)
+Or(left=LessThan(term='x', value=1), right=GreaterThan(term='x', value=3))
+>>> parse_sql("upper(s) = 'AB' OR x IS NULL", schema)
+Or(left=Unknown(sql="(upper(`s`) = 'AB')", columns=('s',)), right=IsNull(term='x'))
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+
+import datafusion
+import pyarrow as pa
+from datafusion.unparser import Dialect, Unparser
+
+from lance_partitioned.errors import InvalidInputError
+from lance_partitioned.expressions.sqltext import (
+    REJECTED,
+    SQL_NULL,
+    NotALiteral,
+    Unrenderable,
+    backtick_identifiers,
+    children,
+    column_name,
+    columns_of,
+    is_constant,
+    is_ilike,
+    is_volatile,
+    like_shape,
+    python_value,
+    wrap,
+)
+from lance_partitioned.expressions.tree import (
+    AlwaysFalse,
+    AlwaysTrue,
+    Comparison,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    NotEqualTo,
+    NotIn,
+    NotNull,
+    NotStartsWith,
+    Predicate,
+    StartsWith,
+    Unknown,
+    and_,
+    or_,
+)
+
+__all__ = ["parse_sql"]
+
+_TABLE = "__lp_filter__"
+_local = threading.local()
+
+# op -> (op with the operands swapped, op of the negation)
+_FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_NEGATE = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+_COMPARISONS: dict[str, type[Comparison]] = {
+    "=": EqualTo,
+    "!=": NotEqualTo,
+    "<": LessThan,
+    "<=": LessThanOrEqual,
+    ">": GreaterThan,
+    ">=": GreaterThanOrEqual,
+}
+
+
+def parse_sql(text: str, schema: pa.Schema) -> Predicate:
+    """Parse a SQL boolean expression over the columns of ``schema``.
+
+    Parameters
+    ----------
+    text : str
+        A filter in DataFusion / Lance SQL: comparisons (``= != <> < <= > >=``),
+        ``[NOT] IN``, ``[NOT] BETWEEN``, ``[NOT] LIKE``, ``IS [NOT] NULL``,
+        ``IS [NOT] TRUE/FALSE``, ``AND``/``OR``/``NOT``, parentheses; literals of every
+        scalar type (``DATE '…'``, ``TIMESTAMP '…'``, casts, ``X'…'``).
+    schema : pyarrow.Schema
+        The columns the filter may name (top-level names, case-sensitive).
+
+    Returns
+    -------
+    Predicate
+        An unbound, NOT-free predicate: literals are as SQL wrote them (bind them with
+        :func:`~lance_partitioned.expressions.bind`).
+
+    Raises
+    ------
+    InvalidInputError
+        On a syntax error (quoting the filter), an unknown column (naming it), or an
+        expression that is not a row filter (aggregates, subqueries, placeholders).
+
+    Examples
+    --------
+    >>> import datetime, pyarrow as pa
+    >>> schema = pa.schema([("d", pa.date32()), ("x", pa.int32())])
+    >>> parse_sql("d = DATE '2025-12-10'", schema)
+    EqualTo(term='d', value=datetime.date(2025, 12, 10))
+    >>> parse_sql("x IN (1, 2, NULL) OR x = NULL", schema)
+    In(term='x', values=(1, 2))
+    >>> parse_sql("y = 1", schema)
+    Traceback (most recent call last):
+    ...
+    lance_partitioned.errors.InvalidInputError: filter 'y = 1': no column 'y' ...
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInputError(f"a filter must be a non-empty SQL string, got {text!r}")
+    parser = _Parser(text, schema)
+    try:
+        return parser.run()
+    finally:
+        parser.close()
+
+
+class _Parser:
+    """One parse: the session, the table of ``schema`` and the walk."""
+
+    def __init__(self, text: str, schema: pa.Schema) -> None:
+        self.text = text
+        self.schema = schema
+        self.ctx = _session()
+        try:
+            batch = pa.RecordBatch.from_pylist([], schema=schema)
+            self.ctx.register_record_batches(_TABLE, [[batch]])
+        except Exception as exc:  # DataFusion raises plain Exception subclasses
+            raise InvalidInputError(f"filter {text!r}: cannot use the schema: {exc}") from exc
+        self.df = self.ctx.table(_TABLE)
+
+    def close(self) -> None:
+        self.ctx.deregister_table(_TABLE)
+
+    def run(self) -> Predicate:
+        expr = self._parse(self.text)
+        self._reject(expr)
+        try:
+            return self._convert(expr, negate=False)
+        except Unrenderable:
+            return Unknown(self.text, tuple(sorted(columns_of(expr))))
+
+    def _parse(self, text: str) -> Any:
+        try:
+            return self.df.parse_sql_expr(text)
+        except Exception as exc:
+            message = str(exc)
+            missing = re.search(r"No field named (.+?)\.(?:\s|$)", message)
+            if missing:
+                name = missing.group(1).strip('"`')
+                raise InvalidInputError(
+                    f"filter {self.text!r}: no column {name!r} in the schema "
+                    f"(columns: {', '.join(self.schema.names)})"
+                ) from exc
+            raise InvalidInputError(f"filter {self.text!r} is not valid SQL: {message}") from exc
+
+    def _reject(self, expr: Any) -> None:
+        kind = expr.variant_name()
+        if kind in REJECTED:
+            raise InvalidInputError(
+                f"filter {self.text!r}: {kind} is not allowed in a row filter ({expr})"
+            )
+        for child in children(expr):
+            self._reject(child)
+
+    # ------------------------------------------------------------------ the walk
+
+    def _convert(self, expr: Any, negate: bool) -> Predicate:
+        kind = expr.variant_name()
+        if kind == "Alias":
+            return self._convert(expr.to_variant().expr(), negate)
+        if kind == "Not":
+            return self._convert(expr.to_variant().expr(), not negate)
+        if kind == "BinaryExpr":
+            node = expr.to_variant()
+            op = node.op()
+            if op in ("AND", "OR"):
+                left = self._convert(node.left(), negate)
+                right = self._convert(node.right(), negate)
+                return and_(left, right) if (op == "AND") != negate else or_(left, right)
+            if op in _COMPARISONS:
+                return self._comparison(expr, node.left(), op, node.right(), negate)
+        elif kind in ("IsNull", "IsNotNull"):
+            return self._is_null(expr, kind == "IsNull", negate)
+        elif kind in _TRUTH_TESTS:
+            return self._truth_test(expr, kind, negate)
+        elif kind == "InList":
+            return self._in_list(expr, negate)
+        elif kind == "Between":
+            return self._between(expr, negate)
+        elif kind == "Like":
+            return self._like(expr, negate)
+        elif kind == "Column":
+            return self._bare_column(expr, negate)
+        if not columns_of(expr) and not is_volatile(expr):
+            return self._constant_truth(expr, negate)
+        return self._unknown(expr, negate)
+
+    def _comparison(self, expr: Any, left: Any, op: str, right: Any, negate: bool) -> Predicate:
+        if negate:
+            op = _NEGATE[op]
+        if left.variant_name() != "Column" and right.variant_name() == "Column":
+            left, right, op = right, left, _FLIP[op]
+        if left.variant_name() == "Column" and is_constant(right):
+            value = self._constant(right)
+            if value is SQL_NULL:
+                return AlwaysFalse()
+            if value is not None:
+                return _COMPARISONS[op](column_name(left), value)
+        elif is_constant(left) and is_constant(right):
+            return self._constant_truth(expr, negate)
+        return self._unknown(expr, negate)
+
+    def _is_null(self, expr: Any, is_null: bool, negate: bool) -> Predicate:
+        child = expr.to_variant().expr()
+        if child.variant_name() == "Column":
+            positive = is_null != negate
+            return IsNull(column_name(child)) if positive else NotNull(column_name(child))
+        if is_constant(child):
+            return self._constant_truth(expr, negate)
+        return self._unknown(expr, negate)
+
+    def _truth_test(self, expr: Any, kind: str, negate: bool) -> Predicate:
+        child = expr.to_variant().expr()
+        if child.variant_name() != "Column" or not self._is_bool(child):
+            return self._unknown(expr, negate)
+        name = column_name(child)
+        target, positive = _TRUTH_TESTS[kind]
+        if negate:
+            positive = not positive
+        # IS TRUE / IS FALSE / IS UNKNOWN are never NULL, so their negations are plain sets.
+        if target is None:
+            return IsNull(name) if positive else NotNull(name)
+        if positive:
+            return EqualTo(name, target)
+        return or_(EqualTo(name, not target), IsNull(name))
+
+    def _in_list(self, expr: Any, negate: bool) -> Predicate:
+        node = expr.to_variant()
+        column = node.expr()
+        items = node.list()
+        if column.variant_name() != "Column" or not all(is_constant(i) for i in items):
+            return self._unknown(expr, negate)
+        values = [self._constant(item) for item in items]
+        if any(v is None for v in values):
+            return self._unknown(expr, negate)
+        has_null = any(v is SQL_NULL for v in values)
+        kept = tuple(dict.fromkeys(v for v in values if v is not SQL_NULL))
+        if node.negated() == negate:  # IN: a NULL item only adds "OR NULL"
+            return In(column_name(column), kept)
+        # NOT IN: "AND NOT NULL" is never true
+        return AlwaysFalse() if has_null else NotIn(column_name(column), kept)
+
+    def _between(self, expr: Any, negate: bool) -> Predicate:
+        node = expr.to_variant()
+        column, low, high = node.expr(), node.low(), node.high()
+        if column.variant_name() != "Column" or not (is_constant(low) and is_constant(high)):
+            return self._unknown(expr, negate)
+        bounds = (self._constant(low), self._constant(high))
+        if any(b is None for b in bounds):
+            return self._unknown(expr, negate)
+        name = column_name(column)
+        parts = [
+            AlwaysFalse() if bound is SQL_NULL else _COMPARISONS[op](name, bound)
+            for bound, op in zip(bounds, (">=", "<="), strict=True)
+        ]
+        if node.negated() == negate:  # x >= low AND x <= high
+            return and_(*parts)
+        # NOT: x < low OR x > high
+        negated = [
+            AlwaysFalse() if bound is SQL_NULL else _COMPARISONS[op](name, bound)
+            for bound, op in zip(bounds, ("<", ">"), strict=True)
+        ]
+        return or_(*negated)
+
+    def _like(self, expr: Any, negate: bool) -> Predicate:
+        node = expr.to_variant()
+        column, pattern = node.expr(), node.pattern()
+        if (
+            column.variant_name() != "Column"
+            or not self._is_string(column)
+            or not is_constant(pattern)
+            or node.escape_char() not in (None, "\\")
+            or is_ilike(expr, column)
+        ):
+            return self._unknown(expr, negate)
+        value = self._constant(pattern)
+        if value is SQL_NULL:
+            return AlwaysFalse()
+        if not isinstance(value, str):
+            return self._unknown(expr, negate)
+        shape = like_shape(value)
+        if shape is None:
+            return self._unknown(expr, negate)
+        literal, is_prefix = shape
+        name = column_name(column)
+        positive = node.negated() == negate
+        if is_prefix:
+            return StartsWith(name, literal) if positive else NotStartsWith(name, literal)
+        return EqualTo(name, literal) if positive else NotEqualTo(name, literal)
+
+    def _bare_column(self, expr: Any, negate: bool) -> Predicate:
+        if not self._is_bool(expr):
+            raise InvalidInputError(
+                f"filter {self.text!r}: column {column_name(expr)!r} is not boolean and cannot be "
+                "used as a condition"
+            )
+        return EqualTo(column_name(expr), not negate)
+
+    # ------------------------------------------------------------------ leaves
+
+    def _constant_truth(self, expr: Any, negate: bool) -> Predicate:
+        value = self._constant(expr)
+        if value is SQL_NULL:
+            return AlwaysFalse()
+        if not isinstance(value, bool):
+            raise InvalidInputError(
+                f"filter {self.text!r}: {expr} is not a boolean condition (it is {value!r})"
+            )
+        return AlwaysTrue() if value != negate else AlwaysFalse()
+
+    def _constant(self, expr: Any) -> Any:
+        """The Python value of a column-free expression; SQL_NULL for NULL, None if unusable."""
+        if expr.variant_name() == "Literal":  # no query needed
+            scalar = wrap(expr).python_value()
+            if isinstance(scalar, pa.Scalar):
+                try:
+                    return python_value(scalar)
+                except NotALiteral:
+                    return None
+        try:
+            table = _local.one.select(wrap(expr).alias("v")).to_arrow_table()
+        except Exception as exc:
+            raise InvalidInputError(
+                f"filter {self.text!r}: cannot evaluate the constant {expr}: {exc}"
+            ) from exc
+        try:
+            return python_value(table.column(0)[0])
+        except NotALiteral:
+            return None
+
+    def _unknown(self, expr: Any, negate: bool) -> Unknown:
+        sql, columns = self._render(expr)
+        return Unknown(f"NOT {sql}" if negate else sql, columns)
+
+    def _render(self, expr: Any) -> tuple[str, tuple[str, ...]]:
+        """SQL for ``expr`` that DataFusion and Lance read alike, and the columns it reads."""
+        try:
+            plan = self.df.filter(wrap(expr)).logical_plan()
+            sql = Unparser(Dialect.postgres()).plan_to_sql(plan)
+        except Exception as exc:
+            raise Unrenderable(str(exc)) from exc
+        head = f'SELECT * FROM "{_TABLE}" WHERE '
+        if not sql.startswith(head):
+            raise Unrenderable(sql)
+        body, columns = backtick_identifiers(sql[len(head) :], _TABLE)
+        if not body.startswith("("):
+            body = f"({body})"
+        try:
+            same = self.df.parse_sql_expr(body).canonical_name() == expr.canonical_name()
+        except Exception as exc:
+            raise Unrenderable(body) from exc
+        if not same:
+            raise Unrenderable(body)
+        return body, columns
+
+    def _field_type(self, column: Any) -> pa.DataType:
+        return self.schema.field(column_name(column)).type
+
+    def _is_bool(self, column: Any) -> bool:
+        return bool(pa.types.is_boolean(self._field_type(column)))
+
+    def _is_string(self, column: Any) -> bool:
+        t = self._field_type(column)
+        return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or t == pa.string_view())
+
+
+# (value compared with, whether the test is positive) per IS [NOT] TRUE/FALSE/UNKNOWN
+_TRUTH_TESTS: dict[str, tuple[bool | None, bool]] = {
+    "IsTrue": (True, True),
+    "IsNotTrue": (True, False),
+    "IsFalse": (False, True),
+    "IsNotFalse": (False, False),
+    "IsUnknown": (None, True),
+    "IsNotUnknown": (None, False),
+}
+
+
+def _session() -> datafusion.SessionContext:
+    ctx = getattr(_local, "ctx", None)
+    if ctx is None:
+        config = datafusion.SessionConfig(
+            {"datafusion.sql_parser.enable_ident_normalization": "false"}
+        ).with_target_partitions(1)
+        ctx = datafusion.SessionContext(config)
+        _local.ctx = ctx
+        _local.one = ctx.from_pydict({"__lp_one__": [0]})
+    return ctx

@@ -1,0 +1,334 @@
+"""Render a predicate as SQL (for DataFusion and Lance) or as a pyarrow compute expression.
+
+:func:`to_sql` writes a dialect that DataFusion 55 and pylance 14's ``scanner(filter=...)``
+read the same way. Identifiers are quoted with backticks (Lance reads ``"x"`` as the string
+``'x'``, DataFusion as a column: backticks are a column for both). Literals:
+
+================  =====================================================================
+Python value      SQL
+================  =====================================================================
+bool, int         ``true``, ``-5``
+float             ``2.5``, ``1e+20``; NaN and infinities as ``CAST('NaN' AS DOUBLE)``
+Decimal           ``CAST('1.50' AS DECIMAL(3, 2))`` (Lance rejects a float for a decimal)
+str, bytes        ``'it''s'``, ``X'0102'``
+date              ``DATE '2025-12-10'``
+naive datetime    ``TIMESTAMP '2025-12-10 10:30:00.000000'``
+aware datetime    ``arrow_cast('2025-12-10T10:30:00.000000Z', 'Timestamp(Microsecond,
+                  Some("UTC"))')``: the instant (a TIMESTAMP literal against a zoned column
+                  would be read as wall-clock time in the column's zone)
+time              ``arrow_cast('10:30:00.000000', 'Time64(Microsecond)')``
+================  =====================================================================
+
+>>> from lance_partitioned.expressions.tree import EqualTo, In, StartsWith
+>>> to_sql(EqualTo("my col", "it's") & StartsWith("s", "ab") | In("x", (1, 2)))
+"((`my col` = 'it''s') AND (starts_with(`s`, 'ab'))) OR (`x` IN (1, 2))"
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+from collections.abc import Callable
+from typing import Any, cast
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_partitioned.errors import InvalidInputError
+from lance_partitioned.expressions.tree import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    Comparison,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    NotEqualTo,
+    NotIn,
+    NotNull,
+    NotStartsWith,
+    Or,
+    Predicate,
+    StartsWith,
+    Unknown,
+)
+from lance_partitioned.expressions.visitors import rewrite_not
+
+__all__ = ["quote_identifier", "sql_literal", "to_arrow", "to_sql"]
+
+
+def quote_identifier(name: str) -> str:
+    """A column name quoted for DataFusion and Lance: ```name```.
+
+    Raises
+    ------
+    InvalidInputError
+        If the name contains a backtick (Lance cannot read such a name in a filter).
+
+    Examples
+    --------
+    >>> quote_identifier("select")
+    '`select`'
+    """
+    if "`" in name:
+        raise InvalidInputError(
+            f"column {name!r} contains a backtick, which a Lance filter cannot quote"
+        )
+    return f"`{name}`"
+
+
+def sql_literal(value: Any) -> str:
+    """The SQL text of a Python literal (see the module table).
+
+    Raises
+    ------
+    InvalidInputError
+        For a value of a type with no SQL literal here (None included).
+
+    Examples
+    --------
+    >>> import datetime, decimal
+    >>> sql_literal(decimal.Decimal("-1.50")), sql_literal(datetime.date(2025, 12, 10))
+    ("CAST('-1.50' AS DECIMAL(3, 2))", "DATE '2025-12-10'")
+    >>> sql_literal(float("nan")), sql_literal(b"\\x01'")
+    ("CAST('NaN' AS DOUBLE)", "X'0127'")
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "CAST('NaN' AS DOUBLE)"
+        if math.isinf(value):
+            return "CAST('inf' AS DOUBLE)" if value > 0 else "CAST('-inf' AS DOUBLE)"
+        return repr(value)
+    if isinstance(value, decimal.Decimal):
+        return _decimal_literal(value)
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"X'{bytes(value).hex().upper()}'"
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            return f"TIMESTAMP '{value.isoformat(sep=' ', timespec='microseconds')}'"
+        utc = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        text = utc.isoformat(timespec="microseconds") + "Z"
+        return f"arrow_cast('{text}', 'Timestamp(Microsecond, Some(\"UTC\"))')"
+    if isinstance(value, datetime.date):
+        return f"DATE '{value.isoformat()}'"
+    if isinstance(value, datetime.time) and value.tzinfo is None:
+        return f"arrow_cast('{value.isoformat(timespec='microseconds')}', 'Time64(Microsecond)')"
+    raise InvalidInputError(f"no SQL literal for {value!r} ({type(value).__name__})")
+
+
+def _decimal_literal(value: decimal.Decimal) -> str:
+    if not value.is_finite():
+        raise InvalidInputError(f"no SQL literal for the decimal {value}")
+    text = format(value, "f")
+    exponent = value.as_tuple().exponent
+    scale = max(0, -int(exponent))
+    precision = max(len(text.lstrip("-").replace(".", "").lstrip("0")), scale, 1)
+    if precision > 76:
+        raise InvalidInputError(f"the decimal {value} has more than 76 digits")
+    return f"CAST('{text}' AS DECIMAL({precision}, {scale}))"
+
+
+def to_sql(predicate: Predicate) -> str:
+    """SQL for a (bound) predicate, read alike by DataFusion and Lance's ``filter=``.
+
+    NOT is pushed down first; an :class:`Unknown` is inserted verbatim, in parentheses.
+
+    Raises
+    ------
+    InvalidInputError
+        A literal has no SQL form, or a column name contains a backtick.
+
+    Examples
+    --------
+    >>> import datetime
+    >>> from lance_partitioned.expressions.tree import GreaterThanOrEqual, NotIn, IsNull
+    >>> ts = datetime.datetime(2025, 1, 1, tzinfo=datetime.timezone.utc)
+    >>> print(to_sql(GreaterThanOrEqual("ts", ts)))
+    `ts` >= arrow_cast('2025-01-01T00:00:00.000000Z', 'Timestamp(Microsecond, Some("UTC"))')
+    >>> to_sql(NotIn("x", ()) | IsNull("y"))
+    '(`x` IS NOT NULL) OR (`y` IS NULL)'
+    """
+    return _sql(rewrite_not(predicate))
+
+
+def _sql(p: Predicate) -> str:
+    if isinstance(p, AlwaysTrue):
+        return "true"
+    if isinstance(p, AlwaysFalse):
+        return "false"
+    if isinstance(p, (And, Or)):
+        op = "AND" if isinstance(p, And) else "OR"
+        return f"({_sql(p.left)}) {op} ({_sql(p.right)})"
+    if isinstance(p, IsNull):
+        return f"{quote_identifier(p.term)} IS NULL"
+    if isinstance(p, NotNull):
+        return f"{quote_identifier(p.term)} IS NOT NULL"
+    if isinstance(p, Comparison):
+        return f"{quote_identifier(p.term)} {p.op} {sql_literal(p.value)}"
+    if isinstance(p, (In, NotIn)):
+        if not p.values:
+            return "false" if isinstance(p, In) else f"{quote_identifier(p.term)} IS NOT NULL"
+        op = "IN" if isinstance(p, In) else "NOT IN"
+        items = ", ".join(sql_literal(v) for v in p.values)
+        return f"{quote_identifier(p.term)} {op} ({items})"
+    if isinstance(p, StartsWith):
+        return f"starts_with({quote_identifier(p.term)}, {sql_literal(p.prefix)})"
+    if isinstance(p, NotStartsWith):
+        return f"NOT starts_with({quote_identifier(p.term)}, {sql_literal(p.prefix)})"
+    if isinstance(p, Unknown):
+        return f"({p.sql})"
+    raise InvalidInputError(f"not a predicate node: {p!r}")
+
+
+def to_arrow(
+    predicate: Predicate,
+    schema: pa.Schema | None = None,
+    *,
+    unknown: bool | None = None,
+) -> pc.Expression:
+    """A ``pyarrow.compute.Expression`` for a (bound) predicate, to filter Arrow data.
+
+    NOT is pushed down first, so SQL's three-valued logic holds (a NULL row never matches
+    ``x NOT IN (...)``). With ``schema``, literals are cast to the column types and float
+    columns compare as DataFusion does (NaN equal to itself and above every number).
+
+    Parameters
+    ----------
+    predicate : Predicate
+        Over the column names of the data.
+    schema : pyarrow.Schema, optional
+        The data's schema.
+    unknown : bool, optional
+        What an :class:`Unknown` evaluates to. By default an Unknown raises, since pyarrow
+        cannot run its SQL; pass True for pruning (keep what might match).
+
+    Raises
+    ------
+    InvalidInputError
+        On an Unknown without ``unknown``, or a literal pyarrow cannot represent.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> from lance_partitioned.expressions.tree import NotIn, Unknown
+    >>> table = pa.table({"x": [1, 2, None]})
+    >>> table.filter(to_arrow(NotIn("x", (1,)))).to_pydict()
+    {'x': [2]}
+    >>> table.filter(to_arrow(Unknown("x % 2 = 0", ("x",)), unknown=True)).num_rows
+    3
+    """
+    return _Arrow(schema, unknown).expression(rewrite_not(predicate))
+
+
+class _Arrow:
+    def __init__(self, schema: pa.Schema | None, unknown: bool | None) -> None:
+        self.schema = schema
+        self.unknown = unknown
+
+    def dtype(self, name: str) -> pa.DataType | None:
+        if self.schema is None or self.schema.get_field_index(name) < 0:
+            return None
+        return self.schema.field(name).type
+
+    def scalar(self, name: str, value: Any) -> pa.Scalar:
+        dtype = self.dtype(name)
+        try:
+            if dtype is not None:
+                return pa.scalar(value, dtype)
+            return pa.scalar(value)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:
+            raise InvalidInputError(
+                f"column {name!r}: the literal {value!r} has no Arrow form: {exc}"
+            ) from exc
+
+    def is_float(self, name: str) -> bool:
+        dtype = self.dtype(name)
+        return dtype is not None and bool(pa.types.is_floating(dtype))
+
+    def expression(self, p: Predicate) -> pc.Expression:
+        if isinstance(p, (AlwaysTrue, AlwaysFalse)):
+            return pc.scalar(isinstance(p, AlwaysTrue))
+        if isinstance(p, And):
+            return self.expression(p.left) & self.expression(p.right)
+        if isinstance(p, Or):
+            return self.expression(p.left) | self.expression(p.right)
+        if isinstance(p, IsNull):
+            return pc.field(p.term).is_null()
+        if isinstance(p, NotNull):
+            return pc.field(p.term).is_valid()
+        if isinstance(p, Comparison):
+            return self.comparison(p)
+        if isinstance(p, (In, NotIn)):
+            return self.membership(p)
+        if isinstance(p, StartsWith):
+            return pc.starts_with(pc.field(p.term), pattern=p.prefix)
+        if isinstance(p, NotStartsWith):
+            return ~pc.starts_with(pc.field(p.term), pattern=p.prefix)
+        if isinstance(p, Unknown):
+            if self.unknown is None:
+                raise InvalidInputError(
+                    f"cannot evaluate the SQL condition {p.sql!r} with pyarrow; pass "
+                    "unknown=True to keep every row it might match"
+                )
+            return pc.scalar(self.unknown)
+        raise InvalidInputError(f"not a predicate node: {p!r}")
+
+    def comparison(self, p: Comparison) -> pc.Expression:
+        field = pc.field(p.term)
+        value = self.scalar(p.term, p.value)
+        if self.is_float(p.term):
+            return _float_comparison(p, field, value)
+        return cast(pc.Expression, _OPERATORS[type(p)](field, value))
+
+    def membership(self, p: In | NotIn) -> pc.Expression:
+        field = pc.field(p.term)
+        dtype = self.dtype(p.term)
+        try:
+            values = pa.array(list(p.values), dtype)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:
+            raise InvalidInputError(
+                f"column {p.term!r}: the IN list {p.values!r} has no Arrow form: {exc}"
+            ) from exc
+        found = pc.is_in(field, value_set=values, skip_nulls=True)
+        if isinstance(p, In):
+            return found
+        return ~found & field.is_valid()  # is_in is false (not NULL) on NULL
+
+
+_OPERATORS: dict[type[Comparison], Callable[[Any, Any], Any]] = {
+    EqualTo: lambda a, b: a == b,
+    NotEqualTo: lambda a, b: a != b,
+    LessThan: lambda a, b: a < b,
+    LessThanOrEqual: lambda a, b: a <= b,
+    GreaterThan: lambda a, b: a > b,
+    GreaterThanOrEqual: lambda a, b: a >= b,
+}
+
+
+def _float_comparison(p: Comparison, field: pc.Expression, value: pa.Scalar) -> pc.Expression:
+    """Compare floats in DataFusion's total order: NaN equals NaN and sorts above all."""
+    nan = pc.is_nan(field)
+    kind = type(p)
+    if math.isnan(value.as_py()):
+        if kind is EqualTo or kind is GreaterThanOrEqual:
+            return nan
+        if kind is NotEqualTo or kind is LessThan:
+            return ~nan
+        return field.is_valid() if kind is LessThanOrEqual else nan & ~nan
+    plain = _OPERATORS[kind](field, value)
+    if kind in (GreaterThan, GreaterThanOrEqual):
+        return cast(pc.Expression, plain | nan)
+    if kind in (LessThan, LessThanOrEqual, EqualTo):
+        return cast(pc.Expression, plain & ~nan)
+    return cast(pc.Expression, plain)  # NaN != x is true, as IEEE says

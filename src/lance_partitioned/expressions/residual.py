@@ -1,0 +1,316 @@
+"""Residuals: what is still to filter inside one partition, given its partition values.
+
+A partition's values guarantee facts about its rows (pyarrow.dataset calls them the
+fragment's *guarantee*): ``country = 'US'`` pins the column, ``year = 2025`` bounds the
+timestamps to 2025, ``id_t = 20`` (``truncate[10]``) bounds ``id`` to [20, 29], a bucket or
+an opaque value rules out literals that map elsewhere. A condition the guarantee decides
+becomes AlwaysTrue or AlwaysFalse; the rest stays. The residual is sound: on the partition's
+rows it matches exactly the rows the predicate matches. AlwaysFalse means the partition can be
+skipped.
+
+A NULL date part (year, month, day, hour) proves nothing: DataFusion also returns NULL for
+dates beyond its calendar, so such a partition may hold non-NULL values.
+
+>>> import pyarrow as pa
+>>> from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
+>>> from lance_partitioned.spec.schema import NamespaceSchema
+>>> from lance_partitioned.expressions.tree import EqualTo, GreaterThan
+>>> schema = NamespaceSchema.from_arrow(pa.schema([("country", pa.utf8()), ("n", pa.int64())]))
+>>> spec = PartitionSpec(1, (PartitionField(1, "country", 0, "col", pa.utf8()),))
+>>> p = EqualTo("country", "US") & GreaterThan("n", 5)
+>>> residual(p, spec, schema, {"country": "US"})
+GreaterThan(term='n', value=5)
+>>> residual(p, spec, schema, {"country": "FR"})
+AlwaysFalse()
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from lance_partitioned.expressions import ranges
+from lance_partitioned.expressions.projection import source_fields
+from lance_partitioned.expressions.ranges import FAILED, PARTS, Interval, transform_literal
+from lance_partitioned.expressions.tree import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    Comparison,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    NotEqualTo,
+    NotIn,
+    NotNull,
+    NotStartsWith,
+    Or,
+    Predicate,
+    StartsWith,
+    Unknown,
+    and_,
+    or_,
+)
+from lance_partitioned.expressions.visitors import rewrite_not
+from lance_partitioned.spec.partitioning import PartitionSpec
+from lance_partitioned.spec.schema import NamespaceSchema
+from lance_partitioned.spec.transforms import Bucket, Identity, Opaque, Transform, Truncate
+
+__all__ = ["residual"]
+
+
+def residual(
+    predicate: Predicate,
+    spec: PartitionSpec,
+    schema: NamespaceSchema,
+    values: Mapping[str, Any],
+) -> Predicate:
+    """The part of a bound predicate still to evaluate inside one partition.
+
+    Parameters
+    ----------
+    predicate : Predicate
+        Bound to ``schema.read_schema()``.
+    spec : PartitionSpec
+        The spec version the partition was written with.
+    schema : NamespaceSchema
+        The namespace schema (maps column names to source ids).
+    values : Mapping[str, Any]
+        The partition's values by partition field name (None for NULL); a field missing
+        from the mapping proves nothing.
+
+    Returns
+    -------
+    Predicate
+        AlwaysFalse if no row of the partition can match; AlwaysTrue if every row does.
+
+    Examples
+    --------
+    >>> import datetime, pyarrow as pa
+    >>> from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
+    >>> from lance_partitioned.spec.schema import NamespaceSchema
+    >>> from lance_partitioned.expressions.tree import GreaterThanOrEqual, LessThan
+    >>> schema = NamespaceSchema.from_arrow(pa.schema([("d", pa.date32())]))
+    >>> spec = PartitionSpec(1, (PartitionField(1, "y", 0, "date_part('year', col)", pa.int32()),))
+    >>> march, end = datetime.date(2025, 3, 1), datetime.date(2027, 1, 1)
+    >>> p = GreaterThanOrEqual("d", march) & LessThan("d", end)
+    >>> residual(p, spec, schema, {"y": 2026})
+    AlwaysTrue()
+    >>> residual(p, spec, schema, {"y": 2025})
+    GreaterThanOrEqual(term='d', value=datetime.date(2025, 3, 1))
+    """
+    guarantees: dict[str, _Guarantee | None] = {}
+
+    def guarantee(term: str) -> _Guarantee | None:
+        if term not in guarantees:
+            guarantees[term] = _guarantee(spec, schema, values, term)
+        return guarantees[term]
+
+    def visit(p: Predicate) -> Predicate:
+        if isinstance(p, And):
+            return and_(visit(p.left), visit(p.right))
+        if isinstance(p, Or):
+            return or_(visit(p.left), visit(p.right))
+        if isinstance(p, (AlwaysTrue, AlwaysFalse, Unknown)):
+            return p
+        term = getattr(p, "term", None)
+        known = guarantee(term) if isinstance(term, str) else None
+        decided = None if known is None else known.decide(p)
+        if decided is None:
+            return p
+        return AlwaysTrue() if decided else AlwaysFalse()
+
+    return visit(rewrite_not(predicate))
+
+
+@dataclass
+class _Guarantee:
+    """What a partition's values prove about one source column of every row."""
+
+    source: pa.DataType
+    is_null: bool = False
+    not_null: bool = False
+    exact: list[Any] = field(default_factory=list)  # the column's one value, if known
+    interval: Interval | None = None
+    prefix: str | None = None
+    images: list[tuple[Transform, pa.DataType, Any]] = field(default_factory=list)
+
+    def decide(self, leaf: Predicate) -> bool | None:
+        if isinstance(leaf, IsNull):
+            return True if self.is_null else (False if self.not_null else None)
+        if isinstance(leaf, NotNull):
+            return False if self.is_null else (True if self.not_null else None)
+        if self.is_null:
+            return False  # every other test of NULL is NULL
+        if self.exact:
+            return _holds(leaf, self.exact[0])
+        for test in (self._by_interval, self._by_prefix, self._by_images):
+            decided = test(leaf)
+            if decided is not None:
+                return decided
+        return None
+
+    def _by_interval(self, leaf: Predicate) -> bool | None:
+        interval = self.interval
+        if interval is None:
+            return None
+        try:
+            return _interval_decides(interval, leaf)
+        except TypeError:
+            return None
+
+    def _by_prefix(self, leaf: Predicate) -> bool | None:
+        """Rows start with ``prefix``: they lie in [prefix, prefix + anything)."""
+        prefix = self.prefix
+        if prefix is None:
+            return None
+        if isinstance(leaf, (StartsWith, NotStartsWith)):
+            if prefix.startswith(leaf.prefix):
+                return isinstance(leaf, StartsWith)
+            if not leaf.prefix.startswith(prefix):
+                return isinstance(leaf, NotStartsWith)
+            return None
+        if isinstance(leaf, (In, NotIn)):
+            if all(isinstance(v, str) and not v.startswith(prefix) for v in leaf.values):
+                return isinstance(leaf, NotIn)
+            return None
+        if not isinstance(leaf, Comparison) or not isinstance(leaf.value, str):
+            return None
+        value = leaf.value
+        if value.startswith(prefix):
+            if value != prefix:
+                return None
+            return {LessThan: False, GreaterThanOrEqual: True}.get(type(leaf))
+        if isinstance(leaf, (EqualTo, NotEqualTo)):
+            return isinstance(leaf, NotEqualTo)
+        rows_below = value > prefix  # they differ within the prefix, or value is shorter
+        return rows_below == isinstance(leaf, (LessThan, LessThanOrEqual))
+
+    def _by_images(self, leaf: Predicate) -> bool | None:
+        """A bucket, opaque or cyclic date part rules out literals mapping elsewhere."""
+        if isinstance(leaf, (EqualTo, NotEqualTo)):
+            values: tuple[Any, ...] = (leaf.value,)
+        elif isinstance(leaf, (In, NotIn)):
+            values = leaf.values
+        else:
+            return None
+        positive = isinstance(leaf, (EqualTo, In))
+        for transform, result, value in self.images:
+            images = [transform_literal(transform, v, self.source, result) for v in values]
+            if FAILED in images:
+                continue
+            if all(i is not None and i != value for i in images):
+                if positive:
+                    return False
+                if value is not None:  # a non-NULL image: the rows are not NULL
+                    return True
+        return None
+
+
+def _interval_decides(interval: Interval, leaf: Predicate) -> bool | None:
+    if isinstance(leaf, (LessThan, LessThanOrEqual)):
+        inclusive = isinstance(leaf, LessThanOrEqual)
+        if interval.below(leaf.value, inclusive):
+            return True
+        return False if interval.above(leaf.value, not inclusive) else None
+    if isinstance(leaf, (GreaterThan, GreaterThanOrEqual)):
+        inclusive = isinstance(leaf, GreaterThanOrEqual)
+        if interval.above(leaf.value, inclusive):
+            return True
+        return False if interval.below(leaf.value, not inclusive) else None
+    if isinstance(leaf, (EqualTo, NotEqualTo)):
+        return isinstance(leaf, NotEqualTo) if interval.excludes(leaf.value) else None
+    if isinstance(leaf, (In, NotIn)) and all(interval.excludes(v) for v in leaf.values):
+        return isinstance(leaf, NotIn)
+    return None
+
+
+def _guarantee(
+    spec: PartitionSpec, schema: NamespaceSchema, values: Mapping[str, Any], term: str
+) -> _Guarantee | None:
+    fields, source = source_fields(spec, schema, term)
+    fields = [f for f in fields if f.name in values]
+    if not fields or source is None:
+        return None
+    g = _Guarantee(source)
+    chain: list[int] = []
+    for f in fields:
+        t, value = f.transform, values[f.name]
+        if value is None:
+            # identity, truncate and bucket map only NULL to NULL
+            g.is_null |= isinstance(t, (Identity, Truncate, Bucket))
+            continue
+        if not isinstance(t, Opaque):
+            g.not_null = True
+        if isinstance(t, Identity):
+            g.exact.append(value)
+        elif isinstance(t, Truncate) and t.string:
+            if len(value) < t.width:
+                g.exact.append(value)  # a short value is the whole source value
+            else:
+                g.prefix = value
+        elif isinstance(t, Truncate):
+            _narrow(g, ranges.truncate_range(value, t.width, source))
+        else:  # bucket, opaque, date parts: literals that map elsewhere are ruled out
+            g.images.append((t, f.result_type, value))
+    for part in PARTS:  # year, then month, day, hour: the cell of the leading parts
+        found = next((f for f in fields if type(f.transform) is part), None)
+        if found is None or values[found.name] is None:
+            break
+        chain.append(values[found.name])
+    if chain:
+        cell = ranges.cell_range(tuple(chain), source)
+        if cell is not None:
+            _narrow(g, cell)
+    if g.is_null and g.not_null:
+        return None  # inconsistent values: prove nothing
+    if g.interval is not None:
+        g.interval = g.interval.closed(source)  # [2025-01-01, 2026-01-01) is [.., 2025-12-31]
+    return g
+
+
+def _narrow(g: _Guarantee, interval: Interval) -> None:
+    g.interval = interval if g.interval is None else g.interval.intersect(interval)
+
+
+def _holds(leaf: Predicate, value: Any) -> bool | None:
+    """Evaluate a leaf on the one non-NULL value of the column (floats in total order)."""
+    try:
+        if isinstance(leaf, Comparison):
+            order = _compare(value, leaf.value)
+            return {
+                EqualTo: order == 0,
+                NotEqualTo: order != 0,
+                LessThan: order < 0,
+                LessThanOrEqual: order <= 0,
+                GreaterThan: order > 0,
+                GreaterThanOrEqual: order >= 0,
+            }[type(leaf)]
+        if isinstance(leaf, (In, NotIn)):
+            found = any(_compare(value, v) == 0 for v in leaf.values)
+            return found if isinstance(leaf, In) else not found
+        if isinstance(leaf, (StartsWith, NotStartsWith)):
+            starts = str(value).startswith(leaf.prefix)
+            return starts if isinstance(leaf, StartsWith) else not starts
+    except TypeError:
+        return None
+    return None
+
+
+def _compare(a: Any, b: Any) -> int:
+    """-1, 0 or 1 in DataFusion's order (NaN equal to itself and above every number)."""
+    a_nan = isinstance(a, float) and math.isnan(a)
+    b_nan = isinstance(b, float) and math.isnan(b)
+    if a_nan or b_nan:
+        return int(a_nan) - int(b_nan)
+    if a == b:
+        return 0
+    return -1 if a < b else 1

@@ -1,0 +1,476 @@
+"""Scan planning and reads: spec 000's partition pruning workflow.
+
+1. Parse the filter (SQL through DataFusion's parser, or a tree from
+   :mod:`lance_partitioned.expressions`), push NOT down and bind it to the read schema.
+2. For each partition spec version, project the predicate onto that spec's partition columns
+   (inclusive projection: no leaf holding a matching row is ever dropped) and evaluate the
+   projection on that version's leaf rows of the one ``__manifest`` snapshot read.
+3. For each surviving leaf, simplify the predicate against the leaf's partition values: what
+   remains (the *residual*) is pushed into the leaf's Lance scanner; a leaf whose residual is
+   false is skipped.
+4. Read each leaf at its ``read_version`` (NULL: latest), matching leaf columns to namespace
+   fields by field id, on a bounded thread pool.
+
+>>> import tempfile, pyarrow as pa
+>>> import lance_partitioned as lp
+>>> ns = lp.PartitionedNamespace.create(
+...     tempfile.mkdtemp(), schema=pa.schema([("id", pa.int64()), ("country", pa.string())]),
+...     partition_by="country")
+>>> _ = ns.write(pa.table({"id": [1, 2, 3], "country": ["US", "FR", "US"]}))
+>>> [task.partition_values for task in ns.plan_scan("country = 'FR'")]
+[(('country', 'FR'),)]
+>>> ns.to_table("id > 1", columns=["id"]).column("id").to_pylist()
+[2, 3]
+>>> ns.count_rows("country = 'US'")
+2
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import lance
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_partitioned import errors
+from lance_partitioned.consistency import conform_for_read, leaf_field
+from lance_partitioned.expressions import (
+    AlwaysFalse,
+    AlwaysTrue,
+    Predicate,
+    bind,
+    parse_sql,
+    project,
+    residual,
+    rewrite_not,
+    to_arrow,
+    to_sql,
+)
+from lance_partitioned.expressions.tree import Unknown
+from lance_partitioned.manifest import DELIMITER, LeafStats, Manifest, ManifestSnapshot
+from lance_partitioned.spec.schema import NamespaceSchema
+
+__all__ = [
+    "ScanTask",
+    "count_rows",
+    "count_task",
+    "plan_scan",
+    "read_task",
+    "to_batches",
+    "to_table",
+]
+
+# Leaves read at once: Lance decodes on its own threads too, so a couple per core is enough.
+DEFAULT_THREADS = max(2, min(8, 2 * (os.cpu_count() or 1)))
+_QUEUE_BATCHES = 16
+
+
+@dataclass(frozen=True)
+class ScanTask:
+    """One leaf table to read, at one version, with what still filters inside it.
+
+    Picklable, so Spark ships it to executors.
+
+    Attributes
+    ----------
+    object_id : str
+        The leaf's ``__manifest`` object id.
+    uri : str
+        Absolute URI of the leaf Lance table.
+    read_version : int or None
+        The leaf version to read (None: latest, for a row without ``read_version``).
+    spec_version : int
+        The partition spec version the leaf belongs to.
+    partition_values : tuple of (name, value)
+        The leaf's partition values, in spec order.
+    residual : Predicate
+        The part of the filter partition values do not decide (AlwaysTrue: nothing).
+    row_count : int or None
+        Rows in the leaf at ``read_version`` when the ``__manifest`` records it.
+    fragment_ids : tuple of int or None
+        Read only these fragments (None: every fragment).
+    storage_options : tuple of (key, value)
+        Storage options for opening the leaf.
+    """
+
+    object_id: str
+    uri: str
+    read_version: int | None
+    spec_version: int
+    partition_values: tuple[tuple[str, Any], ...]
+    residual: Predicate
+    row_count: int | None = None
+    fragment_ids: tuple[int, ...] | None = None
+    storage_options: tuple[tuple[str, str], ...] = ()
+
+    def open(self) -> lance.LanceDataset:
+        """The leaf as a Lance dataset at :attr:`read_version`."""
+        return lance.dataset(
+            self.uri, version=self.read_version, storage_options=dict(self.storage_options) or None
+        )
+
+
+Filter = str | Predicate | None
+
+
+def bound_filter(filter: Filter, schema: pa.Schema) -> Predicate:
+    """``filter`` as a NOT-free predicate bound to ``schema`` (AlwaysTrue for None)."""
+    if filter is None:
+        return AlwaysTrue()
+    if isinstance(filter, str):
+        if not filter.strip():
+            return AlwaysTrue()
+        predicate = parse_sql(filter, schema)
+    elif isinstance(filter, Predicate):
+        predicate = filter
+    else:
+        raise errors.InvalidInputError(
+            f"filter must be a SQL string or an expressions Predicate, got {type(filter).__name__}"
+        )
+    return bind(rewrite_not(predicate), schema)
+
+
+def output_fields(schema: NamespaceSchema, columns: Sequence[str] | None) -> list[pa.Field]:
+    """The read-schema fields selected by ``columns`` (all live columns for None)."""
+    read = schema.read_schema()
+    if columns is None:
+        return list(read)
+    if isinstance(columns, str):
+        raise errors.InvalidInputError(
+            f"columns must be a list of names, got the string {columns!r}"
+        )
+    missing = [name for name in columns if name not in read.names]
+    if missing:
+        raise errors.InvalidInputError(
+            f"unknown column(s) {missing}: the namespace columns are {read.names}"
+        )
+    return [read.field(name) for name in columns]
+
+
+def plan_scan(
+    manifest: Manifest,
+    snapshot: ManifestSnapshot,
+    filter: Filter = None,
+    columns: Sequence[str] | None = None,
+) -> list[ScanTask]:
+    """The leaves of ``snapshot`` that may hold rows matching ``filter``, in object-id order."""
+    metadata = snapshot.metadata
+    output_fields(metadata.schema, columns)  # validates the names
+    predicate = bound_filter(filter, metadata.schema.read_schema())
+    if isinstance(predicate, AlwaysFalse):
+        return []
+    tables = snapshot.tables
+    object_ids = tables.column("object_id")
+    options = tuple(sorted(manifest.storage_options.items()))
+    tasks: list[ScanTask] = []
+    for spec in metadata.specs:
+        rows = tables.filter(pc.starts_with(object_ids, f"v{spec.version}{DELIMITER}"))
+        if rows.num_rows == 0:
+            continue
+        projected = project(predicate, spec, metadata.schema)
+        if isinstance(projected, AlwaysFalse):
+            continue
+        if not isinstance(projected, AlwaysTrue):
+            rows = rows.filter(to_arrow(projected, rows.schema, unknown=True))
+        names = [spec_field.name for spec_field in spec.fields]
+        for row in rows.sort_by("object_id").to_pylist():
+            values = {name: row.get(name) for name in names}
+            remaining = (
+                predicate
+                if isinstance(predicate, AlwaysTrue)
+                else residual(predicate, spec, metadata.schema, values)
+            )
+            if isinstance(remaining, AlwaysFalse):
+                continue
+            read_version = row["read_version"]
+            tasks.append(
+                ScanTask(
+                    object_id=row["object_id"],
+                    uri=manifest.table_uri(row["location"]),
+                    read_version=None if read_version is None else int(read_version),
+                    spec_version=spec.version,
+                    partition_values=tuple(values.items()),
+                    residual=remaining,
+                    row_count=LeafStats.num_rows_at(row["metadata"], read_version),
+                    storage_options=options,
+                )
+            )
+    return tasks
+
+
+def _terms(predicate: Predicate) -> set[str] | None:
+    """Columns a predicate reads (None: an Unknown node whose columns are not known)."""
+    found: set[str] = set()
+    stack = [predicate]
+    while stack:
+        node = stack.pop()
+        for name in ("left", "right", "child"):
+            child = getattr(node, name, None)
+            if isinstance(child, Predicate):
+                stack.append(child)
+        term = getattr(node, "term", None)
+        if isinstance(term, str):
+            found.add(term)
+        if hasattr(node, "sql"):
+            columns = getattr(node, "columns", ())
+            if not columns:
+                return None
+            found.update(columns)
+    return found
+
+
+def read_task(
+    task: ScanTask,
+    schema: NamespaceSchema,
+    columns: Sequence[str] | None = None,
+    batch_size: int | None = None,
+    limit: int | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Stream one leaf's matching rows in the namespace read schema (projected to ``columns``).
+
+    Leaf columns are matched to namespace fields by field id (renames), missing ones read as
+    NULL, other types are cast. The residual filter runs inside Lance when the leaf stores the
+    columns it reads under their namespace names and types, otherwise after conforming.
+    """
+    fields = output_fields(schema, columns)
+    dataset = task.open()
+    leaf = dataset.schema
+    read = schema.read_schema()
+    predicate = task.residual
+    needed = list(fields)
+    pushdown = None
+    if not isinstance(predicate, AlwaysTrue):
+        terms = _terms(predicate)
+        if terms is None:
+            terms = set(read.names)
+        extra = [read.field(n) for n in sorted(terms) if n not in {f.name for f in fields}]
+        needed += extra
+        if all(_stored_as_is(leaf, read.field(n)) for n in terms):
+            pushdown = to_sql(predicate)
+    sources = {f.name: leaf_field(leaf, f) for f in needed}
+    scan_columns = sorted({s.name for s in sources.values() if s is not None})
+    fragments = _fragments(dataset, task)
+    scanner = dataset.scanner(
+        columns=scan_columns,
+        filter=pushdown,
+        fragments=fragments,
+        batch_size=batch_size,
+        limit=limit if pushdown is not None or isinstance(predicate, AlwaysTrue) else None,
+        with_row_id=not scan_columns,  # Lance needs one column to count rows
+    )
+    out_schema = pa.schema(fields)
+    post = None if pushdown is not None or isinstance(predicate, AlwaysTrue) else predicate
+    remaining = limit
+    for batch in scanner.to_batches():
+        arrays = []
+        for f in needed:
+            source = sources[f.name]
+            column = None if source is None else batch.column(source.name)
+            arrays.append(conform_for_read(column, source, f, batch.num_rows))
+        conformed = pa.RecordBatch.from_arrays(arrays, schema=pa.schema(needed))
+        if post is not None:
+            conformed = _post_filter(conformed, post)
+        result = conformed.select(out_schema.names)
+        if remaining is not None:
+            result = result.slice(0, remaining)
+            remaining -= result.num_rows
+        out = pa.RecordBatch.from_arrays(result.columns, schema=out_schema)
+        step = batch_size or max(1, out.num_rows)
+        for offset in range(0, out.num_rows, step):  # Lance treats batch_size as a hint
+            yield out.slice(offset, step)
+        if remaining == 0:
+            return
+
+
+def _has_unknown(predicate: Predicate) -> bool:
+    if isinstance(predicate, Unknown):
+        return True
+    children = (getattr(predicate, name, None) for name in ("left", "right", "child"))
+    return any(isinstance(c, Predicate) and _has_unknown(c) for c in children)
+
+
+def _post_filter(batch: pa.RecordBatch, predicate: Predicate) -> pa.RecordBatch:
+    """Filter a conformed batch in memory (residuals over renamed or cast columns)."""
+    if not _has_unknown(predicate):
+        return batch.filter(to_arrow(predicate, batch.schema))
+    import datafusion
+
+    ctx = datafusion.SessionContext()
+    frame = ctx.from_arrow(pa.Table.from_batches([batch])).filter(to_sql(predicate))
+    table = frame.to_arrow_table()
+    if table.num_rows == 0:
+        return batch.slice(0, 0)
+    return table.cast(batch.schema).combine_chunks().to_batches()[0]
+
+
+def _fragments(dataset: lance.LanceDataset, task: ScanTask) -> list[Any] | None:
+    if task.fragment_ids is None:
+        return None
+    fragments = []
+    for fragment_id in task.fragment_ids:
+        fragment = dataset.get_fragment(fragment_id)
+        if fragment is None:
+            raise errors.InvalidInputError(
+                f"leaf {task.object_id!r} has no fragment {fragment_id} at version "
+                f"{task.read_version}"
+            )
+        fragments.append(fragment)
+    return fragments
+
+
+def _stored_as_is(leaf: pa.Schema, target: pa.Field) -> bool:
+    source = leaf_field(leaf, target)
+    return source is not None and source.name == target.name and source.type == target.type
+
+
+# ---------------------------------------------------------------------------------- drivers
+
+
+def _threads(threads: int | None, tasks: int) -> int:
+    return max(1, min(threads or DEFAULT_THREADS, tasks))
+
+
+def to_table(
+    tasks: Sequence[ScanTask],
+    schema: NamespaceSchema,
+    columns: Sequence[str] | None = None,
+    limit: int | None = None,
+    threads: int | None = None,
+) -> pa.Table:
+    """Read every task into one table (leaves in parallel; ``limit`` stops early)."""
+    out_schema = pa.schema(output_fields(schema, columns))
+    if limit is not None and limit < 0:
+        raise errors.InvalidInputError(f"limit must be >= 0, got {limit}")
+    if limit == 0 or not tasks:
+        return out_schema.empty_table()
+
+    def read(task: ScanTask) -> list[pa.RecordBatch]:
+        return list(read_task(task, schema, columns, limit=limit))
+
+    batches: list[pa.RecordBatch] = []
+    width = _threads(threads, len(tasks))
+    with ThreadPoolExecutor(max_workers=width) as pool:
+        step = width if limit is not None else len(tasks)
+        for start in range(0, len(tasks), step):
+            for part in pool.map(read, tasks[start : start + step]):
+                batches.extend(part)
+            if limit is not None and sum(b.num_rows for b in batches) >= limit:
+                break
+    table = pa.Table.from_batches(batches, schema=out_schema)
+    return table if limit is None else table.slice(0, limit)
+
+
+def to_batches(
+    tasks: Sequence[ScanTask],
+    schema: NamespaceSchema,
+    columns: Sequence[str] | None = None,
+    batch_size: int | None = None,
+    threads: int | None = None,
+) -> pa.RecordBatchReader:
+    """Stream every task's batches with bounded memory (a few batches per reading thread)."""
+    out_schema = pa.schema(output_fields(schema, columns))
+    return pa.RecordBatchReader.from_batches(
+        out_schema, _stream(tasks, schema, columns, batch_size, _threads(threads, len(tasks)))
+    )
+
+
+_DONE = object()
+
+
+def _stream(
+    tasks: Sequence[ScanTask],
+    schema: NamespaceSchema,
+    columns: Sequence[str] | None,
+    batch_size: int | None,
+    threads: int,
+) -> Iterator[pa.RecordBatch]:
+    if not tasks:
+        return
+    results: queue.Queue[Any] = queue.Queue(maxsize=_QUEUE_BATCHES)
+    stop = threading.Event()
+    pending = iter(tasks)
+    lock = threading.Lock()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                results.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def worker() -> None:
+        try:
+            while not stop.is_set():
+                with lock:
+                    task = next(pending, None)
+                if task is None:
+                    break
+                for batch in read_task(task, schema, columns, batch_size):
+                    if not put(batch):
+                        return
+        except BaseException as exc:  # handed to the consumer
+            put(exc)
+        finally:
+            put(_DONE)
+
+    workers = [threading.Thread(target=worker, daemon=True) for _ in range(threads)]
+    for thread in workers:
+        thread.start()
+    try:
+        done = 0
+        while done < len(workers):
+            item = results.get()
+            if item is _DONE:
+                done += 1
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                yield item
+    finally:
+        stop.set()
+        for thread in workers:
+            thread.join()
+
+
+def count_task(task: ScanTask, schema: NamespaceSchema) -> int:
+    """Rows of one task that match its residual, reading as little as possible."""
+    dataset = task.open()
+    fragments = _fragments(dataset, task)
+    if isinstance(task.residual, AlwaysTrue):
+        if fragments is not None:
+            return sum((int(f.count_rows()) for f in fragments), 0)
+        return task.row_count if task.row_count is not None else int(dataset.count_rows())
+    read = schema.read_schema()
+    terms = _terms(task.residual)
+    names = sorted(terms) if terms is not None else read.names
+    if all(_stored_as_is(dataset.schema, read.field(n)) for n in names):
+        scanner = dataset.scanner(
+            columns=[], with_row_id=True, filter=to_sql(task.residual), fragments=fragments
+        )
+        return int(scanner.count_rows())
+    return sum(b.num_rows for b in read_task(task, schema, columns=names))
+
+
+def count_rows(
+    tasks: Sequence[ScanTask], schema: NamespaceSchema, threads: int | None = None
+) -> int:
+    """Rows matching the planned filter: recorded leaf counts where partition values decide
+    the filter, a Lance count with the residual pushed down, or a read otherwise."""
+    if not tasks:
+        return 0
+    with ThreadPoolExecutor(max_workers=_threads(threads, len(tasks))) as pool:
+        return sum(pool.map(lambda task: count_task(task, schema), tasks))
+
+
+def partition_values(task: ScanTask) -> Mapping[str, Any]:
+    """The task's partition values as a dict."""
+    return dict(task.partition_values)
