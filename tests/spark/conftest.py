@@ -1,0 +1,56 @@
+"""One local SparkSession for every Spark test (a JVM start costs ~15 s on 2 cores).
+
+The master is ``local[2, 2]``: two task threads, and a failed task is retried once, so the
+tests can check that retried attempts never duplicate rows.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Iterator
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark")
+
+os.environ["PYSPARK_PYTHON"] = sys.executable
+os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+os.environ.setdefault("LANCE_LOG", "error")  # no "creating dataset" warning per new leaf
+
+with warnings.catch_warnings():
+    # pyspark.testing warns once, at import, that pandas >= 3 is not fully supported
+    warnings.simplefilter("ignore", FutureWarning)
+    import pyspark.testing  # noqa: F401
+
+from pyspark.sql import SparkSession  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    import lance_partitioned.spark
+
+    with warnings.catch_warnings():
+        # py4j starts the JVM with a preexec_fn, which runs lance's at-fork warning hook
+        warnings.filterwarnings("ignore", message="lance is not fork-safe")
+        session = _start()
+    session.sparkContext.setLogLevel("ERROR")
+    lance_partitioned.spark.register(session)
+    yield session
+    session.stop()
+
+
+def _start() -> SparkSession:
+    return (
+        SparkSession.builder.master("local[2, 2]")
+        .appName("lance-partitioned-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .getOrCreate()
+    )

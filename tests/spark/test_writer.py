@@ -1,0 +1,257 @@
+"""Spark writes: job planning on the driver, staging per task, one commit, abort cleanup.
+
+The first tests drive the data source's writer in this process, as Spark would (plan on the
+driver, ``write`` per task, ``commit``/``abort`` with the messages); the ``spark`` ones run
+real jobs on the shared local session.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import pickle
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    DateType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    YearMonthIntervalType,
+)
+
+import lance_partitioned as lp
+from lance_partitioned import errors
+from lance_partitioned.spark.source import LancePartitionedDataSource
+from lance_partitioned.spark.writer import LancePartitionedWriter, StagedWrite
+from tests.integration.helpers import read_leaves
+
+SPARK_SCHEMA = StructType(
+    [
+        StructField("id", LongType(), False),
+        StructField("event_date", DateType()),
+        StructField("country", StringType()),
+    ]
+)
+
+
+def batch(ids: range, countries: tuple[str, ...] = ("US", "FR")) -> pa.RecordBatch:
+    """Rows as Spark hands them to a task (its Arrow layout for SPARK_SCHEMA)."""
+    return pa.record_batch(
+        {
+            "id": pa.array(list(ids), pa.int64()),
+            "event_date": pa.array(
+                [dt.date(2025, 1, 1) + dt.timedelta(days=i % 3) for i in ids], pa.date32()
+            ),
+            "country": pa.array([countries[i % len(countries)] for i in ids], pa.string()),
+        }
+    )
+
+
+def plan(uri: str, mode: str = "append", **options: str) -> LancePartitionedWriter:
+    source = LancePartitionedDataSource({"path": uri, **options})
+    writer = source.writer(SPARK_SCHEMA, mode == "overwrite")
+    assert isinstance(writer, LancePartitionedWriter)
+    # Spark pickles the writer to ship it to executors and to the commit worker
+    return pickle.loads(pickle.dumps(writer))
+
+
+def data_files(root: str) -> list[Path]:
+    """Data files of every leaf table (not of the __manifest)."""
+    return sorted(p for p in Path(root).glob("*/data/*.lance") if p.parts[-3] != "__manifest")
+
+
+def ids(ns: lp.PartitionedNamespace) -> list[int]:
+    return sorted(read_leaves(ns.refresh()).column("id").to_pylist())
+
+
+# ------------------------------------------------------------------------ in this process
+
+
+def test_first_write_needs_partition_by(tmp_path: Path) -> None:
+    with pytest.raises(errors.InvalidInputError, match="partition_by"):
+        plan(str(tmp_path))
+    assert not (tmp_path / "__manifest").exists()
+
+
+def test_tasks_stage_invisibly_and_commit_once(tmp_path: Path) -> None:
+    uri = str(tmp_path)
+    writer = plan(uri, partition_by="country")
+    ns = lp.PartitionedNamespace.open(uri)
+    created = ns.version
+    first = writer.write(iter([batch(range(10))]))
+    second = writer.write(iter([batch(range(10, 15)), batch(range(15, 20))]))
+    retried = writer.write(iter([batch(range(10, 15)), batch(range(15, 20))]))
+    assert isinstance(first, StagedWrite)
+    assert first.rows == 10
+    assert len(data_files(uri)) == 6  # 2 partitions x 3 tasks, all staged
+    assert ns.refresh().version == created
+    assert ids(ns) == []
+    # Spark hands commit one message per partition: the retried attempt's never counts
+    messages = pickle.loads(pickle.dumps([first, second]))
+    writer.commit(messages)
+    assert ids(ns) == list(range(20))
+    assert ns.refresh().version == created + 1
+    assert sorted(ns.partitions().column("country").to_pylist()) == ["FR", "US"]
+    assert retried.pending is not None
+
+
+def test_empty_tasks_and_empty_append(tmp_path: Path) -> None:
+    uri = str(tmp_path)
+    writer = plan(uri, partition_by="country")
+    empty = writer.write(iter([]))
+    assert empty.pending is None
+    assert empty.rows == 0
+    version = lp.PartitionedNamespace.open(uri).version
+    writer.commit([empty])
+    assert lp.PartitionedNamespace.open(uri).version == version
+
+
+def test_abort_deletes_staged_files(tmp_path: Path) -> None:
+    uri = str(tmp_path)
+    plan(uri, partition_by="country").commit([])  # create the namespace
+    writer = plan(uri)
+    writer.commit([writer.write(iter([batch(range(4))]))])
+    kept = data_files(uri)
+    version = lp.PartitionedNamespace.open(uri).version
+    writer = plan(uri)
+    staged = writer.write(iter([batch(range(100, 110))]))
+    assert len(data_files(uri)) == len(kept) + 2
+    writer.abort([staged, None])
+    assert data_files(uri) == kept
+    ns = lp.PartitionedNamespace.open(uri)
+    assert ns.version == version
+    assert ids(ns) == [0, 1, 2, 3]
+
+
+def test_abort_keeps_files_a_leaf_version_references(tmp_path: Path) -> None:
+    uri = str(tmp_path)
+    writer = plan(uri, partition_by="country")
+    staged = writer.write(iter([batch(range(6))]))
+    writer.commit([staged])
+    writer.abort([staged])  # e.g. Spark aborting after a commit that did happen
+    assert ids(lp.PartitionedNamespace.open(uri)) == list(range(6))
+
+
+def test_later_write_with_another_partition_by_is_refused(tmp_path: Path) -> None:
+    uri = str(tmp_path)
+    plan(uri, partition_by="country").commit([])
+    plan(uri, partition_by="country")  # the same spec is fine
+    with pytest.raises(errors.PartitionSpecError, match="update_partition_spec") as info:
+        plan(uri, partition_by="event_date, country")
+    assert "country = col" in str(info.value)
+
+
+def test_schema_and_types_are_checked_when_the_job_is_planned(tmp_path: Path) -> None:
+    uri = str(tmp_path)
+    plan(uri, partition_by="country").commit([])
+    extra = StructType([*SPARK_SCHEMA.fields, StructField("note", StringType())])
+    with pytest.raises(errors.SchemaMismatchError, match="'note'"):
+        LancePartitionedDataSource({"path": uri}).writer(extra, False)
+    interval = StructType([StructField("age", YearMonthIntervalType())])
+    with pytest.raises(errors.UnknownTypeError, match="'age'"):
+        LancePartitionedDataSource({"path": str(tmp_path / "new"), "partition_by": ""}).writer(
+            interval, False
+        )
+
+
+def test_bad_options(tmp_path: Path) -> None:
+    uri = str(tmp_path)
+    with pytest.raises(errors.InvalidInputError, match=r"mode\('overwrite'\)"):
+        plan(uri, partition_by="country", overwrite="partitions")
+    with pytest.raises(errors.InvalidInputError, match="'everything'"):
+        plan(uri, "overwrite", partition_by="country", overwrite="everything")
+    with pytest.raises(errors.InvalidInputError, match="time travel"):
+        plan(uri, partition_by="country", version="1")
+    with pytest.raises(errors.InvalidInputError, match="path"):
+        LancePartitionedDataSource({}).writer(SPARK_SCHEMA, False)
+
+
+# ------------------------------------------------------------------------ real Spark jobs
+
+
+def events(spark: SparkSession, start: int, end: int, partitions: int = 3) -> DataFrame:
+    return spark.range(start, end, numPartitions=partitions).select(
+        F.col("id"),
+        F.date_add(F.lit(dt.date(2025, 1, 1)), (F.col("id") % 4).cast("int")).alias("event_date"),
+        F.element_at(
+            F.array(*map(F.lit, ["US", "FR", "DE"])), (F.col("id") % 3 + 1).cast("int")
+        ).alias("country"),
+    )
+
+
+def save(df: DataFrame, uri: str, mode: str = "append", **options: str) -> None:
+    writer = df.write.format("lance_partitioned").mode(mode)
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    writer.save(uri)
+
+
+@pytest.mark.spark
+def test_append_overwrite_and_dynamic_overwrite(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "ns")
+    save(events(spark, 0, 300), uri, partition_by="event_date, country")
+    ns = lp.PartitionedNamespace.open(uri)
+    assert ids(ns) == list(range(300))
+    assert len(ns.partitions()) == 12  # 4 days x 3 countries
+    save(events(spark, 300, 400), uri)
+    assert ids(ns) == list(range(400))
+    # dynamic: only (2025-01-01, *) partitions are replaced
+    only_first_day = events(spark, 1000, 1012).where("event_date = DATE'2025-01-01'")
+    save(only_first_day, uri, "overwrite", overwrite="partitions")
+    table = read_leaves(ns.refresh())
+    first_day = table.filter(pa.compute.equal(table["event_date"], dt.date(2025, 1, 1)))
+    assert sorted(first_day["id"].to_pylist()) == [1000, 1004, 1008]
+    assert table.num_rows == 400 - 100 + 3  # the 100 rows of day one replaced by 3
+    save(events(spark, 5000, 5010), uri, "overwrite")
+    assert ids(ns) == list(range(5000, 5010))
+
+
+@pytest.mark.spark
+def test_failed_job_leaves_nothing_visible(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "ns")
+    save(events(spark, 0, 30), uri, partition_by="country")
+    version = lp.PartitionedNamespace.open(uri).version
+
+    failing = events(spark, 30, 120, partitions=3).withColumn(
+        "id",
+        F.when(F.col("id") == 77, F.raise_error(F.lit("injected failure"))).otherwise(F.col("id")),
+    )
+    with pytest.raises(Exception, match="injected failure"):
+        save(failing, uri)
+    ns = lp.PartitionedNamespace.open(uri)
+    assert ns.version == version
+    assert ids(ns) == list(range(30))
+
+
+@pytest.mark.spark
+@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
+def test_retried_task_never_duplicates_rows(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "ns")
+    marker = tmp_path / "failed-once"
+
+    @F.udf("long")
+    def fail_first_attempt(value):  # no hints: PySpark would read them as a pandas UDF
+        if value == 50 and not marker.exists():
+            marker.touch()
+            raise ValueError("first attempt fails")
+        return value
+
+    df = events(spark, 0, 90, partitions=3).withColumn("id", fail_first_attempt("id"))
+    save(df, uri, partition_by="country")
+    assert marker.exists()
+    assert ids(lp.PartitionedNamespace.open(uri)) == list(range(90))
+
+
+@pytest.mark.spark
+def test_unsupported_type_fails_at_job_start(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "ns")
+    df = spark.sql("SELECT 1 AS id, INTERVAL '2' YEAR AS age")
+    with pytest.raises(Exception, match="column 'age'"):
+        save(df, uri, partition_by="id")
+    assert not os.path.exists(os.path.join(uri, "__manifest"))
