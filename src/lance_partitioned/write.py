@@ -12,6 +12,7 @@ bounded whatever the input size. The staged fragments are then committed by
 
 from __future__ import annotations
 
+import collections
 import itertools
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -255,6 +256,7 @@ class _Stager:
         self.staged_bytes = 0
         self._lock = threading.Lock()
         self.fingerprint = schema_fingerprint(target)
+        self.in_flight: collections.deque[Future[list[Any]]] = collections.deque()
 
     def _needs_replace(self, object_id: str, location: str) -> bool:
         """Whether the existing leaf cannot take appends in the current leaf schema (the
@@ -334,11 +336,14 @@ class _Stager:
         part.buffer, part.buffered = [], 0
         uri = self.manifest.table_uri(part.location)
         mode = "overwrite" if part.replace or part.new else "append"
-        part.futures.append(self.pool.submit(self._write, data, uri, mode))
-        # bound memory: never more than a few chunks in flight per thread
-        in_flight = [f for p in self.partitions.values() for f in p.futures if not f.done()]
-        if len(in_flight) > 2 * self.options.threads:
-            in_flight[0].result()
+        future = self.pool.submit(self._write, data, uri, mode)
+        part.futures.append(future)
+        # bound memory: never more than a few buffers in flight per thread
+        self.in_flight.append(future)
+        while self.in_flight and self.in_flight[0].done():
+            self.in_flight.popleft()
+        while len(self.in_flight) > 2 * self.options.threads:
+            self.in_flight.popleft().result()
 
     def _write(self, data: pa.Table, uri: str, mode: str) -> list[Any]:
         fragments = lance.fragment.write_fragments(
