@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -59,14 +60,15 @@ class WriteOptions:
     max_rows_per_file : int
         Passed to Lance when staging fragments.
     threads : int
-        Threads staging fragments and committing leaves in parallel.
+        Threads staging fragments and committing leaves in parallel (default: two per CPU,
+        between 2 and 8; Lance encodes on its own threads too).
     """
 
     chunk_bytes: int = 128 << 20
     flush_bytes: int = 128 << 20
     max_buffer_bytes: int = 384 << 20
     max_rows_per_file: int = 1 << 20
-    threads: int = 8
+    threads: int = max(2, min(8, 2 * (os.cpu_count() or 1)))
 
 
 @dataclass(frozen=True)
