@@ -28,6 +28,7 @@ from lance_partitioned.spec.schema import FIELD_ID_KEY, NamespaceSchema
 
 __all__ = [
     "LEAF_FIELD_ID_KEY",
+    "conform_batch",
     "conform_for_read",
     "conform_for_write",
     "leaf_field",
@@ -210,3 +211,25 @@ def conform_for_read(
     if column.type == target.type:
         return column
     return _cast(column, target)
+
+
+def conform_batch(
+    batch: pa.RecordBatch, sources: Sequence[pa.Field | None], schema: pa.Schema
+) -> pa.RecordBatch:
+    """A leaf batch in ``schema``: field ``i`` read from leaf field ``sources[i]`` (found with
+    :func:`leaf_field`; None: absent, read as NULL) by :func:`conform_for_read`.
+
+    >>> ns = NamespaceSchema.from_arrow(pa.schema([("a", pa.int64()), ("b", pa.string())]))
+    >>> read = ns.read_schema()
+    >>> leaf = pa.record_batch({"a": pa.array([1], pa.int32())})
+    >>> sources = [leaf_field(leaf.schema, f) for f in read]
+    >>> conform_batch(leaf, sources, read).to_pylist()
+    [{'a': 1, 'b': None}]
+    """
+    arrays = [
+        conform_for_read(
+            None if source is None else batch.column(source.name), source, target, batch.num_rows
+        )
+        for source, target in zip(sources, schema, strict=True)
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)

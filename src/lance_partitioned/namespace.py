@@ -304,7 +304,7 @@ class PartitionedNamespace(ln.LanceNamespace):
         out = out.sort_by([("object_id", "ascending")])
         if filter is None:
             return out
-        return _sql_filter(out, filter)
+        return scan.sql_filter(out, filter, what="partition filter")
 
     # ------------------------------------------------------------------ reads
     def plan_scan(
@@ -504,19 +504,3 @@ class PartitionedNamespace(ln.LanceNamespace):
             "dropping a leaf table would lose a partition's data outside the commit "
             "protocol; use PartitionedNamespace.write(mode='overwrite_partitions')"
         )
-
-
-def _sql_filter(table: pa.Table, condition: str) -> pa.Table:
-    import datafusion
-
-    ctx = datafusion.SessionContext()
-    ctx.register_record_batches(
-        "partitions", [table.to_batches() or [pa.record_batch([], schema=table.schema)]]
-    )
-    try:
-        result = ctx.sql(f"SELECT * FROM partitions WHERE {condition}").to_arrow_table()
-    except Exception as exc:
-        raise errors.InvalidInputError(
-            f"cannot apply partition filter {condition!r}: {exc}"
-        ) from exc
-    return result.cast(table.schema) if result.num_rows else table.slice(0, 0)

@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_partitioned import errors
-from lance_partitioned.consistency import conform_for_read, leaf_field
+from lance_partitioned.consistency import conform_batch, leaf_field
 from lance_partitioned.expressions import (
     AlwaysFalse,
     AlwaysTrue,
@@ -50,6 +50,7 @@ from lance_partitioned.expressions import (
     project,
     residual,
     rewrite_not,
+    terms,
     to_arrow,
     to_sql,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "count_task",
     "plan_scan",
     "read_task",
+    "sql_filter",
     "to_batches",
     "to_table",
 ]
@@ -205,25 +207,25 @@ def plan_scan(
     return tasks
 
 
-def _terms(predicate: Predicate) -> set[str] | None:
-    """Columns a predicate reads (None: an Unknown node whose columns are not known)."""
-    found: set[str] = set()
-    stack = [predicate]
-    while stack:
-        node = stack.pop()
-        for name in ("left", "right", "child"):
-            child = getattr(node, name, None)
-            if isinstance(child, Predicate):
-                stack.append(child)
-        term = getattr(node, "term", None)
-        if isinstance(term, str):
-            found.add(term)
-        if hasattr(node, "sql"):
-            columns = getattr(node, "columns", ())
-            if not columns:
-                return None
-            found.update(columns)
-    return found
+def _residual_fields(predicate: Predicate, read: pa.Schema) -> list[pa.Field]:
+    """The read-schema fields a residual reads: its terms, or every column when it holds an
+    Unknown that does not name its columns."""
+    if any(not node.columns for node in _unknowns(predicate)):
+        return list(read)
+    return [read.field(name) for name in sorted(terms(predicate))]
+
+
+def _pushdown(
+    predicate: Predicate, fields: Sequence[pa.Field], sources: Sequence[pa.Field | None]
+) -> str | None:
+    """The residual as Lance SQL when the leaf stores every column it reads under its
+    namespace name and type (``sources[i]`` holds ``fields[i]``), else None."""
+    if all(
+        source is not None and source.name == field.name and source.type == field.type
+        for field, source in zip(fields, sources, strict=True)
+    ):
+        return to_sql(predicate)
+    return None
 
 
 def read_task(
@@ -244,18 +246,17 @@ def read_task(
     leaf = dataset.schema
     read = schema.read_schema()
     predicate = task.residual
-    needed = list(fields)
-    pushdown = None
-    if not isinstance(predicate, AlwaysTrue):
-        terms = _terms(predicate)
-        if terms is None:
-            terms = set(read.names)
-        extra = [read.field(n) for n in sorted(terms) if n not in {f.name for f in fields}]
-        needed += extra
-        if all(_stored_as_is(leaf, read.field(n)) for n in terms):
-            pushdown = to_sql(predicate)
-    sources = {f.name: leaf_field(leaf, f) for f in needed}
-    scan_columns = sorted({s.name for s in sources.values() if s is not None})
+    filtered = [] if isinstance(predicate, AlwaysTrue) else _residual_fields(predicate, read)
+    names = {f.name for f in fields}
+    needed = pa.schema([*fields, *(f for f in filtered if f.name not in names)])
+    sources = [leaf_field(leaf, f) for f in needed]
+    by_name = dict(zip(needed.names, sources, strict=True))
+    pushdown = (
+        None
+        if isinstance(predicate, AlwaysTrue)
+        else _pushdown(predicate, filtered, [by_name[f.name] for f in filtered])
+    )
+    scan_columns = sorted({s.name for s in sources if s is not None})
     fragments = _fragments(dataset, task)
     scanner = dataset.scanner(
         columns=scan_columns,
@@ -269,12 +270,7 @@ def read_task(
     post = None if pushdown is not None or isinstance(predicate, AlwaysTrue) else predicate
     remaining = limit
     for batch in scanner.to_batches():
-        arrays = []
-        for f in needed:
-            source = sources[f.name]
-            column = None if source is None else batch.column(source.name)
-            arrays.append(conform_for_read(column, source, f, batch.num_rows))
-        conformed = pa.RecordBatch.from_arrays(arrays, schema=pa.schema(needed))
+        conformed = conform_batch(batch, sources, needed)
         if post is not None:
             conformed = _post_filter(conformed, post)
         result = conformed.select(out_schema.names)
@@ -289,25 +285,42 @@ def read_task(
             return
 
 
-def _has_unknown(predicate: Predicate) -> bool:
+def _unknowns(predicate: Predicate) -> list[Unknown]:
+    """The Unknown nodes of a predicate."""
     if isinstance(predicate, Unknown):
-        return True
+        return [predicate]
     children = (getattr(predicate, name, None) for name in ("left", "right", "child"))
-    return any(isinstance(c, Predicate) and _has_unknown(c) for c in children)
+    return [u for c in children if isinstance(c, Predicate) for u in _unknowns(c)]
+
+
+def sql_filter(table: pa.Table, condition: str, what: str = "filter") -> pa.Table:
+    """The rows of an in-memory table for which the SQL ``condition`` holds (DataFusion).
+
+    An invalid condition raises :class:`~lance_partitioned.errors.InvalidInputError` that
+    calls it ``what``.
+
+    >>> sql_filter(pa.table({"n": [1, 2, 3]}), "n % 2 = 1").column("n").to_pylist()
+    [1, 3]
+    """
+    import datafusion
+
+    ctx = datafusion.SessionContext()
+    ctx.register_record_batches(
+        "t", [table.to_batches() or [pa.record_batch([], schema=table.schema)]]
+    )
+    try:
+        result = ctx.sql(f"SELECT * FROM t WHERE {condition}").to_arrow_table()
+    except Exception as exc:
+        raise errors.InvalidInputError(f"cannot apply {what} {condition!r}: {exc}") from exc
+    return result.cast(table.schema) if result.num_rows else table.slice(0, 0)
 
 
 def _post_filter(batch: pa.RecordBatch, predicate: Predicate) -> pa.RecordBatch:
     """Filter a conformed batch in memory (residuals over renamed or cast columns)."""
-    if not _has_unknown(predicate):
+    if not _unknowns(predicate):
         return batch.filter(to_arrow(predicate, batch.schema))
-    import datafusion
-
-    ctx = datafusion.SessionContext()
-    frame = ctx.from_arrow(pa.Table.from_batches([batch])).filter(to_sql(predicate))
-    table = frame.to_arrow_table()
-    if table.num_rows == 0:
-        return batch.slice(0, 0)
-    return table.cast(batch.schema).combine_chunks().to_batches()[0]
+    table = sql_filter(pa.Table.from_batches([batch]), to_sql(predicate))
+    return table.combine_chunks().to_batches()[0] if table.num_rows else batch.slice(0, 0)
 
 
 def _fragments(dataset: lance.LanceDataset, task: ScanTask) -> list[Any] | None:
@@ -323,11 +336,6 @@ def _fragments(dataset: lance.LanceDataset, task: ScanTask) -> list[Any] | None:
             )
         fragments.append(fragment)
     return fragments
-
-
-def _stored_as_is(leaf: pa.Schema, target: pa.Field) -> bool:
-    source = leaf_field(leaf, target)
-    return source is not None and source.name == target.name and source.type == target.type
 
 
 # ---------------------------------------------------------------------------------- drivers
@@ -449,14 +457,15 @@ def count_task(task: ScanTask, schema: NamespaceSchema) -> int:
         if fragments is not None:
             return sum((int(f.count_rows()) for f in fragments), 0)
         return task.row_count if task.row_count is not None else int(dataset.count_rows())
-    read = schema.read_schema()
-    terms = _terms(task.residual)
-    names = sorted(terms) if terms is not None else read.names
-    if all(_stored_as_is(dataset.schema, read.field(n)) for n in names):
+    filtered = _residual_fields(task.residual, schema.read_schema())
+    sources = [leaf_field(dataset.schema, f) for f in filtered]
+    pushdown = _pushdown(task.residual, filtered, sources)
+    if pushdown is not None:
         scanner = dataset.scanner(
-            columns=[], with_row_id=True, filter=to_sql(task.residual), fragments=fragments
+            columns=[], with_row_id=True, filter=pushdown, fragments=fragments
         )
         return int(scanner.count_rows())
+    names = [f.name for f in filtered]
     return sum(b.num_rows for b in read_task(task, schema, columns=names))
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -37,7 +37,7 @@ from lance import LanceDataset, LanceOperation
 from lance.commit import CommitConflictError
 
 from lance_partitioned import errors
-from lance_partitioned.consistency import conform_for_read, leaf_field
+from lance_partitioned.consistency import conform_batch, leaf_field
 from lance_partitioned.manifest import (
     DELIMITER,
     NAMESPACE,
@@ -253,21 +253,10 @@ def _upgrade_leaf(
     field id: renamed ones keep their data, added ones are NULL, promoted ones are cast) as
     uncommitted fragments."""
     dataset = lance.dataset(uri, version=version, storage_options=options)
-    old = dataset.schema
-    targets = list(schema)
-    sources = [leaf_field(old, t) for t in targets]
-
-    def batches() -> Iterator[pa.RecordBatch]:
-        for batch in dataset.to_batches():
-            arrays = [
-                conform_for_read(
-                    None if src is None else batch.column(src.name), src, tgt, batch.num_rows
-                )
-                for src, tgt in zip(sources, targets, strict=True)
-            ]
-            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-    reader = pa.RecordBatchReader.from_batches(schema, batches())
+    sources = [leaf_field(dataset.schema, target) for target in schema]
+    reader = pa.RecordBatchReader.from_batches(
+        schema, (conform_batch(batch, sources, schema) for batch in dataset.to_batches())
+    )
     fragments = lance.fragment.write_fragments(
         reader, uri, schema=schema, mode="overwrite", storage_options=options
     )
