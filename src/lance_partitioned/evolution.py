@@ -50,7 +50,7 @@ from lance_partitioned.manifest import (
 from lance_partitioned.spec import evolution as rules
 from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import PartitionField
-from lance_partitioned.transaction import _Backoff
+from lance_partitioned.transaction import Backoff
 
 __all__ = [
     "add_columns",
@@ -108,12 +108,12 @@ def _prepare(manifest: Manifest, snapshot: ManifestSnapshot, new: NamespaceMetad
     return version
 
 
-def _evolve(manifest: Manifest, change: Change, *, backoff: _Backoff | None = None) -> int:
+def _evolve(manifest: Manifest, change: Change, *, backoff: Backoff | None = None) -> int:
     """Apply ``change`` to the latest metadata and publish it (see the module docstring).
 
     Returns the new ``__manifest`` version, or the version read when ``change`` is a no-op.
     """
-    backoff = backoff or _Backoff()
+    backoff = backoff or Backoff()
     for attempt in range(backoff.attempts):
         snapshot = manifest.snapshot()
         new = change(snapshot.metadata)
@@ -139,7 +139,7 @@ def update_partition_spec(
     manifest: Manifest,
     partition_by: str | Sequence[PartitionField],
     *,
-    backoff: _Backoff | None = None,
+    backoff: Backoff | None = None,
 ) -> int:
     """Add partition spec version ``N+1``; new data is written under ``v<N+1>``.
 
@@ -165,7 +165,7 @@ def update_partition_spec(
 
 
 def add_columns(
-    manifest: Manifest, fields: Sequence[pa.Field], *, backoff: _Backoff | None = None
+    manifest: Manifest, fields: Sequence[pa.Field], *, backoff: Backoff | None = None
 ) -> int:
     """Add nullable columns (``"s.c"``: a child of struct ``s``) with new field ids.
 
@@ -176,7 +176,7 @@ def add_columns(
 
 
 def drop_columns(
-    manifest: Manifest, names: Sequence[str], *, backoff: _Backoff | None = None
+    manifest: Manifest, names: Sequence[str], *, backoff: Backoff | None = None
 ) -> int:
     """Deprecate columns (``"lance:deprecated": "true"``); their data stays in the leaves.
 
@@ -186,9 +186,7 @@ def drop_columns(
     return _evolve(manifest, lambda meta: rules.drop_columns(meta, names), backoff=backoff)
 
 
-def rename_column(
-    manifest: Manifest, old: str, new: str, *, backoff: _Backoff | None = None
-) -> int:
+def rename_column(manifest: Manifest, old: str, new: str, *, backoff: Backoff | None = None) -> int:
     """Rename a column; its field id, its partition fields and the leaves do not change.
 
     Readers find the column in leaves by field id. Returns the new ``__manifest`` version.
@@ -198,7 +196,7 @@ def rename_column(
 
 
 def alter_column_type(
-    manifest: Manifest, name: str, new_type: pa.DataType, *, backoff: _Backoff | None = None
+    manifest: Manifest, name: str, new_type: pa.DataType, *, backoff: Backoff | None = None
 ) -> int:
     """Promote a column to a wider type; leaves keep their data and are cast on read.
 

@@ -219,26 +219,30 @@ class LeafStats:
         return json.dumps(properties, sort_keys=True)
 
     @classmethod
-    def num_rows_at(cls, metadata: str | None, read_version: int | None) -> int | None:
-        """The recorded row count when it was recorded at ``read_version``, else None."""
+    def _at(cls, metadata: str | None, read_version: int | None) -> dict[str, str] | None:
+        """The properties when the stats were recorded at ``read_version``, else None."""
         properties = cls._properties(metadata)
         try:
             if read_version is None or int(properties[_STATS_VERSION]) != read_version:
                 return None
-            return int(properties[_STATS_ROWS])
+        except (KeyError, ValueError, TypeError):
+            return None
+        return properties
+
+    @classmethod
+    def num_rows_at(cls, metadata: str | None, read_version: int | None) -> int | None:
+        """The recorded row count when it was recorded at ``read_version``, else None."""
+        properties = cls._at(metadata, read_version)
+        try:
+            return None if properties is None else int(properties[_STATS_ROWS])
         except (KeyError, ValueError, TypeError):
             return None
 
     @classmethod
     def schema_at(cls, metadata: str | None, read_version: int | None) -> str | None:
         """The recorded leaf schema fingerprint when recorded at ``read_version``, else None."""
-        properties = cls._properties(metadata)
-        try:
-            if read_version is None or int(properties[_STATS_VERSION]) != read_version:
-                return None
-        except (KeyError, ValueError, TypeError):
-            return None
-        value = properties.get(_STATS_SCHEMA)
+        properties = cls._at(metadata, read_version)
+        value = None if properties is None else properties.get(_STATS_SCHEMA)
         return value if isinstance(value, str) else None
 
 
@@ -399,17 +403,14 @@ class Manifest:
                     f"a namespace already exists at {root!r}"
                 ) from exc
             raise
-        updates: dict[str, str | None] = {**metadata.to_table_metadata(), GUARD_KEY: GUARD_VALUE}
-        op = LanceOperation.UpdateConfig(
-            table_metadata_updates=LanceOperation.UpdateMap(updates, replace=False)
-        )
-        LanceDataset.commit(
-            manifest.uri,
-            op,
-            read_version=ds.version,
-            storage_options=manifest.storage_options or None,
-            max_retries=0,
-        )
+        updates = {**metadata.to_table_metadata(), GUARD_KEY: GUARD_VALUE}
+        try:
+            manifest.commit_table_metadata(ds.version, updates)
+        except CommitConflict as exc:
+            raise errors.ConcurrentModificationError(
+                f"another client changed the new __manifest at {root!r} before its metadata "
+                f"was written: {exc}"
+            ) from exc
         return manifest
 
     def commit_rows(

@@ -52,6 +52,7 @@ from lance_partitioned.manifest import (
 )
 
 __all__ = [
+    "Backoff",
     "CommitResult",
     "LeafCommit",
     "LeafWrite",
@@ -149,7 +150,10 @@ class LeafCommit:
 
 
 @dataclass
-class _Backoff:
+class Backoff:
+    """Retry policy of every ``__manifest`` compare-and-swap: ``attempts`` tries, sleeping an
+    exponential delay (``base`` doubling up to ``cap`` seconds) with jitter between them."""
+
     attempts: int = 12
     base: float = 0.05
     cap: float = 2.0
@@ -231,15 +235,15 @@ def commit_leaf(
             # another writer's rows that its own retry may append again: do not use it. The
             # next attempt restores the leaf to `expected` and appends on top of that.
             log.info("append to %s was rebased to version %d: redoing it", uri, ds.version)
-            _Backoff().sleep(attempt)
+            Backoff().sleep(attempt)
         except CommitConflictError:
-            _Backoff().sleep(attempt)
+            Backoff().sleep(attempt)
         except OSError:
             # creating the leaf raced with another writer creating it: Lance reports a plain
             # "not found" for the version it assumed; retry on top of what now exists
             if latest is not None or _latest_version(uri, options) is None:
                 raise
-            _Backoff().sleep(attempt)
+            Backoff().sleep(attempt)
     raise errors.ConcurrentModificationError(
         f"leaf table {leaf.object_id!r} kept conflicting with concurrent writers "
         f"after {_LEAF_ATTEMPTS} attempts"
@@ -302,7 +306,7 @@ def commit_write(
     manifest: Manifest,
     pending: PendingWrite,
     *,
-    backoff: _Backoff | None = None,
+    backoff: Backoff | None = None,
     leaf_threads: int = 8,
     on_leaves_committed: Callable[[dict[str, int]], None] | None = None,
 ) -> CommitResult:
@@ -311,7 +315,7 @@ def commit_write(
     Raises :class:`~lance_partitioned.errors.ConcurrentModificationError` when the manifest
     commit keeps losing to concurrent writers after every retry.
     """
-    backoff = backoff or _Backoff()
+    backoff = backoff or Backoff()
     states: dict[str, _LeafState] = {}
     overwrite = pending.mode != "append"
     fingerprint = schema_fingerprint(pending.leaf_schema)

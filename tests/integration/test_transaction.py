@@ -118,7 +118,7 @@ def test_commit_gives_up_with_a_typed_error(
         transaction.commit_write(
             ns._manifest,
             _pending(ns),
-            backoff=transaction._Backoff(attempts=3, base=0.001),
+            backoff=transaction.Backoff(attempts=3, base=0.001),
         )
     assert lp.PartitionedNamespace.open(ns.uri).partitions().num_rows == 0
 
