@@ -56,6 +56,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
+# Imported before any reader runs so every Lance reader in this process uses the same Lance CPU
+# pool (lance_partitioned sizes it on small machines).
+import lance_partitioned  # noqa: F401
 from _data import SCHEMA, make_events
 
 SYSTEMS = ("ours", "lance", "delta", "hive")
@@ -534,7 +537,8 @@ def render(results: Results) -> str:
     )
     lines = [
         f"{results.rows:,} rows, min of {results.repeat} runs; pylance {_version('pylance')}, "
-        f"deltalake {_version('deltalake')}, pyarrow {pa.__version__}, {os.cpu_count()} CPUs",
+        f"deltalake {_version('deltalake')}, pyarrow {pa.__version__}, {os.cpu_count()} CPUs, "
+        f"LANCE_CPU_THREADS={os.environ.get('LANCE_CPU_THREADS', 'unset')}",
         "",
         f"ours: `PartitionedNamespace` on `{PARTITION_BY}`; delta and hive partitioned by "
         f"`{', '.join(PEER_PARTITIONS)}` (year precomputed); lance: one unpartitioned table.",

@@ -47,6 +47,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
+# Imported before any writer runs so every Lance writer in this process, the unpartitioned
+# baseline included, uses the same Lance CPU pool (lance_partitioned sizes it on small machines).
+import lance_partitioned  # noqa: F401
 from _data import make_events, stream_events
 
 WRITERS = ("ours", "naive", "delta", "iceberg", "hive")
@@ -310,7 +313,8 @@ def _render(
     lines = [
         f"{rows:,} rows, min of {repeat} runs; pylance {version('pylance')}, "
         f"deltalake {version('deltalake')}, pyiceberg {version('pyiceberg')}, "
-        f"pyarrow {pa.__version__}, {os.cpu_count()} CPUs",
+        f"pyarrow {pa.__version__}, {os.cpu_count()} CPUs, "
+        f"LANCE_CPU_THREADS={os.environ.get('LANCE_CPU_THREADS', 'unset')}",
         "",
         "| spec | writer | seconds (min) | ratio vs unpartitioned lance | partitions |",
         "| --- | --- | ---: | ---: | ---: |",

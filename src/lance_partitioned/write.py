@@ -52,7 +52,9 @@ class WriteOptions:
     Attributes
     ----------
     chunk_bytes : int
-        Input is grouped in chunks of about this many bytes.
+        Input is grouped in chunks of about this many bytes. Small chunks keep the gather of
+        rows into partition order in the CPU cache: 16 MB groups 10M rows 3x faster than 128
+        MB on the benchmark machine (32 MB L3).
     flush_bytes : int
         A partition buffer is staged to fragments once it holds this many bytes.
     max_buffer_bytes : int
@@ -64,9 +66,9 @@ class WriteOptions:
         between 2 and 8; Lance encodes on its own threads too).
     """
 
-    chunk_bytes: int = 128 << 20
+    chunk_bytes: int = 16 << 20
     flush_bytes: int = 128 << 20
-    max_buffer_bytes: int = 384 << 20
+    max_buffer_bytes: int = 768 << 20
     max_rows_per_file: int = 1 << 20
     threads: int = max(2, min(8, 2 * (os.cpu_count() or 1)))
 
@@ -135,11 +137,17 @@ def _chunks(reader: pa.RecordBatchReader, chunk_bytes: int) -> Iterator[pa.Table
     for batch in reader:
         if batch.num_rows == 0:
             continue
-        pending.append(batch)
-        size += batch.nbytes
-        if size >= chunk_bytes:
-            yield pa.Table.from_batches(pending, schema=reader.schema)
-            pending, size = [], 0
+        if batch.nbytes > chunk_bytes:  # cut big batches (zero-copy) to the chunk size
+            step = max(1, batch.num_rows * chunk_bytes // batch.nbytes)
+            pieces = [batch.slice(i, step) for i in range(0, batch.num_rows, step)]
+        else:
+            pieces = [batch]
+        for piece in pieces:
+            pending.append(piece)
+            size += piece.nbytes
+            if size >= chunk_bytes:
+                yield pa.Table.from_batches(pending, schema=reader.schema)
+                pending, size = [], 0
     if pending:
         yield pa.Table.from_batches(pending, schema=reader.schema)
 
@@ -254,6 +262,7 @@ class _Stager:
         self.options = options
         self.pool = pool
         self.partitions: dict[str, _Partition] = {}
+        self._by_values: dict[tuple[Any, ...], _Partition] = {}
         self.buffered = 0
         self.staged_bytes = 0
         self._lock = threading.Lock()
@@ -309,11 +318,29 @@ class _Stager:
         self.partitions[object_id] = created
         return created
 
-    def add(self, part: _Partition, rows: pa.Table) -> None:
+    def partitions_of(self, keys: list[pa.Array], first: np.ndarray) -> list[_Partition]:
+        """The partition of each group, given the index ``first[g]`` of one of its rows.
+
+        Partitions seen in earlier chunks are found by their values without deriving their
+        names again.
+        """
+        columns = [_lookup_values(key.take(first)) for key in keys]
+        groups = zip(*columns, strict=True) if columns else [()] * len(first)
+        found = []
+        for g, values in enumerate(groups):
+            part = self._by_values.get(values)
+            if part is None:
+                part = self.partition([key[int(first[g])] for key in keys])
+                self._by_values[values] = part
+            found.append(part)
+        return found
+
+    def add(self, part: _Partition, rows: pa.Table, nbytes: int) -> None:
+        """Buffer ``rows`` (about ``nbytes``: a slice's exact size is costly to measure)."""
         part.buffer.append(rows)
-        part.buffered += rows.nbytes
+        part.buffered += nbytes
         part.rows += rows.num_rows
-        self.buffered += rows.nbytes
+        self.buffered += nbytes
         if part.buffered >= self.options.flush_bytes:
             self.flush(part)
 
@@ -329,16 +356,26 @@ class _Stager:
         for part in self.partitions.values():
             self.flush(part)
 
-    def flush(self, part: _Partition) -> None:
+    def _drain(self, part: _Partition) -> pa.Table | None:
+        """Take a partition's buffered slices out of the buffers (None when empty)."""
         if not part.buffer:
-            return
+            return None
         data = pa.concat_tables(part.buffer)
         self.buffered -= part.buffered
         self.staged_bytes += part.buffered
         part.buffer, part.buffered = [], 0
-        uri = self.manifest.table_uri(part.location)
+        return data
+
+    def _target_of(self, part: _Partition) -> tuple[str, str]:
+        """Where a partition's fragments are staged, and the ``write_fragments`` mode."""
         mode = "overwrite" if part.replace or part.new else "append"
-        future = self.pool.submit(self._write, data, uri, mode)
+        return self.manifest.table_uri(part.location), mode
+
+    def flush(self, part: _Partition) -> None:
+        data = self._drain(part)
+        if data is None:
+            return
+        future = self.pool.submit(self._write, data, *self._target_of(part))
         part.futures.append(future)
         # bound memory: never more than a few buffers in flight per thread
         self.in_flight.append(future)
@@ -348,8 +385,9 @@ class _Stager:
             self.in_flight.popleft().result()
 
     def _write(self, data: pa.Table, uri: str, mode: str) -> list[Any]:
+        # Lance pays per batch: hand it the buffered slices as one contiguous batch
         fragments = lance.fragment.write_fragments(
-            data,
+            data.combine_chunks(),
             uri,
             schema=self.target,
             mode=mode,
@@ -359,23 +397,47 @@ class _Stager:
         return cast(list[Any], fragments)
 
     def finish(self) -> list[LeafWrite]:
+        """Stage what is left in every buffer; the leaves in the order they were first seen."""
+        finals = []
         for part in self.partitions.values():
-            self.flush(part)
-        leaves = []
-        for part in self.partitions.values():
-            for future in part.futures:
-                part.fragments.extend(future.result())
-            leaves.append(
-                LeafWrite(
-                    object_id=part.object_id,
-                    location=part.location,
-                    fragments=part.fragments,
-                    rows=part.rows,
-                    values=dict(part.namespaces[-1][1]) if part.namespaces else {},
-                    replace=part.replace,
-                )
-            )
-        return leaves
+            data = self._drain(part)
+            earlier, part.futures = part.futures, []
+            finals.append(self.pool.submit(self._finish_leaf, part, earlier, data))
+        return [future.result() for future in finals]
+
+    def _finish_leaf(
+        self,
+        part: _Partition,
+        earlier: list[Future[list[Any]]],
+        data: pa.Table | None,
+    ) -> LeafWrite:
+        # earlier flushes were submitted before this task, so they are running or done
+        for future in earlier:
+            part.fragments.extend(future.result())
+        if data is not None:
+            part.fragments.extend(self._write(data, *self._target_of(part)))
+        leaf = LeafWrite(
+            object_id=part.object_id,
+            location=part.location,
+            fragments=part.fragments,
+            rows=part.rows,
+            values=dict(part.namespaces[-1][1]) if part.namespaces else {},
+            replace=part.replace,
+        )
+        return leaf
+
+
+def _lookup_values(values: pa.Array) -> list[Any]:
+    """Python values that are equal exactly when the partition values are the same (floats by
+    their bits, so -0.0 and 0.0 differ as their partition names do; temporal values by their
+    integer representation, which Python cannot always hold otherwise)."""
+    dtype = values.type
+    if pa.types.is_temporal(dtype):
+        width = pa.int32() if dtype.bit_width == 32 else pa.int64()
+        return cast(list[Any], values.cast(width).to_pylist())
+    if pa.types.is_floating(dtype):
+        return [None if v is None else float(v).hex() for v in values.to_pylist()]
+    return cast(list[Any], values.to_pylist())
 
 
 def partition_values(
@@ -419,15 +481,16 @@ def stage(
                     if order is None
                     else take_grouped(table, order, offsets, pool, options.threads)
                 )
+                starts = [start for start, _ in pieces]
+                row_bytes = [t.nbytes / max(1, t.num_rows) for _, t in pieces]
+                bounds = offsets.tolist()
                 piece = 0
-                for g in range(len(offsets) - 1):
-                    while piece + 1 < len(pieces) and pieces[piece + 1][0] <= offsets[g]:
+                for g, part in enumerate(stager.partitions_of(keys, first)):
+                    begin, length = bounds[g], bounds[g + 1] - bounds[g]
+                    while piece + 1 < len(pieces) and starts[piece + 1] <= begin:
                         piece += 1
-                    start, rows_of = pieces[piece]
-                    scalars = [key[int(first[g])] for key in keys]
-                    part = stager.partition(scalars)
-                    length = int(offsets[g + 1] - offsets[g])
-                    stager.add(part, rows_of.slice(int(offsets[g]) - start, length))
+                    rows_of = pieces[piece][1].slice(begin - starts[piece], length)
+                    stager.add(part, rows_of, int(length * row_bytes[piece]))
                 stager.relieve()
                 rows += table.num_rows
                 if progress is not None:

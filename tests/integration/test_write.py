@@ -357,3 +357,61 @@ def test_leaf_rows_record_their_row_counts(ns: lp.PartitionedNamespace) -> None:
     # a read_version moved by a client that does not keep the stats disables them
     row = leaves[0]
     assert LeafStats.num_rows_at(row["metadata"], row["read_version"] + 1) is None
+
+
+def test_one_big_batch_is_cut_into_chunks(ns: lp.PartitionedNamespace) -> None:
+    table = events(range(2000))
+    batch = table.combine_chunks().to_batches()[0]
+    seen: list[lp.WriteProgress] = []
+    result = ns.write(batch, options=WriteOptions(chunk_bytes=8 << 10), progress=seen.append)
+    assert len(seen) >= 3  # one report per chunk: the 52 KB batch was cut
+    assert [p.rows for p in seen] == sorted({p.rows for p in seen})
+    assert result.rows_written == 2000
+    assert sorted(read_leaves(ns)["id"].to_pylist()) == list(range(2000))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "values"),
+    [
+        (pa.float64(), [0.0, -0.0, float("nan"), None, 1.5]),
+        (pa.timestamp("us", "UTC"), [0, 1, None, 86_400_000_000, -1]),
+        (pa.timestamp("ns"), [0, 1, None, 1_000, -1]),
+        (pa.date32(), [0, 1, None, -1, 20_000]),
+        (pa.string(), ["a", "", None, "a$b/c=d", "ä"]),
+    ],
+)
+def test_partitions_found_again_in_later_chunks(
+    tmp_path: os.PathLike[str], dtype: pa.DataType, values: list[object]
+) -> None:
+    """Chunks after the first find their partitions by value: the same partitions, with the
+    same rows, as a write in one chunk (floats by bits: -0.0 is not 0.0; every NaN is one)."""
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("key", dtype)])
+    n = 600
+    keys = values * (n // len(values))
+    if pa.types.is_temporal(dtype):  # built from their integer representation
+        width = pa.int32() if dtype.bit_width == 32 else pa.int64()
+        column = pa.array(keys, width).view(dtype)
+    else:
+        column = pa.array(keys, dtype)
+    table = pa.table({"id": pa.array(range(n), pa.int64()), "key": column}, schema=schema)
+
+    def layout(root: str, options: WriteOptions) -> dict[str, list[int]]:
+        ns = lp.PartitionedNamespace.create(root, schema=schema, partition_by="key")
+        ns.write(table, options=options)
+        parts = ns.partitions()
+        return {
+            oid: sorted(
+                lance.dataset(f"{root}/{loc}", version=v).to_table()["id"].to_pylist()
+            )
+            for oid, loc, v in zip(
+                parts["object_id"].to_pylist(),
+                parts["location"].to_pylist(),
+                parts["read_version"].to_pylist(),
+                strict=True,
+            )
+        }
+
+    whole = layout(os.path.join(tmp_path, "whole"), WriteOptions())
+    chunked = layout(os.path.join(tmp_path, "chunked"), WriteOptions(chunk_bytes=1 << 10))
+    assert len(whole) == len(values)
+    assert chunked == whole
