@@ -400,9 +400,7 @@ def test_partitions_found_again_in_later_chunks(
         ns.write(table, options=options)
         parts = ns.partitions()
         return {
-            oid: sorted(
-                lance.dataset(f"{root}/{loc}", version=v).to_table()["id"].to_pylist()
-            )
+            oid: sorted(lance.dataset(f"{root}/{loc}", version=v).to_table()["id"].to_pylist())
             for oid, loc, v in zip(
                 parts["object_id"].to_pylist(),
                 parts["location"].to_pylist(),
