@@ -68,7 +68,7 @@ class WriteOptions:
 
     chunk_bytes: int = 16 << 20
     flush_bytes: int = 128 << 20
-    max_buffer_bytes: int = 768 << 20
+    max_buffer_bytes: int = 640 << 20
     max_rows_per_file: int = 1 << 20
     threads: int = max(2, min(8, 2 * (os.cpu_count() or 1)))
 
