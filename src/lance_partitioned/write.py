@@ -356,26 +356,16 @@ class _Stager:
         for part in self.partitions.values():
             self.flush(part)
 
-    def _drain(self, part: _Partition) -> pa.Table | None:
-        """Take a partition's buffered slices out of the buffers (None when empty)."""
+    def flush(self, part: _Partition) -> None:
         if not part.buffer:
-            return None
+            return
         data = pa.concat_tables(part.buffer)
         self.buffered -= part.buffered
         self.staged_bytes += part.buffered
         part.buffer, part.buffered = [], 0
-        return data
-
-    def _target_of(self, part: _Partition) -> tuple[str, str]:
-        """Where a partition's fragments are staged, and the ``write_fragments`` mode."""
+        uri = self.manifest.table_uri(part.location)
         mode = "overwrite" if part.replace or part.new else "append"
-        return self.manifest.table_uri(part.location), mode
-
-    def flush(self, part: _Partition) -> None:
-        data = self._drain(part)
-        if data is None:
-            return
-        future = self.pool.submit(self._write, data, *self._target_of(part))
+        future = self.pool.submit(self._write, data, uri, mode)
         part.futures.append(future)
         # bound memory: never more than a few buffers in flight per thread
         self.in_flight.append(future)
@@ -398,33 +388,23 @@ class _Stager:
 
     def finish(self) -> list[LeafWrite]:
         """Stage what is left in every buffer; the leaves in the order they were first seen."""
-        finals = []
         for part in self.partitions.values():
-            data = self._drain(part)
-            earlier, part.futures = part.futures, []
-            finals.append(self.pool.submit(self._finish_leaf, part, earlier, data))
-        return [future.result() for future in finals]
-
-    def _finish_leaf(
-        self,
-        part: _Partition,
-        earlier: list[Future[list[Any]]],
-        data: pa.Table | None,
-    ) -> LeafWrite:
-        # earlier flushes were submitted before this task, so they are running or done
-        for future in earlier:
-            part.fragments.extend(future.result())
-        if data is not None:
-            part.fragments.extend(self._write(data, *self._target_of(part)))
-        leaf = LeafWrite(
-            object_id=part.object_id,
-            location=part.location,
-            fragments=part.fragments,
-            rows=part.rows,
-            values=dict(part.namespaces[-1][1]) if part.namespaces else {},
-            replace=part.replace,
-        )
-        return leaf
+            self.flush(part)
+        leaves = []
+        for part in self.partitions.values():
+            for future in part.futures:
+                part.fragments.extend(future.result())
+            leaves.append(
+                LeafWrite(
+                    object_id=part.object_id,
+                    location=part.location,
+                    fragments=part.fragments,
+                    rows=part.rows,
+                    values=dict(part.namespaces[-1][1]) if part.namespaces else {},
+                    replace=part.replace,
+                )
+            )
+        return leaves
 
 
 def _lookup_values(values: pa.Array) -> list[Any]:
