@@ -61,6 +61,7 @@ __all__ = [
     "partition_name",
     "schema_fingerprint",
     "spec_namespace_id",
+    "value_tokens",
 ]
 
 MANIFEST_DIR = "__manifest"
@@ -106,21 +107,27 @@ def spec_namespace_id(version: int) -> str:
     return f"v{version}"
 
 
-def _value_token(value: pa.Scalar) -> str:
-    """An unambiguous text for a typed value (the type is hashed separately)."""
-    if not value.is_valid:
-        return "null"
-    dtype = value.type
+def value_tokens(values: pa.Array) -> list[str]:
+    """An unambiguous text for each typed value (the type is hashed separately): two values
+    name the same partition exactly when their tokens are equal (floats by their bits, so -0.0
+    is not 0.0; temporal values by their integer representation; NULL is ``"null"``).
+
+    >>> value_tokens(pa.array([1.5, -0.0, None]))
+    ['f0x1.8000000000000p+0', 'f-0x0.0p+0', 'null']
+    """
+    dtype = values.type
     if pa.types.is_temporal(dtype):
         width = pa.int32() if dtype.bit_width == 32 else pa.int64()
-        return "t" + str(value.cast(width).as_py())
+        return ["null" if v is None else f"t{v}" for v in values.cast(width).to_pylist()]
     if pa.types.is_floating(dtype):
-        return "f" + float(value.as_py()).hex()
-    if pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype):
-        return "b" + bytes(value.as_py()).hex()
-    if pa.types.is_fixed_size_binary(dtype):
-        return "b" + bytes(value.as_py()).hex()
-    return "v" + str(value.as_py())
+        return ["null" if v is None else "f" + float(v).hex() for v in values.to_pylist()]
+    if (
+        pa.types.is_binary(dtype)
+        or pa.types.is_large_binary(dtype)
+        or pa.types.is_fixed_size_binary(dtype)
+    ):
+        return ["null" if v is None else "b" + bytes(v).hex() for v in values.to_pylist()]
+    return ["null" if v is None else f"v{v}" for v in values.to_pylist()]
 
 
 def partition_name(spec_version: int, parent_id: str, value: pa.Scalar) -> str:
@@ -136,7 +143,8 @@ def partition_name(spec_version: int, parent_id: str, value: pa.Scalar) -> str:
     True
     """
     type_text = json.dumps(type_to_json(value.type), sort_keys=True, separators=(",", ":"))
-    key = "\x00".join((str(spec_version), parent_id, type_text, _value_token(value)))
+    token = value_tokens(pa.array([value], value.type))[0]
+    key = "\x00".join((str(spec_version), parent_id, type_text, token))
     number = int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest(), "big") % _NAME_SPACE
     digits = []
     for _ in range(16):

@@ -37,6 +37,7 @@ from lance_partitioned.manifest import (
     partition_name,
     schema_fingerprint,
     spec_namespace_id,
+    value_tokens,
 )
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
@@ -262,7 +263,7 @@ class _Stager:
         self.options = options
         self.pool = pool
         self.partitions: dict[str, _Partition] = {}
-        self._by_values: dict[tuple[Any, ...], _Partition] = {}
+        self._by_tokens: dict[tuple[str, ...], _Partition] = {}
         self.buffered = 0
         self.staged_bytes = 0
         self._lock = threading.Lock()
@@ -321,17 +322,18 @@ class _Stager:
     def partitions_of(self, keys: list[pa.Array], first: np.ndarray) -> list[_Partition]:
         """The partition of each group, given the index ``first[g]`` of one of its rows.
 
-        Partitions seen in earlier chunks are found by their values without deriving their
+        Partitions seen in earlier chunks are found by the value tokens their names are
+        derived from (:func:`~lance_partitioned.manifest.value_tokens`), without deriving the
         names again.
         """
-        columns = [_lookup_values(key.take(first)) for key in keys]
+        columns = [value_tokens(key.take(first)) for key in keys]
         groups = zip(*columns, strict=True) if columns else [()] * len(first)
         found = []
-        for g, values in enumerate(groups):
-            part = self._by_values.get(values)
+        for g, tokens in enumerate(groups):
+            part = self._by_tokens.get(tokens)
             if part is None:
                 part = self.partition([key[int(first[g])] for key in keys])
-                self._by_values[values] = part
+                self._by_tokens[tokens] = part
             found.append(part)
         return found
 
@@ -405,19 +407,6 @@ class _Stager:
                 )
             )
         return leaves
-
-
-def _lookup_values(values: pa.Array) -> list[Any]:
-    """Python values that are equal exactly when the partition values are the same (floats by
-    their bits, so -0.0 and 0.0 differ as their partition names do; temporal values by their
-    integer representation, which Python cannot always hold otherwise)."""
-    dtype = values.type
-    if pa.types.is_temporal(dtype):
-        width = pa.int32() if dtype.bit_width == 32 else pa.int64()
-        return cast(list[Any], values.cast(width).to_pylist())
-    if pa.types.is_floating(dtype):
-        return [None if v is None else float(v).hex() for v in values.to_pylist()]
-    return cast(list[Any], values.to_pylist())
 
 
 def partition_values(
