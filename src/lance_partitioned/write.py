@@ -1,12 +1,13 @@
 """Streaming partitioned writes: conform, compute partition values, group, stage fragments.
 
-A write reads its input as a stream of record batches, in chunks of bounded size. For each
-chunk it applies the schema consistency rules, computes every partition value with the spec's
-vectorized transforms, groups the rows by partition with Arrow and numpy (no Python loop per
-row), and appends each group to a per-partition buffer. Buffers are flushed to uncommitted
-Lance fragments in the partition's leaf directory on a thread pool, when one grows past
-``flush_bytes`` or when all of them together pass ``max_buffer_bytes``, so memory stays
-bounded whatever the input size. The staged fragments are then committed by
+A write reads its input as a stream of record batches, in chunks of bounded size. Each chunk
+is conformed to the schema consistency rules, its partition values are computed with the
+spec's vectorized transforms, and its rows are gathered into partition order with Arrow and
+numpy (no Python loop per row); several chunks are grouped at once on a thread pool. The
+groups are appended to per-partition buffers in input order. Buffers are flushed to
+uncommitted Lance fragments in the partition's leaf directory on the same pool, when one
+grows past ``flush_bytes`` or when all of them together pass ``max_buffer_bytes``, so memory
+stays bounded whatever the input size. The staged fragments are then committed by
 :func:`lance_partitioned.transaction.commit_write`.
 """
 
@@ -39,6 +40,7 @@ from lance_partitioned.manifest import (
     spec_namespace_id,
     value_tokens,
 )
+from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.transaction import LeafWrite, PendingWrite, WriteMode
@@ -63,8 +65,9 @@ class WriteOptions:
     max_rows_per_file : int
         Passed to Lance when staging fragments.
     threads : int
-        Threads staging fragments and committing leaves in parallel (default: two per CPU,
-        between 2 and 8; Lance encodes on its own threads too).
+        Threads grouping input chunks, staging fragments and committing leaves in parallel
+        (default: two per CPU, between 2 and 8; Lance encodes on its own threads too). Up to
+        this many chunks are grouped ahead of the one being staged.
     """
 
     chunk_bytes: int = 16 << 20
@@ -204,29 +207,28 @@ def group_rows(
     return order, offsets, order[offsets[:-1]]
 
 
-def take_grouped(
-    table: pa.Table, order: np.ndarray, offsets: np.ndarray, pool: ThreadPoolExecutor, pieces: int
-) -> list[tuple[int, pa.Table]]:
-    """``table.take(order)`` in up to ``pieces`` parallel pieces cut at group boundaries.
+@dataclass(frozen=True)
+class _Grouped:
+    """One input chunk in the leaf schema, its rows in partition order."""
 
-    Returns ``(first permuted row, piece)`` pairs; no group spans two pieces.
+    rows: pa.Table  # group ``g`` is ``rows[offsets[g]:offsets[g+1]]``
+    keys: list[pa.Array]  # partition values, in input order
+    offsets: np.ndarray
+    first: np.ndarray  # input index of one row of each group (to read its key values)
 
-    >>> t = pa.table({"k": ["b", "a", "b", "a"]})
-    >>> order, offsets, _ = group_rows([t.column("k")])
-    >>> with ThreadPoolExecutor(2) as pool:
-    ...     parts = take_grouped(t, order, offsets, pool, 2)
-    >>> [(start, piece.column("k").to_pylist()) for start, piece in parts]
-    [(0, ['b', 'b']), (2, ['a', 'a'])]
+
+def _group_chunk(
+    chunk: pa.Table, metadata: NamespaceMetadata, spec: PartitionSpec, target: pa.Schema
+) -> _Grouped:
+    """Conform ``chunk``, compute its partition values and gather it into partition order.
+
+    Every step is vectorized Arrow or numpy work that releases the GIL, so chunks are grouped
+    in parallel on the write's thread pool.
     """
-    n = len(order)
-    targets = [n * k // pieces for k in range(1, pieces)]
-    cuts = offsets[np.searchsorted(offsets, targets)] if targets else np.array([], np.int64)
-    bounds = sorted({0, n, *(int(c) for c in cuts)})
-    futures = [
-        (start, pool.submit(table.take, order[start:stop]))
-        for start, stop in itertools.pairwise(bounds)
-    ]
-    return [(start, future.result()) for start, future in futures]
+    table = conform_for_write(chunk, metadata.schema, target)
+    keys = partition_values(table, spec, metadata.schema)
+    order, offsets, first = group_rows(keys, table.num_rows)
+    return _Grouped(table if order is None else table.take(order), keys, offsets, first)
 
 
 @dataclass
@@ -440,32 +442,30 @@ def stage(
     rows = 0
     with ThreadPoolExecutor(max_workers=options.threads) as pool:
         stager = _Stager(manifest, snapshot, spec, target, options, pool)
+        grouping: collections.deque[Future[_Grouped]] = collections.deque()
         try:
-            for chunk in _chunks(reader, options.chunk_bytes):
-                table = conform_for_write(chunk, metadata.schema, target)
-                keys = partition_values(table, spec, metadata.schema)
-                order, offsets, first = group_rows(keys, table.num_rows)
-                pieces = (
-                    [(0, table)]
-                    if order is None
-                    else take_grouped(table, order, offsets, pool, options.threads)
-                )
-                starts = [start for start, _ in pieces]
-                row_bytes = [t.nbytes / max(1, t.num_rows) for _, t in pieces]
-                bounds = offsets.tolist()
-                piece = 0
-                for g, part in enumerate(stager.partitions_of(keys, first)):
+            chunks = _chunks(reader, options.chunk_bytes)
+            while True:
+                # the reader is consumed here, in order; up to `threads` chunks are grouped
+                # ahead in the pool, and their groups are staged in input order
+                for chunk in itertools.islice(chunks, options.threads - len(grouping)):
+                    grouping.append(pool.submit(_group_chunk, chunk, metadata, spec, target))
+                if not grouping:
+                    break
+                grouped = grouping.popleft().result()
+                bounds = grouped.offsets.tolist()
+                row_bytes = grouped.rows.nbytes / max(1, grouped.rows.num_rows)
+                for g, part in enumerate(stager.partitions_of(grouped.keys, grouped.first)):
                     begin, length = bounds[g], bounds[g + 1] - bounds[g]
-                    while piece + 1 < len(pieces) and starts[piece + 1] <= begin:
-                        piece += 1
-                    rows_of = pieces[piece][1].slice(begin - starts[piece], length)
-                    stager.add(part, rows_of, int(length * row_bytes[piece]))
+                    stager.add(part, grouped.rows.slice(begin, length), int(length * row_bytes))
                 stager.relieve()
-                rows += table.num_rows
+                rows += grouped.rows.num_rows
                 if progress is not None:
                     progress(WriteProgress(rows, len(stager.partitions), stager.staged_bytes))
             leaves = stager.finish()
         except BaseException:
+            for pending in grouping:
+                pending.cancel()
             for part in stager.partitions.values():
                 for future in part.futures:
                     future.cancel()

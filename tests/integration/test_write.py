@@ -370,6 +370,40 @@ def test_one_big_batch_is_cut_into_chunks(ns: lp.PartitionedNamespace) -> None:
     assert sorted(read_leaves(ns)["id"].to_pylist()) == list(range(2000))
 
 
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_chunks_grouped_in_parallel_keep_input_order(
+    ns: lp.PartitionedNamespace, threads: int
+) -> None:
+    """Chunks are grouped on the pool, several at once, but staged in input order: every leaf
+    holds its rows in the order they came."""
+    batches = [events(range(i * 40, (i + 1) * 40)).to_batches()[0] for i in range(50)]
+    reader = pa.RecordBatchReader.from_batches(SCHEMA, iter(batches))
+    options = WriteOptions(chunk_bytes=1 << 10, threads=threads)
+    assert ns.write(reader, options=options).rows_written == 2000
+    parts = ns.partitions()
+    assert parts.num_rows == 6
+    for location in parts.column("location").to_pylist():
+        ids = lance.dataset(f"{ns.uri}/{location}").to_table().column("id").to_pylist()
+        assert ids == sorted(ids)
+    assert sorted(read_leaves(ns)["id"].to_pylist()) == list(range(2000))
+
+
+def test_error_in_a_later_chunk_leaves_nothing_visible(ns: lp.PartitionedNamespace) -> None:
+    """A schema error found while a chunk is grouped on the pool reaches the caller as the
+    typed error, and the write stays invisible."""
+    ns.write(events(range(10)))
+    before = (ns.version, sorted_rows(read_leaves(ns)))
+    loose = SCHEMA.set(0, SCHEMA.field("id").with_nullable(True))
+    good = [events(range(i * 40, (i + 1) * 40)).cast(loose) for i in range(10)]
+    bad = events(range(400, 440)).cast(loose).set_column(0, "id", pa.nulls(40, pa.int64()))
+    batches = [b for t in [*good, bad, *good] for b in t.to_batches()]
+    reader = pa.RecordBatchReader.from_batches(loose, iter(batches))
+    with pytest.raises(errors.SchemaMismatchError, match="'id' is not nullable"):
+        ns.write(reader, options=WriteOptions(chunk_bytes=1 << 10, threads=2))
+    reopened = lp.PartitionedNamespace.open(ns.uri)
+    assert (reopened.version, sorted_rows(read_leaves(reopened))) == before
+
+
 @pytest.mark.parametrize(
     ("dtype", "values"),
     [
