@@ -12,7 +12,9 @@ For each partition spec, the same in-memory table is written by
 and ``lance``, one unpartitioned ``lance.write_dataset``, is the baseline of every ratio.
 Computed partition columns (``event_year``, ``user_bucket``) are computed inside the timed
 section, since ours computes them too. Each run writes into a fresh directory under /tmp,
-deleted afterwards; the reported time is the minimum over ``--repeat`` runs.
+deleted afterwards, and starts after an ``os.sync()`` (untimed), so that no writer pays for
+writing back the previous one's files; the reported time is the minimum over ``--repeat``
+runs.
 
 ``--rss`` instead writes a *streamed* table (``stream_events``) in a fresh subprocess and
 reports its peak resident set size.
@@ -242,6 +244,7 @@ def _short(exc: BaseException) -> str:
 def _timed(write: Callable[[str], int], cell: Cell, label: str) -> None:
     """Run ``write`` into a fresh directory under /tmp, record its time, delete the directory."""
     root = tempfile.mkdtemp(prefix="lp-bench-", dir="/tmp")
+    os.sync()  # the previous run's dirty pages are not written back during this one
     try:
         started = time.perf_counter()
         partitions = write(root)
