@@ -136,22 +136,28 @@ _DIRECT_CODES = 1 << 20
 
 
 def _chunks(reader: pa.RecordBatchReader, chunk_bytes: int) -> Iterator[pa.Table]:
+    """The input in tables of about ``chunk_bytes``: small batches are gathered, big ones cut
+    (zero-copy) into even pieces that stay whole chunks, so most chunks are one contiguous
+    batch (a gather from several batches first concatenates them)."""
     pending: list[pa.RecordBatch] = []
     size = 0
     for batch in reader:
         if batch.num_rows == 0:
             continue
-        if batch.nbytes > chunk_bytes:  # cut big batches (zero-copy) to the chunk size
-            step = max(1, batch.num_rows * chunk_bytes // batch.nbytes)
-            pieces = [batch.slice(i, step) for i in range(0, batch.num_rows, step)]
-        else:
-            pieces = [batch]
-        for piece in pieces:
-            pending.append(piece)
-            size += piece.nbytes
-            if size >= chunk_bytes:
+        if batch.nbytes >= chunk_bytes:
+            if pending:
                 yield pa.Table.from_batches(pending, schema=reader.schema)
                 pending, size = [], 0
+            pieces = -(-batch.nbytes // chunk_bytes)
+            step = -(-batch.num_rows // pieces)
+            for start in range(0, batch.num_rows, step):
+                yield pa.Table.from_batches([batch.slice(start, step)], schema=reader.schema)
+            continue
+        pending.append(batch)
+        size += batch.nbytes
+        if size >= chunk_bytes:
+            yield pa.Table.from_batches(pending, schema=reader.schema)
+            pending, size = [], 0
     if pending:
         yield pa.Table.from_batches(pending, schema=reader.schema)
 
