@@ -16,7 +16,6 @@ from __future__ import annotations
 import collections
 import itertools
 import os
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -218,9 +217,8 @@ class _Grouped:
     """One input chunk in the leaf schema, its rows in partition order."""
 
     rows: pa.Table  # group ``g`` is ``rows[offsets[g]:offsets[g+1]]``
-    keys: list[pa.Array]  # partition values, in input order
     offsets: np.ndarray
-    first: np.ndarray  # input index of one row of each group (to read its key values)
+    keys: list[pa.Array]  # one array per partition field: group ``g``'s value at ``g``
 
 
 def _group_chunk(
@@ -234,7 +232,8 @@ def _group_chunk(
     table = conform_for_write(chunk, metadata.schema, target)
     keys = partition_values(table, spec, metadata.schema)
     order, offsets, first = group_rows(keys, table.num_rows)
-    return _Grouped(table if order is None else table.take(order), keys, offsets, first)
+    rows = table if order is None else table.take(order)
+    return _Grouped(rows, offsets, [key.take(first) for key in keys])
 
 
 @dataclass
@@ -274,7 +273,6 @@ class _Stager:
         self._by_tokens: dict[tuple[str, ...], _Partition] = {}
         self.buffered = 0
         self.staged_bytes = 0
-        self._lock = threading.Lock()
         self.fingerprint = schema_fingerprint(target)
         self.in_flight: collections.deque[Future[list[Any]]] = collections.deque()
 
@@ -327,20 +325,19 @@ class _Stager:
         self.partitions[object_id] = created
         return created
 
-    def partitions_of(self, keys: list[pa.Array], first: np.ndarray) -> list[_Partition]:
-        """The partition of each group, given the index ``first[g]`` of one of its rows.
+    def partitions_of(self, keys: list[pa.Array], groups: int) -> list[_Partition]:
+        """The partition of each of ``groups`` groups, whose values are ``key[g]``.
 
         Partitions seen in earlier chunks are found by the value tokens their names are
         derived from (:func:`~lance_partitioned.manifest.value_tokens`), without deriving the
         names again.
         """
-        columns = [value_tokens(key.take(first)) for key in keys]
-        groups = zip(*columns, strict=True) if columns else [()] * len(first)
+        columns = [value_tokens(key) for key in keys]
         found = []
-        for g, tokens in enumerate(groups):
+        for g, tokens in enumerate(zip(*columns, strict=True) if columns else [()] * groups):
             part = self._by_tokens.get(tokens)
             if part is None:
-                part = self.partition([key[int(first[g])] for key in keys])
+                part = self.partition([key[g] for key in keys])
                 self._by_tokens[tokens] = part
             found.append(part)
         return found
@@ -461,7 +458,7 @@ def stage(
                 grouped = grouping.popleft().result()
                 bounds = grouped.offsets.tolist()
                 row_bytes = grouped.rows.nbytes / max(1, grouped.rows.num_rows)
-                for g, part in enumerate(stager.partitions_of(grouped.keys, grouped.first)):
+                for g, part in enumerate(stager.partitions_of(grouped.keys, len(bounds) - 1)):
                     begin, length = bounds[g], bounds[g + 1] - bounds[g]
                     stager.add(part, grouped.rows.slice(begin, length), int(length * row_bytes))
                 stager.relieve()
