@@ -161,6 +161,41 @@ def _chunks(reader: pa.RecordBatchReader, chunk_bytes: int) -> Iterator[pa.Table
         yield pa.Table.from_batches(pending, schema=reader.schema)
 
 
+# Lance pays about half a millisecond per input batch: smaller slices are merged up to this
+# many rows (or bytes, for wide rows) per batch when a partition is staged.
+_BATCH_ROWS = 1 << 16
+_BATCH_BYTES = 8 << 20
+
+
+def coalesce(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """``batches`` with runs of small ones merged, lazily, into batches of about ``rows``
+    rows; a batch that is big enough on its own passes as it is (no copy).
+
+    >>> small = [pa.record_batch({"a": [i]}) for i in range(5)]
+    >>> [b.num_rows for b in coalesce(small, rows=2)]
+    [2, 2, 1]
+    >>> big = pa.record_batch({"a": list(range(4))})
+    >>> [b.num_rows for b in coalesce([small[0], big, small[1]], rows=2)]
+    [1, 4, 1]
+    """
+    pending: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        if batch.num_rows >= rows:
+            if pending:
+                yield pa.concat_batches(pending)
+                pending, count = [], 0
+            yield batch
+            continue
+        pending.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            yield pa.concat_batches(pending)
+            pending, count = [], 0
+    if pending:
+        yield pa.concat_batches(pending)
+
+
 def group_rows(
     keys: list[pa.Array], n: int | None = None
 ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
@@ -367,12 +402,13 @@ class _Stager:
         if not part.buffer:
             return
         data = pa.concat_tables(part.buffer)
+        nbytes = part.buffered
         self.buffered -= part.buffered
         self.staged_bytes += part.buffered
         part.buffer, part.buffered = [], 0
         uri = self.manifest.table_uri(part.location)
         mode = "overwrite" if part.replace or part.new else "append"
-        future = self.pool.submit(self._write, data, uri, mode)
+        future = self.pool.submit(self._write, data, uri, mode, nbytes)
         part.futures.append(future)
         # bound memory: never more than a few buffers in flight per thread
         self.in_flight.append(future)
@@ -381,10 +417,20 @@ class _Stager:
         while len(self.in_flight) > 2 * self.options.threads:
             self.in_flight.popleft().result()
 
-    def _write(self, data: pa.Table, uri: str, mode: str) -> list[Any]:
-        # Lance pays per batch: hand it the buffered slices as one contiguous batch
+    def _write(self, data: pa.Table, uri: str, mode: str, nbytes: int) -> list[Any]:
+        # A partition of many slices is merged lazily as Lance reads it, so one merged batch
+        # is in memory at a time, not a second copy of the partition; a small one is merged
+        # at once (reading a Python generator makes Lance take the GIL for each batch).
+        rows = max(1, min(_BATCH_ROWS, _BATCH_BYTES * data.num_rows // max(1, nbytes)))
+        source: pa.Table | pa.RecordBatchReader
+        if data.num_rows <= rows:
+            source = data.combine_chunks()
+        else:
+            source = pa.RecordBatchReader.from_batches(
+                data.schema, coalesce(data.to_batches(), rows)
+            )
         fragments = lance.fragment.write_fragments(
-            data.combine_chunks(),
+            source,
             uri,
             schema=self.target,
             mode=mode,

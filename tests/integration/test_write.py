@@ -14,6 +14,7 @@ import pytest
 
 import lance_partitioned as lp
 from lance_partitioned import errors
+from lance_partitioned import write as write_module
 from lance_partitioned.write import WriteOptions
 from tests.integration.helpers import read_leaves, sorted_rows
 
@@ -384,6 +385,24 @@ def test_chunks_grouped_in_parallel_keep_input_order(
     assert parts.num_rows == 6
     for location in parts.column("location").to_pylist():
         ids = lance.dataset(f"{ns.uri}/{location}").to_table().column("id").to_pylist()
+        assert ids == sorted(ids)
+    assert sorted(read_leaves(ns)["id"].to_pylist()) == list(range(2000))
+
+
+@pytest.mark.parametrize("batch_rows", [5, 50, 1 << 16])
+def test_partition_of_many_slices_staged_in_order(
+    ns: lp.PartitionedNamespace, monkeypatch: pytest.MonkeyPatch, batch_rows: int
+) -> None:
+    """A partition buffered as many slices reaches Lance as merged batches (or the slices
+    themselves, when big enough), in input order, as one fragment per leaf."""
+    monkeypatch.setattr(write_module, "_BATCH_ROWS", batch_rows)
+    batches = [events(range(i * 40, (i + 1) * 40)).to_batches()[0] for i in range(50)]
+    reader = pa.RecordBatchReader.from_batches(SCHEMA, iter(batches))
+    assert ns.write(reader, options=WriteOptions(chunk_bytes=1 << 10)).rows_written == 2000
+    for location in ns.partitions().column("location").to_pylist():
+        leaf = lance.dataset(f"{ns.uri}/{location}")
+        assert len(leaf.get_fragments()) == 1
+        ids = leaf.to_table().column("id").to_pylist()
         assert ids == sorted(ids)
     assert sorted(read_leaves(ns)["id"].to_pylist()) == list(range(2000))
 
