@@ -15,12 +15,12 @@ imports lance or pyspark.
 from __future__ import annotations
 
 import importlib
-import os
 from typing import TYPE_CHECKING, Any
 
 import lance_namespace
 
 from lance_partitioned import errors
+from lance_partitioned.runtime import configure_lance
 
 if TYPE_CHECKING:
     from lance_partitioned.namespace import PartitionedNamespace, WriteResult
@@ -51,20 +51,7 @@ _LAZY = {
     "NamespaceSchema": "lance_partitioned.spec.schema",
 }
 
-# Staging a new partition's first fragments makes Lance log "No existing dataset ... it will be
-# created" once per leaf (hundreds of lines per write). Unless the user configured Lance logging,
-# keep Lance's warnings but silence that one (Lance reads LANCE_LOG when it is first imported).
-os.environ.setdefault("LANCE_LOG", "warn,lance::dataset::write::insert=error")
-
-# Lance encodes on a pool of (CPUs - LANCE_IO_CORE_RESERVATION) threads, reservation 2, at least
-# one: on a machine with 2 or 3 CPUs every write is encoded on a single thread, however many
-# partitions are staged in parallel. Unless the user sized the pool, use every CPU there
-# (measured on 2 CPUs: a 16-partition write of 10M rows 1.9 s -> 1.4 s). It takes effect when
-# Lance starts its pool, at its first CPU task in the process.
-if "LANCE_CPU_THREADS" not in os.environ and "LANCE_IO_CORE_RESERVATION" not in os.environ:
-    _cpus = os.cpu_count() or 1
-    if _cpus <= 3:
-        os.environ["LANCE_CPU_THREADS"] = str(_cpus)
+configure_lance()  # before any module of ours imports Lance
 
 # lance_namespace.connect("partitioned", {"root": uri}) returns a PartitionedNamespace.
 lance_namespace.register_namespace_impl(

@@ -27,7 +27,6 @@
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -56,6 +55,7 @@ from lance_partitioned.expressions import (
 )
 from lance_partitioned.expressions.tree import Unknown
 from lance_partitioned.manifest import DELIMITER, LeafStats, Manifest, ManifestSnapshot
+from lance_partitioned.runtime import DEFAULT_THREADS
 from lance_partitioned.spec.schema import NamespaceSchema
 
 __all__ = [
@@ -69,8 +69,6 @@ __all__ = [
     "to_table",
 ]
 
-# Leaves read at once: Lance decodes on its own threads too, so a couple per core is enough.
-DEFAULT_THREADS = max(2, min(8, 2 * (os.cpu_count() or 1)))
 _QUEUE_BATCHES = 16
 
 

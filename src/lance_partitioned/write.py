@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import collections
 import itertools
-import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from lance_partitioned.manifest import (
     spec_namespace_id,
     value_tokens,
 )
+from lance_partitioned.runtime import DEFAULT_THREADS
 from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
@@ -73,7 +73,7 @@ class WriteOptions:
     flush_bytes: int = 128 << 20
     max_buffer_bytes: int = 640 << 20
     max_rows_per_file: int = 1 << 20
-    threads: int = max(2, min(8, 2 * (os.cpu_count() or 1)))
+    threads: int = DEFAULT_THREADS
 
 
 @dataclass(frozen=True)
