@@ -6,8 +6,9 @@ spec's vectorized transforms, and its rows are gathered into partition order wit
 numpy (no Python loop per row); several chunks are grouped at once on a thread pool. The
 groups are appended to per-partition buffers in input order. Buffers are flushed to
 uncommitted Lance fragments in the partition's leaf directory on the same pool, when one
-grows past ``flush_bytes`` or when all of them together pass ``max_buffer_bytes``, so memory
-stays bounded whatever the input size. The staged fragments are then committed by
+grows past ``flush_bytes`` or when all of them together reach ``max_buffer_bytes``; while the
+bytes buffered or still being staged exceed it, reading waits for staging to catch up, so
+memory stays bounded whatever the input size. The staged fragments are then committed by
 :func:`lance_partitioned.transaction.commit_write`.
 """
 
@@ -60,7 +61,10 @@ class WriteOptions:
     flush_bytes : int
         A partition buffer is staged to fragments once it holds this many bytes.
     max_buffer_bytes : int
-        All buffers together never hold more: when they reach it, all are flushed.
+        The bytes a write holds, buffered or handed to Lance and not yet written, stay about
+        within this (beside the chunks being grouped and Lance's own encoding buffers): when
+        the buffers reach it, all are flushed, and while staging lags behind, reading the
+        input waits.
     max_rows_per_file : int
         Passed to Lance when staging fragments.
     threads : int
@@ -309,7 +313,9 @@ class _Stager:
         self.buffered = 0
         self.staged_bytes = 0
         self.fingerprint = schema_fingerprint(target)
-        self.in_flight: collections.deque[Future[list[Any]]] = collections.deque()
+        # buffers handed to the pool and not yet written, with their sizes
+        self.in_flight: collections.deque[tuple[Future[list[Any]], int]] = collections.deque()
+        self.staging = 0
 
     def _needs_replace(self, object_id: str, location: str) -> bool:
         """Whether the existing leaf cannot take appends in the current leaf schema (the
@@ -387,35 +393,40 @@ class _Stager:
             self.flush(part)
 
     def relieve(self) -> None:
-        """Flush every buffer once all of them together reach the budget.
+        """Keep the bytes held, buffered or being staged, within ``max_buffer_bytes``.
 
-        Buffers are slices of the grouped input chunks, so a chunk's memory is only released
-        once every partition holding a slice of it has flushed: flushing all at once is what
-        actually bounds memory.
+        Staging writes that finished free their buffers; while more is held, the oldest is
+        waited for (backpressure on the input). Once the buffers alone reach the budget, all
+        of them are flushed: buffers are slices of the grouped input chunks, so a chunk's
+        memory is only released once every partition holding a slice of it has flushed, and
+        flushing all at once is what actually bounds memory.
         """
-        if self.buffered < self.options.max_buffer_bytes:
-            return
-        for part in self.partitions.values():
-            self.flush(part)
+        budget = self.options.max_buffer_bytes
+        while self.in_flight and (
+            self.in_flight[0][0].done() or self.buffered + self.staging > budget
+        ):
+            future, nbytes = self.in_flight.popleft()
+            future.result()
+            self.staging -= nbytes
+        if self.buffered >= budget:
+            for part in self.partitions.values():
+                self.flush(part)
 
     def flush(self, part: _Partition) -> None:
+        """Hand the partition's buffer to the pool, to be staged as fragments."""
         if not part.buffer:
             return
         data = pa.concat_tables(part.buffer)
         nbytes = part.buffered
-        self.buffered -= part.buffered
-        self.staged_bytes += part.buffered
+        self.buffered -= nbytes
+        self.staged_bytes += nbytes
         part.buffer, part.buffered = [], 0
         uri = self.manifest.table_uri(part.location)
         mode = "overwrite" if part.replace or part.new else "append"
         future = self.pool.submit(self._write, data, uri, mode, nbytes)
         part.futures.append(future)
-        # bound memory: never more than a few buffers in flight per thread
-        self.in_flight.append(future)
-        while self.in_flight and self.in_flight[0].done():
-            self.in_flight.popleft()
-        while len(self.in_flight) > 2 * self.options.threads:
-            self.in_flight.popleft().result()
+        self.in_flight.append((future, nbytes))
+        self.staging += nbytes
 
     def _write(self, data: pa.Table, uri: str, mode: str, nbytes: int) -> list[Any]:
         # A partition of many slices is merged lazily as Lance reads it, so one merged batch

@@ -5,6 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import threading
+import time
+from typing import Any
 
 import duckdb
 import lance
@@ -405,6 +408,39 @@ def test_partition_of_many_slices_staged_in_order(
         ids = leaf.to_table().column("id").to_pylist()
         assert ids == sorted(ids)
     assert sorted(read_leaves(ns)["id"].to_pylist()) == list(range(2000))
+
+
+def test_slow_staging_holds_reading_back(
+    ns: lp.PartitionedNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When staging is slower than reading (slow storage), reading waits: the bytes handed to
+    staging and not yet written stay within ``max_buffer_bytes`` plus one chunk (the chunk
+    that took the buffers over it)."""
+    original = write_module._Stager._write
+    lock = threading.Lock()
+    written = [0]
+
+    def slow_write(self: Any, data: pa.Table, uri: str, mode: str, nbytes: int) -> list[Any]:
+        time.sleep(0.02)
+        fragments = original(self, data, uri, mode, nbytes)
+        with lock:
+            written[0] += nbytes
+        return fragments
+
+    monkeypatch.setattr(write_module._Stager, "_write", slow_write)
+    lag = []
+
+    def progress(report: lp.WriteProgress) -> None:
+        with lock:
+            lag.append(report.bytes_staged - written[0])
+
+    batches = [events(range(i * 40, (i + 1) * 40)).to_batches()[0] for i in range(100)]
+    options = WriteOptions(chunk_bytes=1 << 10, flush_bytes=2 << 10, max_buffer_bytes=8 << 10)
+    reader = pa.RecordBatchReader.from_batches(SCHEMA, iter(batches))
+    assert ns.write(reader, options=options, progress=progress).rows_written == 4000
+    assert max(lag) > 0
+    assert max(lag) <= options.max_buffer_bytes + options.chunk_bytes
+    assert sorted(read_leaves(ns)["id"].to_pylist()) == list(range(4000))
 
 
 def test_error_in_a_later_chunk_leaves_nothing_visible(ns: lp.PartitionedNamespace) -> None:
