@@ -26,11 +26,12 @@ if [ ! -x .venv/bin/python ]; then
   echo ">> creating .venv with $PYTHON"
   "$PYTHON" -m venv .venv
 fi
-STAMP=.venv/.installed-$(cat pyproject.toml | cksum | cut -d' ' -f1)
+EXTRAS="${EXTRAS:-spark,dev,s3}"
+STAMP=.venv/.installed-$( (cat pyproject.toml; echo "$EXTRAS") | cksum | cut -d' ' -f1)
 if [ ! -f "$STAMP" ]; then
-  echo ">> installing lance-partitioned with extras [${EXTRAS:-spark,dev}] (first run takes a minute)"
+  echo ">> installing lance-partitioned with extras [$EXTRAS] (first run takes a minute)"
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[${EXTRAS:-spark,dev}]"
+  .venv/bin/python -m pip install -q -e ".[$EXTRAS]"
   rm -f .venv/.installed-*
   touch "$STAMP"
 fi

@@ -1,10 +1,66 @@
-"""Shared fixtures: small real namespaces on disk (no mocks)."""
+"""Shared settings and fixtures. Spark workers run this interpreter; a real S3-compatible server
+on 127.0.0.1 (moto's server, over HTTP) is started once, by the first test that asks for it."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
 
 # Spark workers must run the project's interpreter (they need pyarrow and pylance).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+BUCKET = "lance-partitioned-tests"
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    # credentials of the test server only, never the machine's
+    os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    s3_client(endpoint).create_bucket(Bucket=BUCKET)
+    yield endpoint
+    server.stop()
+
+
+def s3_client(endpoint: str) -> Any:
+    """A boto3 client of the test server (to look at the bucket behind the library's back)."""
+    import boto3
+
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+        region_name="us-east-1",
+    )
+
+
+@pytest.fixture
+def storage_options(s3_endpoint: str) -> dict[str, str]:
+    return {
+        "aws_endpoint": s3_endpoint,
+        "aws_access_key_id": "test",
+        "aws_secret_access_key": "test",
+        "aws_region": "us-east-1",
+        "allow_http": "true",
+    }
+
+
+@pytest.fixture
+def s3_uri() -> str:
+    """A fresh prefix in the test bucket for each test."""
+    return f"s3://{BUCKET}/{uuid.uuid4().hex}/ns"

@@ -370,6 +370,10 @@ class Manifest:
             return False
         return True
 
+    def latest_version(self) -> int:
+        """The latest ``__manifest`` version (without reading its rows)."""
+        return int(self._open().version)
+
     def snapshot(self, version: int | None = None) -> ManifestSnapshot:
         """Read one version of the manifest (the latest by default)."""
         ds = self._open(version)

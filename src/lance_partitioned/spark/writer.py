@@ -34,8 +34,8 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import lance
+import lance.file
 import pyarrow as pa
-import pyarrow.fs as pafs
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
@@ -314,16 +314,15 @@ def _delete_staged(manifest: Manifest, leaf: LeafWrite, since: datetime.datetime
     except Exception as exc:  # cannot tell: keep the files (invisible either way)
         log.warning("not deleting staged files of %s: %s", uri, exc)
         return 0
+    # Lance's own object store, with the namespace's storage options (endpoint, credentials)
+    store = lance.file.LanceFileSession(
+        f"{uri}/data", storage_options=manifest.storage_options or None
+    )
     deleted = 0
     for name in sorted(unreferenced):
-        path = f"{uri}/data/{name}"
         try:
-            if "://" in path:
-                filesystem, inner = pafs.FileSystem.from_uri(path)
-            else:
-                filesystem, inner = pafs.LocalFileSystem(), path
-            filesystem.delete_file(inner)
+            store.delete_file(name)
             deleted += 1
-        except (OSError, pa.ArrowException) as exc:
-            log.warning("could not delete staged file %s: %s", path, exc)
+        except (OSError, ValueError, RuntimeError) as exc:
+            log.warning("could not delete staged file %s/data/%s: %s", uri, name, exc)
     return deleted
