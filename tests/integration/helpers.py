@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import lance
 import pyarrow as pa
 
 import lance_partitioned as lp
+from lance_partitioned import transaction
 
 
 def read_leaves(ns: lp.PartitionedNamespace) -> pa.Table:
@@ -25,3 +29,23 @@ def read_leaves(ns: lp.PartitionedNamespace) -> pa.Table:
 
 def sorted_rows(table: pa.Table, by: str = "id") -> list[dict[str, object]]:
     return table.sort_by(by).to_pylist()
+
+
+class Boom(RuntimeError):
+    """The injected crash."""
+
+
+def crash_after_leaf_commits(count: int, committed: list[str]) -> Callable[..., Any]:
+    """A stand-in for ``transaction.commit_leaf`` that commits ``count`` leaves for real
+    (recording their object ids in ``committed``), then raises :class:`Boom`: a writer that
+    dies between its leaf commits and its ``__manifest`` commit."""
+    real_commit_leaf = transaction.commit_leaf
+
+    def commit_leaf(*args: Any, **kwargs: Any) -> Any:
+        if len(committed) == count:
+            raise Boom(f"injected crash after {count} leaf commits")
+        result = real_commit_leaf(*args, **kwargs)
+        committed.append(args[1].object_id)
+        return result
+
+    return commit_leaf

@@ -12,7 +12,7 @@ import pytest
 
 import lance_partitioned as lp
 from lance_partitioned import errors, transaction
-from tests.integration.helpers import read_leaves
+from tests.integration.helpers import Boom, crash_after_leaf_commits, read_leaves
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("k", pa.string())])
 
@@ -22,10 +22,6 @@ def rows(ids: range, keys: list[str]) -> pa.Table:
         {"id": pa.array(list(ids), pa.int64()), "k": [keys[i % len(keys)] for i in ids]},
         schema=SCHEMA,
     )
-
-
-class Boom(RuntimeError):
-    pass
 
 
 def test_a_write_failing_after_some_leaves_committed_is_invisible(
@@ -39,15 +35,7 @@ def test_a_write_failing_after_some_leaves_committed_is_invisible(
 
     real_commit_leaf = transaction.commit_leaf
     committed: list[str] = []
-
-    def crash_after_two(*args: Any, **kwargs: Any) -> int:
-        if len(committed) == 2:
-            raise Boom("injected crash after two leaf commits")
-        version = real_commit_leaf(*args, **kwargs)
-        committed.append(args[1].object_id)
-        return version
-
-    monkeypatch.setattr(transaction, "commit_leaf", crash_after_two)
+    monkeypatch.setattr(transaction, "commit_leaf", crash_after_leaf_commits(2, committed))
     with pytest.raises(Boom):
         ns.write(
             rows(range(100, 140), ["a", "b", "c", "d", "e"]), options=lp.WriteOptions(threads=1)

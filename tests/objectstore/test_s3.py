@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import lance
 import lance_namespace as ln
@@ -14,6 +13,7 @@ from lance.namespace import DirectoryNamespace
 
 import lance_partitioned as lp
 from lance_partitioned import errors, transaction
+from tests.integration.helpers import Boom, crash_after_leaf_commits
 
 SCHEMA = pa.schema(
     [pa.field("id", pa.int64(), nullable=False), ("k", pa.string()), ("amount", pa.float64())]
@@ -105,10 +105,6 @@ def test_create_refuses_an_existing_namespace_and_open_an_empty_prefix(
         lp.PartitionedNamespace.open(s3_uri + "-elsewhere", storage_options=storage_options)
 
 
-class Boom(RuntimeError):
-    pass
-
-
 def test_a_write_failing_after_some_leaf_commits_is_invisible(
     ns: lp.PartitionedNamespace,
     storage_options: dict[str, str],
@@ -118,15 +114,7 @@ def test_a_write_failing_after_some_leaf_commits_is_invisible(
     before = (ns.version, ns.partitions(), leaf_ids(ns))
     real_commit_leaf = transaction.commit_leaf
     committed: list[str] = []
-
-    def crash_after_two(*args: Any, **kwargs: Any) -> int:
-        if len(committed) == 2:
-            raise Boom("injected crash after two leaf commits")
-        version = real_commit_leaf(*args, **kwargs)
-        committed.append(args[1].object_id)
-        return version
-
-    monkeypatch.setattr(transaction, "commit_leaf", crash_after_two)
+    monkeypatch.setattr(transaction, "commit_leaf", crash_after_leaf_commits(2, committed))
     with pytest.raises(Boom):
         ns.write(rows(range(100, 140)), options=lp.WriteOptions(threads=1))
     assert len(committed) == 2
