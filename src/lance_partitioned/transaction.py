@@ -15,9 +15,11 @@ Every manifest commit also rewrites its spec version row (``v<N>``): pylance reb
 concurrent plain inserts, which would duplicate a partition created by two writers at once;
 rewriting a shared row turns that into a conflict. On a conflict the protocol re-reads, keeps
 the leaf commits whose expected ``read_version`` still holds, redoes the others on the new base
-(staged fragments are reusable), and retries with exponential backoff and jitter. Until step 3
-succeeds nothing is visible: readers open leaves at the ``read_version`` of the manifest
-version they read.
+(staged fragments are reusable), and retries with exponential backoff and jitter. A leaf
+commit that conflicts after the manifest has moved on does the same rather than retry on its
+outdated expectation (two writers restoring a leaf to different versions would keep undoing
+each other). Until step 3 succeeds nothing is visible: readers open leaves at the
+``read_version`` of the manifest version they read.
 """
 
 from __future__ import annotations
