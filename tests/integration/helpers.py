@@ -13,7 +13,8 @@ from lance_partitioned import transaction
 
 
 def read_leaves(ns: lp.PartitionedNamespace) -> pa.Table:
-    """Every row of every leaf at its manifest read_version, via lance.dataset only."""
+    """Every row of every leaf at its manifest read_version, via lance.dataset only (with the
+    namespace's storage options)."""
     parts = ns.partitions()
     tables = []
     for location, version in zip(
@@ -21,7 +22,10 @@ def read_leaves(ns: lp.PartitionedNamespace) -> pa.Table:
         parts.column("read_version").to_pylist(),
         strict=True,
     ):
-        tables.append(lance.dataset(f"{ns.uri}/{location}", version=version).to_table())
+        leaf = lance.dataset(
+            f"{ns.uri}/{location}", version=version, storage_options=ns.storage_options or None
+        )
+        tables.append(leaf.to_table())
     if not tables:
         return ns.schema.empty_table()
     return pa.concat_tables(tables, promote_options="permissive")

@@ -13,7 +13,7 @@ from lance.namespace import DirectoryNamespace
 
 import lance_partitioned as lp
 from lance_partitioned import errors, transaction
-from tests.integration.helpers import Boom, crash_after_leaf_commits
+from tests.integration.helpers import Boom, crash_after_leaf_commits, read_leaves
 
 SCHEMA = pa.schema(
     [pa.field("id", pa.int64(), nullable=False), ("k", pa.string()), ("amount", pa.float64())]
@@ -35,16 +35,7 @@ def rows(ids: range, keys: list[str | None] = KEYS) -> pa.Table:
 
 
 def leaf_ids(ns: lp.PartitionedNamespace) -> list[int]:
-    """Every id of every leaf at its manifest read_version, read with pylance alone."""
-    ids: list[int] = []
-    for part in ns.partitions().to_pylist():
-        leaf = lance.dataset(
-            f"{ns.uri}/{part['location']}",
-            version=part["read_version"],
-            storage_options=ns.storage_options,
-        )
-        ids += leaf.to_table(columns=["id"]).column("id").to_pylist()
-    return sorted(ids)
+    return sorted(read_leaves(ns).column("id").to_pylist())
 
 
 @pytest.fixture
