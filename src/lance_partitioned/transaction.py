@@ -207,8 +207,18 @@ def commit_leaf(
     """
     uri = manifest.table_uri(leaf.location)
     options = manifest.storage_options or None
+    # The first attempt takes the leaf to be as the manifest says (absent, or at `expected`)
+    # without opening it: that is the common case, and opening costs as much as a quarter of
+    # a small leaf's commit. Lance reports any difference (a rebase, a conflict, an existing
+    # or a missing dataset), and every later attempt reads the leaf's latest version first.
+    look = expected == -2
     for attempt in range(_LEAF_ATTEMPTS):
-        latest = _latest_version(uri, options)
+        looked = look
+        if looked:
+            latest = _latest_version(uri, options)
+        else:
+            latest = None if expected == _ABSENT else expected
+        look = True
         try:
             if expected == _ABSENT:
                 # a new leaf, or an orphan directory (crashed writer, or a partition removed by
@@ -251,14 +261,18 @@ def commit_leaf(
             log.info("append to %s was rebased to version %d: redoing it", uri, ds.version)
             if stale is not None and stale():
                 raise _StaleSnapshot(leaf.object_id)
-            Backoff().sleep(attempt)
+            if looked:  # else an orphan may be all there is: look before waiting
+                Backoff().sleep(attempt)
         except CommitConflictError:
             if stale is not None and stale():
                 raise _StaleSnapshot(leaf.object_id) from None
             Backoff().sleep(attempt)
         except OSError:
-            # creating the leaf raced with another writer creating it: Lance reports a plain
-            # "not found" for the version it assumed; retry on top of what now exists
+            # Lance reports a plain "not found" for a version it assumed: a leaf taken to be
+            # absent exists (an orphan directory, or another writer created it meanwhile), or
+            # one taken to exist does not; look, and retry on top of what is there
+            if not looked:
+                continue
             if latest is not None or _latest_version(uri, options) is None:
                 raise
             Backoff().sleep(attempt)

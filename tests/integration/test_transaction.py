@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing as mp
 import os
 from typing import Any
@@ -123,3 +124,50 @@ def _pending(ns: lp.PartitionedNamespace) -> transaction.PendingWrite:
         target=leaf_schema(ns.namespace_schema),
         options=WriteOptions(),
     )
+
+
+def _count_looks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record every time a leaf commit opens a leaf to read its latest version."""
+    looks: list[str] = []
+    real = transaction._latest_version
+
+    def latest_version(uri: str, options: dict[str, str] | None) -> int | None:
+        looks.append(uri)
+        return real(uri, options)
+
+    monkeypatch.setattr(transaction, "_latest_version", latest_version)
+    return looks
+
+
+def test_leaf_commits_do_not_open_leaves_that_are_as_the_manifest_says(
+    tmp_path: os.PathLike[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="k")
+    looks = _count_looks(monkeypatch)
+    ns.write(rows(range(10), ["a", "b"]))  # new leaves
+    ns.write(rows(range(10, 20), ["a", "b"]))  # appends
+    ns.write(rows(range(20, 30), ["a", "b"]), mode="overwrite_partitions")
+    assert looks == []
+    assert sorted(read_leaves(ns)["id"].to_pylist()) == list(range(20, 30))
+
+
+@pytest.mark.parametrize("mode", ["new", "append", "overwrite_partitions"])
+def test_a_leaf_commit_looks_past_an_orphan(
+    tmp_path: os.PathLike[str], monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """A leaf directory that is not as the manifest says (a crashed writer's commit) is found
+    on the first commit attempt, and the orphan's rows never become visible."""
+    ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="k")
+    if mode != "new":
+        ns.write(rows(range(10), ["a"]))
+    pending = _pending(ns)  # ids 0-4, partition "a"
+    uri = ns._manifest.table_uri(pending.leaves[0].location)
+    orphan = pa.table({"id": pa.array([999], pa.int64()), "k": ["a"]}, schema=SCHEMA)
+    lance.write_dataset(orphan, uri, mode="create" if mode == "new" else "append")
+    if mode == "overwrite_partitions":
+        pending = dataclasses.replace(pending, mode="overwrite_partitions")
+    looks = _count_looks(monkeypatch)
+    transaction.commit_write(ns._manifest, pending)
+    assert looks, "the orphan went unnoticed"
+    ids = sorted(read_leaves(ns.refresh())["id"].to_pylist())
+    assert ids == (sorted([*range(10), *range(5)]) if mode == "append" else list(range(5)))
