@@ -7,27 +7,12 @@ import importlib.util
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pyarrow as pa
 import pytest
 
 import lance_partitioned as lp
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _load(name: str) -> ModuleType:
-    """A benchmark script as a module (its own directory on sys.path, as when run)."""
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location(f"lp_bench_{name}", BENCHMARKS / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being created
-    spec.loader.exec_module(module)
-    return module
+from tests.benchmarks.helpers import BENCHMARKS, load
 
 
 @pytest.mark.slow
@@ -52,7 +37,7 @@ def test_read_benchmark_runs_and_prints_its_table() -> None:
 
 
 def test_synthetic_manifest_has_the_rows_a_real_write_has(tmp_path: Path) -> None:
-    read, data = _load("read"), _load("_data")
+    read, data = load("read"), load("_data")
     events = data.make_events(2000)  # every (year, country) of 2024-2025 occurs
     real = lp.PartitionedNamespace.create(
         str(tmp_path / "real"), schema=events.schema, partition_by=read.PARTITION_BY
