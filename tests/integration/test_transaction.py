@@ -171,3 +171,36 @@ def test_a_leaf_commit_looks_past_an_orphan(
     assert looks, "the orphan went unnoticed"
     ids = sorted(read_leaves(ns.refresh())["id"].to_pylist())
     assert ids == (sorted([*range(10), *range(5)]) if mode == "append" else list(range(5)))
+
+
+def test_a_leaf_commit_overtaken_by_another_writer_re_reads_the_manifest(
+    tmp_path: os.PathLike[str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another writer appends to the same leaf and commits the manifest between our reading
+    the manifest and our leaf commit: our Append is rebased over theirs, the manifest has moved
+    on, so the write re-reads it and redoes the leaf on the new base. Both writes land, once."""
+    ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="k")
+    ns.write(rows(range(10), ["a"]))
+    other = lp.PartitionedNamespace.open(ns.uri)
+    real = transaction.LanceDataset
+
+    class Overtaken:
+        """``LanceDataset`` whose first commit lets the other writer finish first."""
+
+        fired = False
+
+        @staticmethod
+        def commit(*args: Any, **kwargs: Any) -> Any:
+            if not Overtaken.fired:
+                Overtaken.fired = True
+                other.write(rows(range(100, 105), ["a"]))
+            return real.commit(*args, **kwargs)
+
+    monkeypatch.setattr(transaction, "LanceDataset", Overtaken)
+    with caplog.at_level("INFO", logger=transaction.__name__):
+        result = ns.write(rows(range(200, 205), ["a"]))
+    assert Overtaken.fired
+    assert any("re-reading" in r.getMessage() for r in caplog.records), caplog.text
+    assert result.version == other.version + 1
+    ids = sorted(read_leaves(ns.refresh())["id"].to_pylist())
+    assert ids == [*range(10), *range(100, 105), *range(200, 205)]
