@@ -46,7 +46,6 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 # lance warns once per new leaf ("No existing dataset at ..."): keep stderr readable
@@ -60,6 +59,7 @@ import pyarrow.dataset as pads
 # pool (lance_partitioned sizes it on small machines).
 import lance_partitioned  # noqa: F401
 from _data import SCHEMA, make_events
+from _versions import package_version
 
 SYSTEMS = ("ours", "lance", "delta", "hive")
 PARTITION_BY = "year(event_date), country"
@@ -483,13 +483,6 @@ LABELS = {
 }
 
 
-def _version(package: str) -> str:
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return "(not installed)"
-
-
 def _ms(seconds: float | None) -> str:
     return "" if seconds is None else f"{seconds * 1000:.1f}"
 
@@ -536,8 +529,9 @@ def render(results: Results) -> str:
         + " | ours / lance | target | met |"
     )
     lines = [
-        f"{results.rows:,} rows, min of {results.repeat} runs; pylance {_version('pylance')}, "
-        f"deltalake {_version('deltalake')}, pyarrow {pa.__version__}, {os.cpu_count()} CPUs, "
+        f"{results.rows:,} rows, min of {results.repeat} runs; "
+        f"pylance {package_version('pylance')}, deltalake {package_version('deltalake')}, "
+        f"pyarrow {pa.__version__}, {os.cpu_count()} CPUs, "
         f"LANCE_CPU_THREADS={os.environ.get('LANCE_CPU_THREADS', 'unset')}",
         "",
         f"ours: `PartitionedNamespace` on `{PARTITION_BY}`; delta and hive partitioned by "

@@ -40,7 +40,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import version
 from typing import Any
 
 # lance warns once per new leaf ("No existing dataset at ..."): keep stderr readable
@@ -54,6 +53,7 @@ import pyarrow.dataset as pads
 # baseline included, uses the same Lance CPU pool (lance_partitioned sizes it on small machines).
 import lance_partitioned  # noqa: F401
 from _data import make_events, stream_events
+from _versions import package_version
 
 WRITERS = ("ours", "naive", "delta", "iceberg", "hive")
 RSS_TARGET_GB = 1.5
@@ -354,8 +354,8 @@ def _render(
 ) -> str:
     base = min(baseline.seconds) if baseline.seconds else None
     lines = [
-        f"{rows:,} rows, min of {repeat} runs; pylance {version('pylance')}, "
-        f"deltalake {version('deltalake')}, pyiceberg {version('pyiceberg')}, "
+        f"{rows:,} rows, min of {repeat} runs; pylance {package_version('pylance')}, "
+        f"deltalake {package_version('deltalake')}, pyiceberg {package_version('pyiceberg')}, "
         f"pyarrow {pa.__version__}, {os.cpu_count()} CPUs, "
         f"LANCE_CPU_THREADS={os.environ.get('LANCE_CPU_THREADS', 'unset')}",
         "",

@@ -7,7 +7,9 @@ hand it a :class:`PendingWrite` (fragments already staged, invisible) and it:
 2. commits each touched leaf: a leaf whose row is absent gets an ``Overwrite`` (creating the
    dataset, or replacing an orphan left by a crashed writer); a leaf whose latest version is
    not the manifest's ``read_version`` is first restored to it (the difference is an orphan or
-   an in-flight writer that will retry), then gets an ``Append`` or an ``Overwrite``;
+   an in-flight writer that will retry), then gets an ``Append`` or an ``Overwrite``. The first
+   attempt does not open the leaf to check: it commits on the manifest's view, and Lance's
+   rebase, conflict or "not found" is what sends the next attempt to look;
 3. upserts every touched row (new ``read_version``s, new namespace and table rows) in one
    ``merge_insert`` committed as a compare-and-swap on the version read in step 1.
 
