@@ -3,32 +3,19 @@ synthetic ``__manifest`` its planning benchmark builds has exactly the rows a re
 
 from __future__ import annotations
 
-import importlib.util
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 import lance_partitioned as lp
-from tests.benchmarks.helpers import BENCHMARKS, load
+from tests.benchmarks.helpers import available, load, run
 
 
 @pytest.mark.slow
 def test_read_benchmark_runs_and_prints_its_table() -> None:
-    # deltalake is a "bench" extra: without it, the benchmark still runs its other peers
-    has_delta = importlib.util.find_spec("deltalake") is not None
-    systems = ["ours", "lance", *(["delta"] if has_delta else []), "hive"]
-    command = [sys.executable, str(BENCHMARKS / "read.py"), "--rows", "20000", "--repeat", "1"]
-    done = subprocess.run(
-        [*command, "--only", ",".join(systems)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    systems = available("ours", "lance", "delta", "hive")
+    done = run("read.py", "--rows", "20000", "--repeat", "1", "--only", ",".join(systems))
     header = "| measurement | " + " | ".join(f"{s} (ms)" for s in systems) + " | ours / lance |"
     assert header in done.stdout, done.stdout
     # every measurement ran and matched the reference result (a mismatch prints "failed")

@@ -4,14 +4,11 @@ output directories are kept until it ends (deleted earlier only when the disk ru
 from __future__ import annotations
 
 import glob
-import importlib.util
 import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.benchmarks.helpers import BENCHMARKS, load
+from tests.benchmarks.helpers import available, load, run
 
 
 def _outputs() -> set[str]:
@@ -20,18 +17,9 @@ def _outputs() -> set[str]:
 
 @pytest.mark.slow
 def test_write_benchmark_runs_prints_its_table_and_cleans_up() -> None:
-    has_delta = importlib.util.find_spec("deltalake") is not None
-    writers = ["ours", "naive", *(["delta"] if has_delta else []), "hive"]
+    writers = available("ours", "naive", "delta", "hive")
     before = _outputs()
-    command = [sys.executable, str(BENCHMARKS / "write.py"), "--rows", "20000", "--repeat", "2"]
-    done = subprocess.run(
-        [*command, "--only", ",".join(writers)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run("write.py", "--rows", "20000", "--repeat", "2", "--only", ",".join(writers))
     assert "| none | lance (unpartitioned) |" in done.stdout, done.stdout
     for writer in writers:
         assert f"| `event_date` | {writer} |" in done.stdout, done.stdout
