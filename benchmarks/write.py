@@ -12,6 +12,7 @@ For each partition spec, the same in-memory table is written by
 and ``lance``, one unpartitioned ``lance.write_dataset``, is the baseline of every ratio.
 Computed partition columns (``event_year``, ``user_bucket``) are computed inside the timed
 section, since ours computes them too. Each run writes into a fresh directory under /tmp
+(or ``--dir``)
 and starts after an ``os.sync()`` (untimed), so that no writer pays for writing back the
 previous one's files; the directories are deleted when the benchmark ends (or earlier if the
 disk runs low), so that no writer pays for the previous one's deletions either (see
@@ -23,6 +24,7 @@ reports its peak resident set size.
 Usage::
 
     .venv/bin/python benchmarks/write.py [--rows N] [--repeat 3] [--only ours,delta] [--spec date]
+        [--dir /tmp]
     .venv/bin/python benchmarks/write.py --rss [--rows N] [--batch-rows 100000]
 """
 
@@ -251,19 +253,20 @@ class Outputs:
 
     On ext4, allocating inodes shortly after many files were deleted scans past the recently
     freed ones (``recently_deleted`` in the kernel): measured here, 731 new Lance datasets took
-    2.3-2.5 s after a pause and 3.0-3.8 s (twice the system time) right after the previous
+    2.3-2.9 s after a pause and 3.0-3.8 s (twice the system time) right after the previous
     run's directories were deleted. Deleting each output right after its run made the next
     writer pay for it, most of all the writers that create many files.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, directory: str = "/tmp") -> None:
+        self.directory = directory
         self.kept: list[str] = []
 
     def new(self) -> str:
-        if self.kept and shutil.disk_usage("/tmp").free < _MIN_FREE_BYTES:
+        if self.kept and shutil.disk_usage(self.directory).free < _MIN_FREE_BYTES:
             print("  (disk low: deleting earlier outputs now)", file=sys.stderr, flush=True)
             self.delete()
-        root = tempfile.mkdtemp(prefix="lp-bench-", dir="/tmp")
+        root = tempfile.mkdtemp(prefix="lp-bench-", dir=self.directory)
         self.kept.append(root)
         return root
 
@@ -274,7 +277,7 @@ class Outputs:
 
 
 def _timed(write: Callable[[str], int], cell: Cell, label: str, outputs: Outputs) -> None:
-    """Run ``write`` into a fresh directory under /tmp and record its time."""
+    """Run ``write`` into a fresh output directory and record its time."""
     root = outputs.new()
     os.sync()  # the previous run's dirty pages are not written back during this one
     try:
@@ -305,7 +308,9 @@ def _warm_imports(writers: list[str]) -> None:
                 print(f"cannot import {module}: {exc}", file=sys.stderr)
 
 
-def run(rows: int, repeat: int, writers: list[str], specs: list[Spec]) -> str:
+def run(
+    rows: int, repeat: int, writers: list[str], specs: list[Spec], directory: str = "/tmp"
+) -> str:
     """Time every (spec, writer) ``repeat`` times and render the markdown table."""
     _warm_imports(writers)
     started = time.perf_counter()
@@ -317,7 +322,7 @@ def run(rows: int, repeat: int, writers: list[str], specs: list[Spec]) -> str:
     )
     baseline = Cell([])
     cells = {(s.key, w): Cell([]) for s in specs for w in writers}
-    outputs = Outputs()
+    outputs = Outputs(directory)
     try:
         for r in range(repeat):
             print(f"repeat {r + 1}/{repeat}", file=sys.stderr, flush=True)
@@ -444,6 +449,9 @@ def main(argv: list[str] | None = None) -> None:
         default=",".join(s.key for s in SPECS),
         help=f"comma-separated specs among {[s.key for s in SPECS]}",
     )
+    parser.add_argument(
+        "--dir", default="/tmp", help="where the runs write (the filesystem being measured)"
+    )
     parser.add_argument("--rss", action="store_true", help="peak RSS of a streamed write")
     parser.add_argument("--batch-rows", type=int, default=100_000, help="batch size for --rss")
     parser.add_argument("--partition-by", default="event_date", help="spec for --rss")
@@ -460,7 +468,7 @@ def main(argv: list[str] | None = None) -> None:
     unknown = set(writers) - set(WRITERS)
     if unknown or not specs:
         parser.error(f"unknown writers {sorted(unknown)} or no spec selected")
-    print(run(args.rows, args.repeat, writers, specs))
+    print(run(args.rows, args.repeat, writers, specs, args.dir))
 
 
 if __name__ == "__main__":

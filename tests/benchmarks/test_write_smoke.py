@@ -3,38 +3,35 @@ output directories are kept until it ends (deleted earlier only when the disk ru
 
 from __future__ import annotations
 
-import glob
 import os
+from pathlib import Path
 
 import pytest
 
 from tests.benchmarks.helpers import available, load, run
 
 
-def _outputs() -> set[str]:
-    return set(glob.glob("/tmp/lp-bench-*"))
-
-
 @pytest.mark.slow
-def test_write_benchmark_runs_prints_its_table_and_cleans_up() -> None:
+def test_write_benchmark_runs_prints_its_table_and_cleans_up(tmp_path: Path) -> None:
     writers = available("ours", "naive", "delta", "hive")
-    before = _outputs()
-    done = run("write.py", "--rows", "20000", "--repeat", "2", "--only", ",".join(writers))
+    args = ["--rows", "20000", "--repeat", "2", "--only", ",".join(writers), "--dir", str(tmp_path)]
+    done = run("write.py", *args)
     assert "| none | lance (unpartitioned) |" in done.stdout, done.stdout
     for writer in writers:
         assert f"| `event_date` | {writer} |" in done.stdout, done.stdout
     assert "FAILED" not in done.stderr, done.stderr
-    assert _outputs() <= before, "the benchmark left output directories behind"
+    assert list(tmp_path.iterdir()) == [], "the benchmark left output directories behind"
 
 
 def test_outputs_are_kept_until_deleted_or_the_disk_runs_low(
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write = load("write")
-    outputs = write.Outputs()
+    outputs = write.Outputs(str(tmp_path))
     first, second = outputs.new(), outputs.new()
     assert os.path.isdir(first)
     assert os.path.isdir(second)
+    assert Path(first).parent == tmp_path
     monkeypatch.setattr(write, "_MIN_FREE_BYTES", 1 << 62)  # no disk has that much free
     third = outputs.new()
     assert not os.path.exists(first)
@@ -43,3 +40,4 @@ def test_outputs_are_kept_until_deleted_or_the_disk_runs_low(
     outputs.delete()
     assert not os.path.exists(third)
     assert outputs.kept == []
+    assert list(tmp_path.iterdir()) == []
