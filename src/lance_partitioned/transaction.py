@@ -69,6 +69,7 @@ log = logging.getLogger(__name__)
 
 WriteMode = Literal["append", "overwrite", "overwrite_partitions"]
 _ABSENT = -1  # expected state of a leaf whose manifest row does not exist
+_NULL = -2  # expected state of a leaf whose manifest row has a NULL read_version
 _LEAF_ATTEMPTS = 8
 
 
@@ -141,7 +142,7 @@ class CommitResult:
 
 @dataclass
 class _LeafState:
-    expected: int  # read_version seen in the manifest (_ABSENT, or -2 for NULL)
+    expected: int  # read_version seen in the manifest (or _ABSENT, _NULL)
     commit: LeafCommit  # what was committed for that expectation
 
 
@@ -182,7 +183,7 @@ def _expected(snapshot: ManifestSnapshot, object_id: str) -> int:
     if not snapshot.has(object_id):
         return _ABSENT
     read_version = snapshot.read_version(object_id)
-    return -2 if read_version is None else read_version
+    return _NULL if read_version is None else read_version
 
 
 def _latest_version(uri: str, options: dict[str, str] | None) -> int | None:
@@ -213,14 +214,12 @@ def commit_leaf(
     # without opening it: that is the common case, and opening costs as much as a quarter of
     # a small leaf's commit. Lance reports any difference (a rebase, a conflict, an existing
     # or a missing dataset), and every later attempt reads the leaf's latest version first.
-    look = expected == -2
     for attempt in range(_LEAF_ATTEMPTS):
-        looked = look
+        looked = attempt > 0 or expected == _NULL
         if looked:
             latest = _latest_version(uri, options)
         else:
             latest = None if expected == _ABSENT else expected
-        look = True
         try:
             if expected == _ABSENT:
                 # a new leaf, or an orphan directory (crashed writer, or a partition removed by

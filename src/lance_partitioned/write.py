@@ -458,9 +458,6 @@ class _Stager:
         for part in self.partitions.values():
             for future in part.futures:
                 part.fragments.extend(future.result())
-        self.in_flight.clear()  # every staging write is done
-        self.staging = 0
-        for part in self.partitions.values():
             leaves.append(
                 LeafWrite(
                     object_id=part.object_id,
