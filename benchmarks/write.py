@@ -11,10 +11,9 @@ For each partition spec, the same in-memory table is written by
 
 and ``lance``, one unpartitioned ``lance.write_dataset``, is the baseline of every ratio.
 Computed partition columns (``event_year``, ``user_bucket``) are computed inside the timed
-section, since ours computes them too. Each run writes into a fresh directory under /tmp
-(or ``--dir``)
-and starts after an ``os.sync()`` (untimed), so that no writer pays for writing back the
-previous one's files; the directories are deleted when the benchmark ends (or earlier if the
+section, since ours computes them too. Each run writes into a fresh directory under /tmp (or
+``--dir``) and starts after an ``os.sync()`` (untimed), so that no writer pays for writing back
+the previous one's files; the directories are deleted when the benchmark ends (or earlier if the
 disk runs low), so that no writer pays for the previous one's deletions either (see
 benchmarks/README.md). The reported time is the minimum over ``--repeat`` runs.
 
@@ -25,7 +24,7 @@ Usage::
 
     .venv/bin/python benchmarks/write.py [--rows N] [--repeat 3] [--only ours,delta] [--spec date]
         [--dir /tmp]
-    .venv/bin/python benchmarks/write.py --rss [--rows N] [--batch-rows 100000]
+    .venv/bin/python benchmarks/write.py --rss [--rows N] [--batch-rows 100000] [--dir /tmp]
 """
 
 from __future__ import annotations
@@ -384,11 +383,11 @@ def _render(
 
 
 # ---------------------------------------------------------------------------- peak RSS
-def rss_child(rows: int, batch_rows: int, partition_by: str) -> None:
+def rss_child(rows: int, batch_rows: int, partition_by: str, directory: str) -> None:
     """Stream ``rows`` rows into a fresh namespace; print the result as JSON on stdout."""
     import lance_partitioned as lp
 
-    root = tempfile.mkdtemp(prefix="lp-bench-rss-", dir="/tmp")
+    root = tempfile.mkdtemp(prefix="lp-bench-rss-", dir=directory)
     try:
         reader = stream_events(rows, batch_rows)
         ns = lp.PartitionedNamespace.create(root, schema=reader.schema, partition_by=partition_by)
@@ -407,7 +406,7 @@ def rss_child(rows: int, batch_rows: int, partition_by: str) -> None:
     print(json.dumps(report))
 
 
-def rss(rows: int, batch_rows: int, partition_by: str) -> str:
+def rss(rows: int, batch_rows: int, partition_by: str, directory: str = "/tmp") -> str:
     command = [
         sys.executable,
         os.path.abspath(__file__),
@@ -415,6 +414,7 @@ def rss(rows: int, batch_rows: int, partition_by: str) -> str:
         f"--rows={rows}",
         f"--batch-rows={batch_rows}",
         f"--partition-by={partition_by}",
+        f"--dir={directory}",
     ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -458,10 +458,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rss-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rss_child:
-        rss_child(args.rows, args.batch_rows, args.partition_by)
+        rss_child(args.rows, args.batch_rows, args.partition_by, args.dir)
         return
     if args.rss:
-        print(rss(args.rows, args.batch_rows, args.partition_by))
+        print(rss(args.rows, args.batch_rows, args.partition_by, args.dir))
         return
     writers = [w for w in args.only.split(",") if w]
     specs = [s for s in SPECS if s.key in args.spec.split(",")]
