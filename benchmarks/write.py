@@ -15,7 +15,9 @@ section, since ours computes them too. Each run writes into a fresh directory un
 ``--dir``) and starts after an ``os.sync()`` (untimed), so that no writer pays for writing back
 the previous one's files; the directories are deleted when the benchmark ends (or earlier if the
 disk runs low), so that no writer pays for the previous one's deletions either (see
-benchmarks/README.md). The reported time is the minimum over ``--repeat`` runs.
+benchmarks/README.md). The reported time is the minimum over ``--repeat`` runs;
+beside it, the CPU time (user + system, every thread of the process) of the run that used
+the least, since on a machine of 2 CPUs the work done bounds the time more than anything.
 
 ``--rss`` instead writes a *streamed* table (``stream_events``) in a fresh subprocess and
 reports its peak resident set size.
@@ -40,7 +42,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # lance warns once per new leaf ("No existing dataset at ..."): keep stderr readable
@@ -233,6 +235,7 @@ class Cell:
     """Every run of one (spec, writer)."""
 
     seconds: list[float]
+    cpu: list[float] = field(default_factory=list)  # user + system seconds of each run
     partitions: int | None = None
     error: str | None = None
 
@@ -280,16 +283,23 @@ def _timed(write: Callable[[str], int], cell: Cell, label: str, outputs: Outputs
     root = outputs.new()
     os.sync()  # the previous run's dirty pages are not written back during this one
     try:
-        started = time.perf_counter()
+        started, times = time.perf_counter(), os.times()
         partitions = write(root)
         seconds = time.perf_counter() - started
+        after = os.times()
+        cpu = (after.user - times.user) + (after.system - times.system)
     except Exception as exc:
         cell.error = _short(exc)
         print(f"  {label}: FAILED {cell.error}", file=sys.stderr, flush=True)
         return
     cell.seconds.append(seconds)
+    cell.cpu.append(cpu)
     cell.partitions = partitions
-    print(f"  {label}: {seconds:.2f} s, {partitions} partitions", file=sys.stderr, flush=True)
+    print(
+        f"  {label}: {seconds:.2f} s, {cpu:.2f} CPU s, {partitions} partitions",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _warm_imports(writers: list[str]) -> None:
@@ -357,23 +367,29 @@ def _render(
     specs: list[Spec],
 ) -> str:
     base = min(baseline.seconds) if baseline.seconds else None
+    base_cpu = min(baseline.cpu) if baseline.cpu else None
     lines = [
         f"{rows:,} rows, min of {repeat} runs; pylance {package_version('pylance')}, "
         f"deltalake {package_version('deltalake')}, pyiceberg {package_version('pyiceberg')}, "
         f"pyarrow {pa.__version__}, {os.cpu_count()} CPUs, "
         f"LANCE_CPU_THREADS={os.environ.get('LANCE_CPU_THREADS', 'unset')}",
         "",
-        "| spec | writer | seconds (min) | ratio vs unpartitioned lance | partitions |",
-        "| --- | --- | ---: | ---: | ---: |",
+        "| spec | writer | seconds (min) | ratio vs unpartitioned lance | CPU s (min) "
+        "| CPU ratio | partitions |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
 
     def row(spec: str, writer: str, cell: Cell) -> str:
         if cell.error is not None and not cell.seconds:
             error = cell.error.replace("|", "\\|")
-            return f"| {spec} | {writer} | failed: {error} | | |"
-        best = min(cell.seconds)
+            return f"| {spec} | {writer} | failed: {error} | | | | |"
+        best, cpu = min(cell.seconds), min(cell.cpu)
         ratio = f"{best / base:.2f}x" if base else ""
-        return f"| {spec} | {writer} | {best:.2f} | {ratio} | {cell.partitions} |"
+        cpu_ratio = f"{cpu / base_cpu:.2f}x" if base_cpu else ""
+        return (
+            f"| {spec} | {writer} | {best:.2f} | {ratio} | {cpu:.2f} | {cpu_ratio} "
+            f"| {cell.partitions} |"
+        )
 
     lines.append(row("none", "lance (unpartitioned)", baseline))
     for spec in specs:

@@ -19,6 +19,11 @@ def test_write_benchmark_runs_prints_its_table_and_cleans_up(tmp_path: Path) -> 
     assert "| none | lance (unpartitioned) |" in done.stdout, done.stdout
     for writer in writers:
         assert f"| `event_date` | {writer} |" in done.stdout, done.stdout
+    rows = [line.split("|")[1:-1] for line in done.stdout.splitlines() if line.startswith("| ")]
+    header, measured = rows[0], rows[2:]  # rows[1] is the separator
+    cpu = [name.strip() for name in header].index("CPU s (min)")
+    assert len(measured) == 1 + 3 * len(writers)  # the baseline, then every spec
+    assert all(float(row[cpu]) > 0 for row in measured), done.stdout
     assert "FAILED" not in done.stderr, done.stderr
     assert list(tmp_path.iterdir()) == [], "the benchmark left output directories behind"
 
