@@ -253,14 +253,12 @@ _MIN_FREE_BYTES = 8 << 30
 class Outputs:
     """The runs' output directories, deleted together at the end rather than after each run.
 
-    On ext4, allocating inodes shortly after many files were deleted scans past the recently
-    freed ones (``recently_deleted`` in the kernel): measured here, 731 new Lance datasets took
-    2.3-2.9 s after a pause and 3.0-3.8 s (twice the system time) right after the previous
-    run's directories were deleted. Deleting each output right after its run made the next
-    writer pay for it, most of all the writers that create many files.
+    On ext4, allocating inodes shortly after many files were deleted is slower (the kernel
+    scans past the recently freed ones), so deleting each output right after its run made the
+    next writer pay for it; benchmarks/README.md gives the figures.
     """
 
-    def __init__(self, directory: str = "/tmp") -> None:
+    def __init__(self, directory: str) -> None:
         self.directory = directory
         self.kept: list[str] = []
 
@@ -278,16 +276,22 @@ class Outputs:
         self.kept.clear()
 
 
+def _cpu_seconds() -> float:
+    """User + system time of this process so far, every thread (``getrusage``: microseconds,
+    where ``os.times`` counts 10 ms clock ticks)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _timed(write: Callable[[str], int], cell: Cell, label: str, outputs: Outputs) -> None:
     """Run ``write`` into a fresh output directory and record its time."""
     root = outputs.new()
     os.sync()  # the previous run's dirty pages are not written back during this one
     try:
-        started, times = time.perf_counter(), os.times()
+        started, cpu_started = time.perf_counter(), _cpu_seconds()
         partitions = write(root)
         seconds = time.perf_counter() - started
-        after = os.times()
-        cpu = (after.user - times.user) + (after.system - times.system)
+        cpu = _cpu_seconds() - cpu_started
     except Exception as exc:
         cell.error = _short(exc)
         print(f"  {label}: FAILED {cell.error}", file=sys.stderr, flush=True)
@@ -317,9 +321,7 @@ def _warm_imports(writers: list[str]) -> None:
                 print(f"cannot import {module}: {exc}", file=sys.stderr)
 
 
-def run(
-    rows: int, repeat: int, writers: list[str], specs: list[Spec], directory: str = "/tmp"
-) -> str:
+def run(rows: int, repeat: int, writers: list[str], specs: list[Spec], directory: str) -> str:
     """Time every (spec, writer) ``repeat`` times and render the markdown table."""
     _warm_imports(writers)
     started = time.perf_counter()
@@ -422,7 +424,7 @@ def rss_child(rows: int, batch_rows: int, partition_by: str, directory: str) -> 
     print(json.dumps(report))
 
 
-def rss(rows: int, batch_rows: int, partition_by: str, directory: str = "/tmp") -> str:
+def rss(rows: int, batch_rows: int, partition_by: str, directory: str) -> str:
     command = [
         sys.executable,
         os.path.abspath(__file__),

@@ -23,7 +23,11 @@ def test_write_benchmark_runs_prints_its_table_and_cleans_up(tmp_path: Path) -> 
     header, measured = rows[0], rows[2:]  # rows[1] is the separator
     cpu = [name.strip() for name in header].index("CPU s (min)")
     assert len(measured) == 1 + 3 * len(writers)  # the baseline, then every spec
-    assert all(float(row[cpu]) > 0 for row in measured), done.stdout
+    # every row has a CPU time; on 20,000 rows a fast writer's rounds to 0.00, not ours
+    # creating 731 Lance datasets
+    assert all(float(row[cpu]) >= 0 for row in measured), done.stdout
+    (ours,) = [row for row in measured if [c.strip() for c in row[:2]] == ["`event_date`", "ours"]]
+    assert float(ours[cpu]) > 0, done.stdout
     assert "FAILED" not in done.stderr, done.stderr
     assert list(tmp_path.iterdir()) == [], "the benchmark left output directories behind"
 
