@@ -26,6 +26,7 @@ from lance_namespace import errors as _ln
 __all__ = [
     "CastError",
     "ConcurrentModificationError",
+    "CorruptNamespaceError",
     "InternalError",
     "InvalidInputError",
     "LancePartitionedError",
@@ -33,9 +34,12 @@ __all__ = [
     "NamespaceNotFoundError",
     "NotAPartitionedNamespaceError",
     "PartitionByParseError",
+    "PartitionExpressionError",
     "PartitionSpecError",
+    "PermissionDeniedError",
     "SchemaError",
     "SchemaMismatchError",
+    "StorageError",
     "TableNotFoundError",
     "TableVersionNotFoundError",
     "TransformError",
@@ -70,6 +74,26 @@ class CastError(SchemaMismatchError):
 
 class PartitionSpecError(InvalidInputError):
     """A partition spec that breaks a rule of spec 000 (field ids, names, result types)."""
+
+
+class PartitionExpressionError(PartitionSpecError):
+    """A partition expression that breaks a MUST of spec 000: it is not deterministic
+    (DataFusion calls one of its functions volatile), or it maps NULL to a non-NULL value."""
+
+
+class CorruptNamespaceError(LancePartitionedError, _ln.InvalidTableStateError):
+    """The namespace on disk contradicts its ``__manifest``: a leaf table it lists is missing,
+    or lacks the version it pins. The message names the object id and the location."""
+
+
+class StorageError(LancePartitionedError, _ln.ServiceUnavailableError):
+    """The storage refused an operation (permission denied, no space left, a path that is a
+    file): the message names the path and what the operating system said. Nothing the
+    operation staged is left visible."""
+
+
+class PermissionDeniedError(StorageError, _ln.PermissionDeniedError):
+    """The storage denied access to a path (a read-only directory, missing credentials)."""
 
 
 class PartitionByParseError(PartitionSpecError):

@@ -42,7 +42,7 @@ from lance.commit import CommitConflictError
 from lance.schema import LanceSchema
 
 from lance_partitioned import errors
-from lance_partitioned.spec.metadata import NamespaceMetadata
+from lance_partitioned.spec.metadata import NamespaceMetadata, keep_unknown_keys
 from lance_partitioned.spec.types import type_to_json
 
 __all__ = [
@@ -59,6 +59,8 @@ __all__ = [
     "leaf_object_id",
     "manifest_schema",
     "partition_name",
+    "row_properties",
+    "row_read_version",
     "schema_fingerprint",
     "spec_namespace_id",
     "value_tokens",
@@ -172,6 +174,7 @@ def leaf_location(object_id: str) -> str:
     return f"{prefix}_{object_id}"
 
 
+_PRIVATE_PREFIX = "lance-partitioned."
 _STATS_ROWS = "lance-partitioned.num_rows"
 _STATS_VERSION = "lance-partitioned.num_rows_version"
 _STATS_SCHEMA = "lance-partitioned.schema"
@@ -254,6 +257,9 @@ class LeafStats:
         return value if isinstance(value, str) else None
 
 
+_LeafKey = tuple[int, tuple[str, ...]]  # (spec version, value tokens of every level)
+
+
 class CommitConflict(Exception):
     """Internal: a ``__manifest`` commit lost a compare-and-swap; re-read and retry."""
 
@@ -294,17 +300,67 @@ class ManifestSnapshot:
         return None if i is None else self.rows.slice(i, 1).to_pylist()[0]
 
     def read_version(self, object_id: str) -> int | None:
-        """The ``read_version`` of a leaf row (None: absent row or NULL)."""
+        """The ``read_version`` of a leaf row (None: absent row, NULL, or a ``__manifest``
+        without the column, which spec 000 allows: read the latest leaf version)."""
         i = self._index.get(object_id)
         if i is None:
             return None
-        value = self.rows.column("read_version")[i].as_py()
-        return None if value is None else int(value)
+        return row_read_version(self.rows.slice(i, 1).to_pylist()[0])
 
     def location(self, object_id: str) -> str | None:
         """The ``location`` of a row, or None."""
         i = self._index.get(object_id)
         return None if i is None else self.rows.column("location")[i].as_py()
+
+    @cached_property
+    def _by_values(
+        self,
+    ) -> tuple[dict[tuple[str, str], str], dict[tuple[int, tuple[str, ...]], str]]:
+        """Partition namespaces by (parent object id, value token of their own level) and
+        leaves by (spec version, value tokens of every level), over every spec version."""
+        namespaces: dict[tuple[str, str], str] = {}
+        leaves: dict[_LeafKey, str] = {}
+        specs = {spec.version: spec for spec in self.metadata.specs}
+        tokens: dict[str, list[str]] = {}
+
+        def token(name: str, i: int) -> str:
+            if name not in self.rows.column_names:
+                return "null"
+            if name not in tokens:
+                tokens[name] = value_tokens(self.rows.column(name).combine_chunks())
+            return tokens[name][i]
+
+        for i, object_id in enumerate(self.rows.column("object_id").to_pylist()):
+            parts = object_id.split(DELIMITER)
+            version = _spec_version_of(parts[0])
+            spec = None if version is None else specs.get(version)
+            if spec is None or version is None:
+                continue
+            depth = len(parts) - 1
+            if parts[-1] == LEAF_NAME and depth == len(spec.fields) + 1:
+                key = (version, tuple(token(name, i) for name in spec.names))
+                leaves.setdefault(key, object_id)
+            elif 1 <= depth <= len(spec.fields):
+                parent = DELIMITER.join(parts[:-1])
+                namespaces.setdefault((parent, token(spec.names[depth - 1], i)), object_id)
+        return namespaces, leaves
+
+    def find_leaf(self, spec_version: int, values: Sequence[pa.Scalar]) -> str | None:
+        """The object id of the existing leaf of ``spec_version`` whose partition values are
+        ``values`` (in spec order), or None.
+
+        Found by value in the partition columns, whatever the partition names are (spec 000
+        makes them random: another client's names are not ours). Values compare as
+        :func:`value_tokens` do (NULL equals NULL).
+        """
+        tokens = tuple(value_tokens(pa.array([v], v.type))[0] for v in values)
+        return self._by_values[1].get((spec_version, tokens))
+
+    def find_namespace(self, parent_id: str, value: pa.Scalar) -> str | None:
+        """The object id of the existing partition namespace under ``parent_id`` whose own
+        level's value is ``value``, or None."""
+        token = value_tokens(pa.array([value], value.type))[0]
+        return self._by_values[0].get((parent_id, token))
 
     @cached_property
     def tables(self) -> pa.Table:
@@ -384,7 +440,7 @@ class Manifest:
                 "its __manifest metadata has no partition_spec_v<N> key"
             )
         metadata = NamespaceMetadata.from_table_metadata(table_metadata)
-        return ManifestSnapshot(ds.version, metadata, table_metadata, ds.to_table())
+        return ManifestSnapshot(ds.version, metadata, table_metadata, _with_base(ds.to_table()))
 
     @classmethod
     def create(
@@ -439,13 +495,26 @@ class Manifest:
         manifest version; raises :class:`CommitConflict` when a concurrent commit conflicts.
         """
         ds = self._open(base.version)
+        read_version = base.version
+        missing = [f for f in _BASE_FIELDS if f.name not in ds.schema.names]
+        if any(f.name == "read_version" for f in missing):
+            # another client's manifest without the optional column: add it (nullable, every
+            # existing row NULL: read the latest) so that our rows can carry their versions
+            read_version = self._add_columns(ds, [(READ_VERSION, pa.uint64())], base.version)
+            ds = self._open(read_version)
         builder = (
             ds.merge_insert("object_id").when_matched_update_all().when_not_matched_insert_all()
         )
         if delete_where is not None:
             builder = builder.when_not_matched_by_source_delete(delete_where)
-        transaction, _ = builder.execute_uncommitted(rows.cast(ds.schema))
-        return self._commit(transaction, base.version)
+        present = [name for name in ds.schema.names if name in rows.column_names]
+        if len(present) != len(ds.schema.names):
+            raise errors.InternalError(
+                f"the __manifest at {self.root!r} has columns {ds.schema.names}, the rows to "
+                f"commit {rows.column_names}"
+            )
+        transaction, _ = builder.execute_uncommitted(rows.select(present).cast(ds.schema))
+        return self._commit(transaction, read_version)
 
     def table_metadata(self, version: int) -> dict[str, str]:
         """The raw table metadata map of one ``__manifest`` version (every key)."""
@@ -460,7 +529,11 @@ class Manifest:
         Returns the new manifest version; raises :class:`CommitConflict` when a concurrent
         commit conflicts (any concurrent row or schema change does).
         """
-        ds = self._open(base.version)
+        return self._add_columns(self._open(base.version), columns, base.version)
+
+    def _add_columns(
+        self, ds: LanceDataset, columns: Sequence[tuple[str, pa.DataType]], read_version: int
+    ) -> int:
         current = ds.schema
         if LanceSchema.from_pyarrow(current) != ds.lance_schema:
             raise errors.InternalError(
@@ -472,16 +545,23 @@ class Manifest:
         operation = LanceOperation.Merge(
             fragments, LanceSchema.from_pyarrow(wide), preserves_nullability=True
         )
-        return self._commit(operation, base.version)
+        return self._commit(operation, read_version)
 
     def commit_table_metadata(self, read_version: int, updates: Mapping[str, str]) -> int:
         """Set table metadata keys (others are kept) as a compare-and-swap on ``read_version``.
 
+        Keys of the JSON values that we do not own (another client's, at any level) are
+        carried over from the values replaced (:func:`~.spec.metadata.keep_unknown_keys`).
         Lance reports a conflict when a concurrent commit set any of the same keys. Returns
         the new manifest version; raises :class:`CommitConflict` on a conflict.
         """
+        current = self.table_metadata(read_version)
+        kept: dict[str, str | None] = {
+            key: keep_unknown_keys(key, current[key], value) if key in current else value
+            for key, value in updates.items()
+        }
         operation = LanceOperation.UpdateConfig(
-            table_metadata_updates=LanceOperation.UpdateMap(dict(updates), replace=False)
+            table_metadata_updates=LanceOperation.UpdateMap(kept, replace=False)
         )
         return self._commit(operation, read_version)
 
@@ -497,6 +577,54 @@ class Manifest:
         except CommitConflictError as exc:
             raise CommitConflict(str(exc)) from exc
         return int(ds.version)
+
+
+READ_VERSION = "read_version"
+
+
+def row_read_version(row: Mapping[str, Any]) -> int | None:
+    """The ``read_version`` of a manifest row as a dict: None when NULL or when the row has no
+    such column (spec 000: the column is optional; readers then read the latest version).
+
+    >>> row_read_version({"object_id": "v1$dataset"}), row_read_version({"read_version": 3})
+    (None, 3)
+    """
+    value = row.get(READ_VERSION)
+    return None if value is None else int(value)
+
+
+def row_properties(row: Mapping[str, Any]) -> dict[str, str]:
+    """The properties a manifest row carries in its ``metadata`` JSON (written by any
+    client), without the keys private to lance-partitioned; non-string values as JSON text.
+
+    >>> row_properties({"metadata": '{"owner": "ops", "lance-partitioned.num_rows": "3"}'})
+    {'owner': 'ops'}
+    >>> row_properties({"metadata": "not json"}), row_properties({})
+    ({}, {})
+    """
+    parsed = LeafStats._properties(row.get("metadata"))
+    return {
+        key: value if isinstance(value, str) else json.dumps(value)
+        for key, value in parsed.items()
+        if isinstance(key, str) and not key.startswith(_PRIVATE_PREFIX)
+    }
+
+
+def _with_base(rows: pa.Table) -> pa.Table:
+    """``rows`` with every base column that another client's manifest may lack (the optional
+    ``read_version``, and ``metadata``/``base_objects`` of a hand-written one) added as NULL."""
+    for base in _BASE_FIELDS:
+        if base.name not in rows.column_names:
+            rows = rows.append_column(base, pa.nulls(rows.num_rows, base.type))
+    return rows
+
+
+def _spec_version_of(level: str) -> int | None:
+    """N of a spec version namespace name ``v<N>``, or None."""
+    digits = level[1:]
+    if level.startswith("v") and digits.isascii() and digits.isdigit():
+        return int(digits)
+    return None
 
 
 def rows_table(schema: pa.Schema, rows: Sequence[Mapping[str, Any]]) -> pa.Table:

@@ -31,6 +31,8 @@ from lance_partitioned.manifest import (
     TABLE,
     Manifest,
     ManifestSnapshot,
+    row_properties,
+    row_read_version,
 )
 from lance_partitioned.scan import ScanTask
 from lance_partitioned.spec.evaluate import evaluate
@@ -39,6 +41,7 @@ from lance_partitioned.spec.partitioning import (
     PartitionField,
     PartitionSpec,
     bind_spec,
+    check_authored,
     validate_specs,
 )
 from lance_partitioned.spec.schema import NamespaceSchema
@@ -145,7 +148,8 @@ class PartitionedNamespace(ln.LanceNamespace):
             )
         else:
             spec = PartitionSpec(1, tuple(partition_by))
-        validate_specs([spec], ns_schema)
+            validate_specs([spec], ns_schema)
+            check_authored(spec, ns_schema)
         metadata = NamespaceMetadata(ns_schema, (spec,))
         manifest = Manifest(str(uri), storage_options)
         if manifest.exists():
@@ -422,10 +426,12 @@ class PartitionedNamespace(ln.LanceNamespace):
             )
 
     def _properties(self, object_id: str) -> dict[str, str]:
+        """The row's own properties (its ``metadata`` JSON, but for our private keys) with a
+        ``partition.<name>`` entry added for each of its non-NULL partition values."""
         row = self._snapshot.row(object_id)
         if row is None:
             return {}
-        properties: dict[str, str] = {}
+        properties = row_properties(row)
         schema = self._snapshot.rows.schema
         for name in schema.names:
             if name in BASE_COLUMNS or row[name] is None:
@@ -475,7 +481,7 @@ class PartitionedNamespace(ln.LanceNamespace):
         return ln.DescribeTableResponse(
             location=uri,
             table_uri=uri,
-            version=row["read_version"],
+            version=row_read_version(row),
             storage_options=self.storage_options or None,
             properties=self._properties(row["object_id"]),
         )

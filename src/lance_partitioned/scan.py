@@ -54,7 +54,13 @@ from lance_partitioned.expressions import (
     to_sql,
 )
 from lance_partitioned.expressions.tree import Unknown
-from lance_partitioned.manifest import DELIMITER, LeafStats, Manifest, ManifestSnapshot
+from lance_partitioned.manifest import (
+    DELIMITER,
+    LeafStats,
+    Manifest,
+    ManifestSnapshot,
+    row_read_version,
+)
 from lance_partitioned.runtime import DEFAULT_THREADS
 from lance_partitioned.spec.schema import NamespaceSchema
 
@@ -189,12 +195,12 @@ def plan_scan(
             )
             if isinstance(remaining, AlwaysFalse):
                 continue
-            read_version = row["read_version"]
+            read_version = row_read_version(row)
             tasks.append(
                 ScanTask(
                     object_id=row["object_id"],
                     uri=manifest.table_uri(row["location"]),
-                    read_version=None if read_version is None else int(read_version),
+                    read_version=read_version,
                     spec_version=spec.version,
                     partition_values=tuple(values.items()),
                     residual=remaining,

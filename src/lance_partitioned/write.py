@@ -323,7 +323,7 @@ class _Stager:
         row = self.snapshot.row(object_id)
         if row is None:
             return False
-        read_version = row["read_version"]
+        read_version = self.snapshot.read_version(object_id)
         if LeafStats.schema_at(row["metadata"], read_version) == self.fingerprint:
             return False
         leaf = lance.dataset(
@@ -343,16 +343,29 @@ class _Stager:
         )
 
     def partition(self, scalars: list[pa.Scalar]) -> _Partition:
-        """The partition of one group, found by its derived object id (NULL and NaN too)."""
-        parent = spec_namespace_id(self.spec.version)
+        """The partition of one group (NULL and NaN too).
+
+        An existing partition is found by (spec version, partition values) in the
+        ``__manifest``, whatever its names are (another client's are random); only the levels
+        that do not exist yet get derived names.
+        """
+        version = self.spec.version
+        parent = spec_namespace_id(version)
+        existing = self.snapshot.find_leaf(version, scalars)
         chain = []
-        for scalar in scalars:
-            parent = f"{parent}${partition_name(self.spec.version, parent, scalar)}"
-            chain.append(parent)
+        if existing is not None:
+            parts = existing.split("$")[:-1]
+            chain = ["$".join(parts[: i + 1]) for i in range(1, len(parts))]
+            parent = "$".join(parts)
+        else:
+            for scalar in scalars:
+                found = self.snapshot.find_namespace(parent, scalar)
+                parent = found or f"{parent}${partition_name(version, parent, scalar)}"
+                chain.append(parent)
         object_id = leaf_object_id(parent)
-        found = self.partitions.get(object_id)
-        if found is not None:
-            return found
+        found_part = self.partitions.get(object_id)
+        if found_part is not None:
+            return found_part
         values = tuple(s.as_py() for s in scalars)
         names = [spec_field.name for spec_field in self.spec.fields]
         namespaces = [
@@ -477,7 +490,13 @@ def partition_values(
     """The partition value arrays of ``data`` (in the leaf schema) under ``spec``."""
     keys = []
     for spec_field in spec.fields:
-        column = data.column(schema.name_of(spec_field.source_id))
+        if schema.is_deprecated(spec_field.source_id):
+            # Appendix E: a spec another client left on a dropped column, which writes treat
+            # as absent: its values are NULL
+            source = schema.field_by_id(spec_field.source_id).type
+            column: pa.Array | pa.ChunkedArray = pa.nulls(data.num_rows, source)
+        else:
+            column = data.column(schema.name_of(spec_field.source_id))
         values = spec_field.transform.apply(column)
         if values.type != spec_field.result_type:
             values = pc.cast(values, spec_field.result_type)

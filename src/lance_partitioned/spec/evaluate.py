@@ -25,15 +25,17 @@ Two things are bound differently from a naive registration:
 from __future__ import annotations
 
 import functools
+import re
 import threading
+from typing import cast
 
 import datafusion
 import pyarrow as pa
 
-from lance_partitioned.errors import TransformError
+from lance_partitioned.errors import PartitionExpressionError, TransformError
 from lance_partitioned.spec.hashing import can_hash, hash_array
 
-__all__ = ["bind_type", "cast_result", "evaluate", "session_context"]
+__all__ = ["bind_type", "cast_result", "check_expression", "evaluate", "session_context"]
 
 _TABLE = "t"
 _COLUMN = "col"
@@ -172,3 +174,82 @@ def cast_result(values: pa.Array, result_type: pa.DataType, expression: str) -> 
 @functools.lru_cache(maxsize=64)
 def _hash_udf(input_type: pa.DataType) -> datafusion.ScalarUDF:
     return datafusion.udf(hash_array, [input_type], pa.int64(), volatility="immutable", name="hash")
+
+
+def _volatile_functions() -> frozenset[str]:
+    """The functions DataFusion itself reports as not deterministic (``random``, ``now``,
+    ``uuid``, …), from its ``information_schema.routines``."""
+    cached = getattr(_local, "volatile", None)
+    if cached is None:
+        config = datafusion.SessionConfig().with_information_schema(True)
+        routines = (
+            datafusion.SessionContext(config)
+            .sql("SELECT routine_name FROM information_schema.routines WHERE NOT is_deterministic")
+            .to_arrow_table()
+        )
+        cached = frozenset(name.lower() for name in routines.column(0).to_pylist())
+        _local.volatile = cached
+    return cast(frozenset[str], cached)
+
+
+_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def check_expression(expression: str, source: pa.DataType, result_type: pa.DataType) -> None:
+    """Check the two MUSTs of spec 000 on a partition expression: it is deterministic and it
+    returns NULL for a NULL source value.
+
+    Determinism is DataFusion's own verdict: no function of the planned expression may be
+    one its ``information_schema.routines`` lists as not deterministic. NULL→NULL is checked
+    by evaluating the expression on a NULL of the source type.
+
+    Raises
+    ------
+    PartitionExpressionError
+        Naming the expression and the rule it breaks.
+    TransformError
+        The expression cannot be planned or evaluated on ``source``.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> check_expression("abs(hash(col)) % 4", pa.int64(), pa.int64())
+    >>> check_expression("coalesce(col, 0)", pa.int64(), pa.int64())
+    Traceback (most recent call last):
+    ...
+    lance_partitioned.errors.PartitionExpressionError: ... maps NULL to 0; ...
+    >>> check_expression("CAST(random() * 4 AS BIGINT)", pa.int64(), pa.int64())
+    Traceback (most recent call last):
+    ...
+    lance_partitioned.errors.PartitionExpressionError: ... calls random(), which ...
+    """
+    bound = bind_type(source)
+    ctx = session_context()
+    rebind = can_hash(bound) and bound != pa.int64()
+    if rebind:
+        ctx.register_udf(_hash_udf(bound))
+    empty = pa.RecordBatch.from_arrays([pa.array([], bound)], names=[_COLUMN])
+    ctx.register_record_batches(_TABLE, [[empty]])
+    try:
+        plan = ctx.sql(f"SELECT ({expression}) AS value FROM {_TABLE}").logical_plan()
+        planned = " ".join(str(e) for e in plan.to_variant().projections())
+    except Exception as exc:
+        raise TransformError(f"cannot plan partition expression {expression!r}: {exc}") from exc
+    finally:
+        ctx.deregister_table(_TABLE)
+        if rebind:
+            ctx.register_udf(_hash_udf(pa.int64()))
+    volatile = _volatile_functions()
+    for name in _CALL.findall(_QUOTED.sub('""', planned)):
+        if name.lower() in volatile:
+            raise PartitionExpressionError(
+                f"partition expression {expression!r} calls {name}(), which DataFusion does not "
+                "consider deterministic; spec 000 requires deterministic partition expressions"
+            )
+    value = evaluate(expression, pa.nulls(1, source), result_type)[0]
+    if value.is_valid:
+        raise PartitionExpressionError(
+            f"partition expression {expression!r} maps NULL to {value.as_py()!r}; spec 000 "
+            "requires NULL for a NULL source value (a NULL partition is a partition of its own)"
+        )

@@ -33,10 +33,10 @@ from typing import Any
 import pyarrow as pa
 
 from lance_partitioned import errors
-from lance_partitioned.spec.partitioning import PartitionSpec, validate_specs
+from lance_partitioned.spec.partitioning import PartitionSpec, check_authored, validate_specs
 from lance_partitioned.spec.schema import NamespaceSchema
 
-__all__ = ["SCHEMA_KEY", "SPEC_KEY_PREFIX", "NamespaceMetadata"]
+__all__ = ["SCHEMA_KEY", "SPEC_KEY_PREFIX", "NamespaceMetadata", "keep_unknown_keys"]
 
 SCHEMA_KEY = "schema"
 """The metadata key of the namespace schema."""
@@ -68,6 +68,13 @@ def _loads(key: str, value: Any, error: type[errors.InvalidInputError]) -> Any:
         raise error(f"__manifest metadata key {key!r} is not valid JSON: {exc}") from exc
 
 
+def _deprecated(schema: NamespaceSchema, field_id: int) -> bool:
+    try:
+        return schema.is_deprecated(field_id)
+    except errors.SchemaError:
+        return False  # validate_specs reports a missing source
+
+
 @dataclass(frozen=True)
 class NamespaceMetadata:
     """The schema and every partition spec version of a namespace, validated together.
@@ -83,9 +90,10 @@ class NamespaceMetadata:
     ------
     PartitionSpecError
         No spec, or the specs break a rule of
-        :func:`~lance_partitioned.spec.partitioning.validate_specs` against the schema
-        (e.g. a schema whose newest spec uses a deprecated column: evolve the spec before
-        dropping its source column).
+        :func:`~lance_partitioned.spec.partitioning.validate_specs` against the schema. These
+        are the loading rules: a spec on a deprecated column (Appendix E) loads;
+        :meth:`with_spec` and :meth:`with_schema` hold what this package authors to the
+        stricter :func:`~lance_partitioned.spec.partitioning.check_authored`.
 
     Examples
     --------
@@ -212,10 +220,31 @@ class NamespaceMetadata:
                 f"new partition spec v{spec.version} must have a version above the current "
                 f"v{self.current_spec.version}"
             )
-        return NamespaceMetadata(self.schema, (*self.specs, spec))
+        updated = NamespaceMetadata(self.schema, (*self.specs, spec))
+        check_authored(spec, self.schema)
+        return updated
 
     def with_schema(self, schema: NamespaceSchema) -> NamespaceMetadata:
-        """A copy with ``schema`` as the namespace schema (validated against every spec)."""
+        """A copy with ``schema`` as the namespace schema (validated against every spec).
+
+        Raises
+        ------
+        PartitionSpecError
+            The change deprecates a source column of the current spec (evolve the spec
+            first: new data would otherwise be partitioned by a column it cannot hold). A
+            current spec that already used a deprecated column when loaded (Appendix E)
+            stays as it is.
+        """
+        current = self.current_spec
+        for spec_field in current.fields:
+            source = spec_field.source_id
+            if _deprecated(schema, source) and not _deprecated(self.schema, source):
+                raise errors.PartitionSpecError(
+                    f"{current.key} field {spec_field.name!r}: source column "
+                    f"{self.schema.name_of(source)!r} (source_id {source}) would become "
+                    "deprecated while the newest partition spec uses it; update the partition "
+                    "spec first"
+                )
         return NamespaceMetadata(schema, self.specs)
 
     def partition_columns(self) -> list[tuple[str, pa.DataType]]:
@@ -229,3 +258,99 @@ class NamespaceMetadata:
             for spec_field in spec.fields:
                 columns.setdefault(spec_field.name, spec_field.result_type)
         return list(columns.items())
+
+
+# The JSON keys this package writes; every other key of a loaded object belongs to someone else.
+_SCHEMA_KEYS = frozenset({"fields", "metadata"})
+_FIELD_KEYS = frozenset({"name", "nullable", "type", "metadata"})
+_TYPE_KEYS = frozenset(
+    {"type", "fields", "length", "precision", "scale", "unit", "timezone", "keys_sorted"}
+)
+_PARTITION_FIELD_KEYS = frozenset({"field_id", "name", "source_id", "expression", "result_type"})
+
+
+def _copy_unknown(old: Any, new: Any, known: frozenset[str]) -> None:
+    """Copy into ``new`` every key of ``old`` that is not ``known`` and not in ``new``."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key, value in old.items():
+            if key not in known and key not in new:
+                new[key] = value
+
+
+def _field_id_of(obj: Any) -> str | None:
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    value = metadata.get("lance:field_id") if isinstance(metadata, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _schema_fields(fields: Any, out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every field object of a JsonArrowSchema, at every depth, by its ``lance:field_id``."""
+    for obj in fields if isinstance(fields, list) else []:
+        field_id = _field_id_of(obj)
+        if field_id is not None:
+            out.setdefault(field_id, obj)
+        dtype = obj.get("type") if isinstance(obj, dict) else None
+        if isinstance(dtype, dict):
+            _schema_fields(dtype.get("fields"), out)
+    return out
+
+
+def _keep_in_fields(old_by_id: dict[str, dict[str, Any]], fields: Any) -> None:
+    for obj in fields if isinstance(fields, list) else []:
+        old = old_by_id.get(_field_id_of(obj) or "")
+        if old is not None:
+            _copy_unknown(old, obj, _FIELD_KEYS)
+            _copy_unknown(old.get("type"), obj.get("type"), _TYPE_KEYS)
+        dtype = obj.get("type") if isinstance(obj, dict) else None
+        if isinstance(dtype, dict):
+            _keep_in_fields(old_by_id, dtype.get("fields"))
+
+
+def keep_unknown_keys(key: str, old: str, new: str) -> str:
+    """``new``, the value we write under ``__manifest`` metadata ``key``, with every JSON key
+    that ``old`` (the value it replaces, maybe another client's) holds and we do not own.
+
+    Kept at every level: the schema object's own keys, each field object's and each type
+    object's (fields matched by ``lance:field_id``, so renamed and promoted columns keep
+    theirs), and each partition field object's and its ``result_type``'s (matched by
+    ``field_id``). A key we write ourselves always takes our value; keys we own that we no
+    longer write (a promoted type's old parameters) are not resurrected. ``new`` is returned
+    unchanged when nothing is to be kept or ``old`` is not JSON we understand.
+
+    Examples
+    --------
+    >>> old = '[{"field_id": 1, "name": "d", "x-owner": "geo", "result_type": {"type": "utf8"}}]'
+    >>> new = ('[{"field_id":1,"name":"d","source_id":0,"expression":"col",'
+    ...        '"result_type":{"type":"utf8"}}]')
+    >>> json.loads(keep_unknown_keys("partition_spec_v1", old, new))[0]["x-owner"]
+    'geo'
+    >>> old = '{"x-generator": "them", "fields": []}'
+    >>> keep_unknown_keys("schema", old, '{"fields":[]}')
+    '{"fields":[],"x-generator":"them"}'
+    """
+    try:
+        old_obj, new_obj = json.loads(old), json.loads(new)
+    except ValueError:
+        return new
+    if key == SCHEMA_KEY and isinstance(old_obj, dict) and isinstance(new_obj, dict):
+        _copy_unknown(old_obj, new_obj, _SCHEMA_KEYS)
+        _keep_in_fields(_schema_fields(old_obj.get("fields"), {}), new_obj.get("fields"))
+    elif _spec_key_version(key) is not None and isinstance(old_obj, list):
+        by_id = {
+            obj.get("field_id"): obj
+            for obj in old_obj
+            if isinstance(obj, dict) and _is_json_int(obj.get("field_id"))
+        }
+        for obj in new_obj if isinstance(new_obj, list) else []:
+            previous = by_id.get(obj.get("field_id")) if isinstance(obj, dict) else None
+            if previous is not None:
+                _copy_unknown(previous, obj, _PARTITION_FIELD_KEYS)
+                _copy_unknown(previous.get("result_type"), obj.get("result_type"), _TYPE_KEYS)
+    else:
+        return new
+    result = _dumps(new_obj)
+    return new if result == _dumps(json.loads(new)) else result
+
+
+def _is_json_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -41,6 +41,7 @@ __all__ = [
     "PartitionSpec",
     "UnboundPartitionField",
     "bind_spec",
+    "check_authored",
     "validate_specs",
 ]
 
@@ -374,18 +375,21 @@ def bind_spec(
         )
     spec = PartitionSpec(version, tuple(fields))
     validate_specs([*existing, spec], schema)
+    check_authored(spec, schema)
     return spec
 
 
 def validate_specs(specs: Sequence[PartitionSpec], schema: NamespaceSchema) -> None:
-    """Check every rule of spec 000 over all partition spec versions of a namespace.
+    """Check the rules every namespace must follow, over all its partition spec versions.
 
-    The rules: versions are unique; a field id always denotes the same
-    ``(source_id, name, expression)``, and the same ``(source_id, name, expression)``
-    always has the same field id; a name has one ``result_type`` across versions; names
-    are unique within a spec and not in :data:`RESERVED_NAMES`; the source exists in the
-    schema and the transform applies to its type; the newest version references no
-    deprecated source column (older versions may, to keep old data readable).
+    These are what loading checks (be tolerant of what other clients wrote): versions are
+    unique; a field id always denotes the same ``(source_id, name, expression)``, and the
+    same ``(source_id, name, expression)`` always has the same field id (both MUSTs of
+    spec 000); a name has one ``result_type`` across versions (a MUST); names are unique
+    within a spec (one ``__manifest`` column cannot hold two values) and not in
+    :data:`RESERVED_NAMES`; the source exists in the schema. A deprecated source (Appendix
+    E) and an expression this package does not recognise (an opaque transform) load;
+    :func:`check_authored` holds what only a new spec must satisfy.
 
     Raises
     ------
@@ -398,18 +402,16 @@ def validate_specs(specs: Sequence[PartitionSpec], schema: NamespaceSchema) -> N
     >>> schema = NamespaceSchema.from_arrow(pa.schema([("s", pa.utf8())]))
     >>> validate_specs([PartitionSpec(1, (PartitionField(1, "s", 0, "col", pa.utf8()),))], schema)
     >>> validate_specs(
-    ...     [PartitionSpec(1, (PartitionField(1, "y", 0, "date_part('year', col)", pa.int32()),))],
-    ...     schema)
+    ...     [PartitionSpec(1, (PartitionField(1, "s", 9, "col", pa.utf8()),))], schema)
     Traceback (most recent call last):
     ...
-    lance_partitioned.errors.PartitionSpecError: partition_spec_v1 field 'y': ...
+    lance_partitioned.errors.PartitionSpecError: partition_spec_v1 field 's': source_id 9 ...
     """
     versions: set[int] = set()
     for spec in specs:
         if spec.version in versions:
             raise errors.PartitionSpecError(f"partition_spec_v{spec.version} is defined twice")
         versions.add(spec.version)
-    newest = max(versions, default=0)
     by_id: dict[int, tuple[PartitionField, int]] = {}
     by_identity: dict[tuple[int, str, str], tuple[PartitionField, int]] = {}
     by_name: dict[str, tuple[PartitionField, int]] = {}
@@ -419,7 +421,60 @@ def validate_specs(specs: Sequence[PartitionSpec], schema: NamespaceSchema) -> N
             where = f"partition_spec_v{spec.version} field {spec_field.name!r}"
             _check_name(spec_field, where, seen)
             _check_across_versions(spec_field, spec.version, where, by_id, by_identity, by_name)
-            _check_source(spec_field, where, schema, newest=spec.version == newest)
+            _check_source(spec_field, where, schema)
+
+
+def check_authored(spec: PartitionSpec, schema: NamespaceSchema) -> None:
+    """The rules a spec this package authors must follow (``create``,
+    ``update_partition_spec``), beyond :func:`validate_specs`.
+
+    Its source columns are not deprecated (spec 000: new spec versions should not reference
+    them); each expression applies to its source type; and, the MUSTs of spec 000 that
+    loading cannot check without evaluating, each expression is deterministic and maps NULL
+    to NULL (:func:`~lance_partitioned.spec.evaluate.check_expression`).
+
+    Raises
+    ------
+    PartitionSpecError
+        The first rule broken, naming the field and the version.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> schema = NamespaceSchema.from_arrow(pa.schema([("n", pa.int64())]))
+    >>> check_authored(PartitionSpec(1, (PartitionField(1, "n", 0, "col", pa.int64()),)), schema)
+    >>> check_authored(
+    ...     PartitionSpec(1, (PartitionField(1, "y", 0, "date_part('year', col)", pa.int32()),)),
+    ...     schema)
+    Traceback (most recent call last):
+    ...
+    lance_partitioned.errors.PartitionSpecError: partition_spec_v1 field 'y': ...
+    >>> check_authored(
+    ...     PartitionSpec(1, (PartitionField(1, "c", 0, "coalesce(col, 0)", pa.int64()),)), schema)
+    Traceback (most recent call last):
+    ...
+    lance_partitioned.errors.PartitionExpressionError: partition_spec_v1 field 'c': ...
+    """
+    from lance_partitioned.spec.evaluate import check_expression
+
+    for spec_field in spec.fields:
+        where = f"partition_spec_v{spec.version} field {spec_field.name!r}"
+        column = schema.name_of(spec_field.source_id)
+        if schema.is_deprecated(spec_field.source_id):
+            raise errors.PartitionSpecError(
+                f"{where}: source column {column!r} (source_id {spec_field.source_id}) is "
+                "deprecated; a new partition spec may not use it"
+            )
+        source = schema.field_by_id(spec_field.source_id)
+        if not spec_field.transform.can_apply(source.type):
+            raise errors.PartitionSpecError(
+                f"{where}: expression {spec_field.expression!r} cannot be applied to source "
+                f"column {column!r} of type {source.type}"
+            )
+        try:
+            check_expression(spec_field.expression, source.type, spec_field.result_type)
+        except errors.PartitionSpecError as exc:
+            raise type(exc)(f"{where}: {exc}") from exc
 
 
 def _check_name(spec_field: PartitionField, where: str, seen: set[str]) -> None:
@@ -474,24 +529,10 @@ def _check_across_versions(
     by_name.setdefault(spec_field.name, (spec_field, version))
 
 
-def _check_source(
-    spec_field: PartitionField, where: str, schema: NamespaceSchema, *, newest: bool
-) -> None:
+def _check_source(spec_field: PartitionField, where: str, schema: NamespaceSchema) -> None:
     try:
-        source = schema.field_by_id(spec_field.source_id)
+        schema.field_by_id(spec_field.source_id)
     except errors.SchemaError as exc:
         raise errors.PartitionSpecError(
             f"{where}: source_id {spec_field.source_id} is not a field of the namespace schema"
         ) from exc
-    column = schema.name_of(spec_field.source_id)
-    if newest and schema.is_deprecated(spec_field.source_id):
-        raise errors.PartitionSpecError(
-            f"{where}: source column {column!r} (source_id {spec_field.source_id}) is "
-            f"deprecated; the newest partition spec may not use it"
-        )
-    transform = spec_field.transform
-    if not transform.can_apply(source.type):
-        raise errors.PartitionSpecError(
-            f"{where}: expression {spec_field.expression!r} cannot be applied to source column "
-            f"{column!r} of type {source.type}"
-        )

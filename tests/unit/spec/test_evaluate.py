@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import datetime
+import re
 import threading
 
 import datafusion
 import pyarrow as pa
 import pytest
 
-from lance_partitioned.errors import TransformError
-from lance_partitioned.spec.evaluate import bind_type, cast_result, evaluate, session_context
+from lance_partitioned.errors import PartitionExpressionError, TransformError
+from lance_partitioned.spec.evaluate import (
+    bind_type,
+    cast_result,
+    check_expression,
+    evaluate,
+    session_context,
+)
 from lance_partitioned.spec.hashing import bucket_array, hash_array
 
 NEW_YORK = pa.timestamp("us", tz="America/New_York")
@@ -129,3 +136,41 @@ def test_cast_result_is_safe() -> None:
     assert cast_result(pa.array([1, None]), pa.int8(), "col").to_pylist() == [1, None]
     with pytest.raises(TransformError, match=r"from string to int32"):
         cast_result(pa.array(["x"]), pa.int32(), "upper(col)")
+
+
+# ------------------------------------------- spec 000's MUSTs on expressions (issue 15 item 5)
+
+
+@pytest.mark.parametrize(
+    ("expression", "source", "result_type", "why"),
+    [
+        ("coalesce(col, 0)", pa.int64(), pa.int64(), "maps NULL to 0"),
+        ("CASE WHEN col IS NULL THEN 'none' ELSE col END", pa.utf8(), pa.utf8(), "'none'"),
+        ("CAST(random() * 4 AS BIGINT)", pa.int64(), pa.int64(), "random()"),
+        ("date_part('year', now())", pa.date32(), pa.int32(), "now()"),
+        ("concat(uuid(), col)", pa.utf8(), pa.utf8(), "uuid()"),
+        ("CAST(current_date AS DATE)", pa.date32(), pa.date32(), "current_date()"),
+    ],
+)
+def test_volatile_or_null_to_value_expressions_are_refused(
+    expression: str, source: pa.DataType, result_type: pa.DataType, why: str
+) -> None:
+    with pytest.raises(PartitionExpressionError, match=re.escape(why)):
+        check_expression(expression, source, result_type)
+
+
+@pytest.mark.parametrize(
+    ("expression", "source", "result_type"),
+    [
+        ("col", pa.utf8(), pa.utf8()),
+        ("date_part('hour', col)", pa.timestamp("us", "America/New_York"), pa.int32()),
+        ("abs(hash(col)) % 16", pa.utf8(), pa.int64()),
+        ("left(col, 2)", pa.utf8(), pa.utf8()),
+        ("upper(col || 'random(')", pa.utf8(), pa.utf8()),  # a string, not a call
+        ("col * 2", pa.int32(), pa.int64()),
+    ],
+)
+def test_deterministic_null_preserving_expressions_pass(
+    expression: str, source: pa.DataType, result_type: pa.DataType
+) -> None:
+    check_expression(expression, source, result_type)

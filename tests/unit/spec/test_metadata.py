@@ -9,7 +9,12 @@ import pyarrow as pa
 import pytest
 
 from lance_partitioned import errors
-from lance_partitioned.spec.metadata import SCHEMA_KEY, SPEC_KEY_PREFIX, NamespaceMetadata
+from lance_partitioned.spec.metadata import (
+    SCHEMA_KEY,
+    SPEC_KEY_PREFIX,
+    NamespaceMetadata,
+    keep_unknown_keys,
+)
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 
@@ -268,3 +273,68 @@ def test_with_schema_rejects_dropping_a_current_source(appendix_a: NamespaceMeta
     dropped = NamespaceSchema(pa.schema(fields))
     with pytest.raises(errors.PartitionSpecError, match=r"'country'.*deprecated"):
         appendix_a.with_schema(dropped)
+
+
+# ------------------------------------------------------------- unknown keys (issue 16 item 8)
+
+
+def test_unknown_keys_are_kept_at_every_level_of_the_schema() -> None:
+    old = {
+        "x-top": 1,
+        "fields": [
+            {
+                "name": "s",
+                "nullable": True,
+                "x-field": "outer",
+                "type": {
+                    "type": "struct",
+                    "x-type": "t",
+                    "fields": [
+                        {
+                            "name": "a",
+                            "nullable": True,
+                            "x-child": [1, 2],
+                            "type": {"type": "int32"},
+                            "metadata": {"lance:field_id": "1"},
+                        }
+                    ],
+                },
+                "metadata": {"lance:field_id": "0"},
+            }
+        ],
+    }
+    # what we write after renaming s.a to b and promoting it to int64
+    new = json.loads(json.dumps(old))
+    del new["x-top"], new["fields"][0]["x-field"], new["fields"][0]["type"]["x-type"]
+    child = new["fields"][0]["type"]["fields"][0]
+    del child["x-child"]
+    child["name"], child["type"] = "b", {"type": "int64"}
+    kept = json.loads(keep_unknown_keys(SCHEMA_KEY, json.dumps(old), json.dumps(new)))
+    assert kept["x-top"] == 1
+    assert kept["fields"][0]["x-field"] == "outer"
+    assert kept["fields"][0]["type"]["x-type"] == "t"
+    merged_child = kept["fields"][0]["type"]["fields"][0]
+    assert merged_child["x-child"] == [1, 2]
+    assert (merged_child["name"], merged_child["type"]) == ("b", {"type": "int64"})
+
+
+def test_unknown_keys_of_partition_fields_follow_their_field_id() -> None:
+    old = [
+        {**APPENDIX_A["partition_spec_v2"][0], "x-owner": "time"},
+        {**APPENDIX_A["partition_spec_v2"][1], "result_type": {"type": "utf8", "x-t": 1}},
+    ]
+    new = list(reversed(APPENDIX_A["partition_spec_v2"]))
+    kept = json.loads(keep_unknown_keys("partition_spec_v2", json.dumps(old), json.dumps(new)))
+    assert kept[1]["x-owner"] == "time"
+    assert kept[0]["result_type"] == {"type": "utf8", "x-t": 1}
+    assert "x-owner" not in kept[0]
+
+
+def test_our_own_keys_are_not_resurrected_and_bad_json_passes() -> None:
+    old = {"fields": [{"name": "t", "nullable": True, "type": {"type": "timestamp", "unit": "s",
+           "timezone": "UTC"}, "metadata": {"lance:field_id": "0"}}]}  # fmt: skip
+    new = {"fields": [{"name": "t", "nullable": True, "type": {"type": "int64"},
+           "metadata": {"lance:field_id": "0"}}]}  # fmt: skip
+    kept = json.loads(keep_unknown_keys(SCHEMA_KEY, json.dumps(old), json.dumps(new)))
+    assert kept["fields"][0]["type"] == {"type": "int64"}
+    assert keep_unknown_keys(SCHEMA_KEY, "not json", '{"fields":[]}') == '{"fields":[]}'
