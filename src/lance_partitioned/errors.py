@@ -147,3 +147,35 @@ class UnsupportedOperationError(LancePartitionedError, _ln.UnsupportedOperationE
 
 class InternalError(LancePartitionedError, _ln.InternalError):
     """A broken invariant inside lance-partitioned (a bug: please report it)."""
+
+
+# What the operating system said, as Lance reports it in an OSError's text, and our class for it.
+_STORAGE_FAILURES: tuple[tuple[tuple[str, ...], type[StorageError], str], ...] = (
+    (("os error 28", "no space left"), StorageError, "no space left on the device"),
+    (("os error 122", "quota exceeded"), StorageError, "the disk quota is exceeded"),
+    (("os error 27", "file too large"), StorageError, "a file grew past the size limit"),
+    (("os error 30", "read-only file system"), PermissionDeniedError, "it is read-only"),
+    (("os error 13", "permission denied"), PermissionDeniedError, "permission denied"),
+    (("os error 20", "not a directory"), StorageError, "a path on the way is a file"),
+)
+
+
+def storage_error(exc: BaseException, path: str, action: str) -> StorageError | None:
+    """The typed error for a storage failure Lance reported as a raw ``OSError`` (or
+    ``ValueError``), naming ``path`` and ``action``; None when ``exc`` is not one.
+
+    >>> error = storage_error(OSError("LanceError(IO): No space left on device (os error 28)"),
+    ...                       "/data/ns", "write")
+    >>> type(error).__name__, str(error)  # doctest: +ELLIPSIS
+    ('StorageError', "cannot write at '/data/ns': no space left on the device (LanceError...")
+    >>> storage_error(ValueError("bad filter"), "/data/ns", "read") is None
+    True
+    """
+    if not isinstance(exc, (OSError, ValueError)) or isinstance(exc, LancePartitionedError):
+        return None
+    text = str(exc)
+    lowered = text.lower()
+    for needles, cls, what in _STORAGE_FAILURES:
+        if any(needle in lowered for needle in needles):
+            return cls(f"cannot {action} at {path!r}: {what} ({text})")
+    return None

@@ -466,20 +466,81 @@ class Manifest:
                 storage_options=manifest.storage_options or None,
             )
         except (OSError, ValueError) as exc:
+            typed = errors.storage_error(exc, manifest.root, "create a namespace")
+            if typed is not None:
+                raise typed from exc
             if "already exists" in str(exc).lower() or manifest.exists():
                 raise errors.NamespaceAlreadyExistsError(
                     f"a namespace already exists at {root!r}"
                 ) from exc
             raise
+        # A crash here leaves a __manifest without partition specs: not a partitioned
+        # namespace to any reader; create(..., exist_ok=True) finishes it (finish_create).
+        manifest._publish_first(int(ds.version), metadata)
+        return manifest
+
+    def _publish_first(self, version: int, metadata: NamespaceMetadata) -> None:
         updates = {**metadata.to_table_metadata(), GUARD_KEY: GUARD_VALUE}
         try:
-            manifest.commit_table_metadata(ds.version, updates)
+            self.commit_table_metadata(version, updates)
         except CommitConflict as exc:
             raise errors.ConcurrentModificationError(
-                f"another client changed the new __manifest at {root!r} before its metadata "
-                f"was written: {exc}"
+                f"another client changed the new __manifest at {self.root!r} before its "
+                f"metadata was written: {exc}"
             ) from exc
-        return manifest
+
+    def is_unfinished(self) -> bool:
+        """Whether the ``__manifest`` is one that :meth:`create` left unfinished: no
+        partition spec key, and no row but spec version namespaces (``v<N>``)."""
+        ds = self._open()
+        if NamespaceMetadata.is_partitioned(dict(ds.metadata)):
+            return False
+        rows = ds.to_table(columns=["object_id", "object_type"]).to_pylist()
+        return all(
+            _spec_version_of(row["object_id"]) is not None and row["object_type"] == NAMESPACE
+            for row in rows
+        )
+
+    def finish_create(self, metadata: NamespaceMetadata) -> None:
+        """Finish a :meth:`create` that stopped between its two commits: add the partition
+        columns and the spec version row it may lack, then publish ``metadata`` and the
+        writer guard.
+
+        Raises
+        ------
+        NamespaceAlreadyExistsError
+            The ``__manifest`` is not an unfinished create (it holds other rows or specs).
+        ConcurrentModificationError
+            Another client changed it meanwhile.
+        """
+        if not self.is_unfinished():
+            raise errors.NamespaceAlreadyExistsError(
+                f"a directory namespace with content exists at {self.root!r}"
+            )
+        ds = self._open()
+        wanted = manifest_schema(metadata.partition_columns())
+        missing = [(f.name, f.type) for f in wanted if f.name not in ds.schema.names]
+        version = int(ds.version)
+        try:
+            if missing:
+                version = self._add_columns(ds, missing, version)
+            first = spec_namespace_id(metadata.current_spec.version)
+            rows = self._open(version).to_table(columns=["object_id"])
+            if first not in rows.column("object_id").to_pylist():
+                row = rows_table(wanted, [{"object_id": first, "object_type": NAMESPACE}])
+                current = self._open(version)
+                transaction, _ = (
+                    current.merge_insert("object_id")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute_uncommitted(row.select(current.schema.names).cast(current.schema))
+                )
+                version = self._commit(transaction, version)
+        except CommitConflict as exc:
+            raise errors.ConcurrentModificationError(
+                f"another client changed the unfinished __manifest at {self.root!r}: {exc}"
+            ) from exc
+        self._publish_first(version, metadata)
 
     def commit_rows(
         self,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import lance_namespace as ln
 import pyarrow as pa
@@ -36,7 +36,7 @@ from lance_partitioned.manifest import (
 )
 from lance_partitioned.scan import ScanTask
 from lance_partitioned.spec.evaluate import evaluate
-from lance_partitioned.spec.metadata import NamespaceMetadata
+from lance_partitioned.spec.metadata import NamespaceMetadata, check_column_names
 from lance_partitioned.spec.partitioning import (
     PartitionField,
     PartitionSpec,
@@ -84,6 +84,21 @@ class WriteResult:
     partitions_removed: int
     attempts: int
     seconds: float
+
+
+_T = TypeVar("_T")
+
+
+def _storage(action: Callable[[], _T], path: str, what: str) -> _T:
+    """Run ``action``; a raw storage failure (no space, read-only, a file in the way) becomes
+    the typed error of :func:`lance_partitioned.errors.storage_error`."""
+    try:
+        return action()
+    except (OSError, ValueError) as exc:
+        typed = errors.storage_error(exc, path, what)
+        if typed is None:
+            raise
+        raise typed from exc
 
 
 def _spec_version(object_id: str) -> int:
@@ -142,6 +157,7 @@ class PartitionedNamespace(ln.LanceNamespace):
             raising :class:`~lance_partitioned.errors.NamespaceAlreadyExistsError`.
         """
         ns_schema = NamespaceSchema.from_arrow(schema)
+        check_column_names(ns_schema)
         if isinstance(partition_by, str):
             spec = bind_spec(
                 parse_partition_by(partition_by, ns_schema), existing=(), schema=ns_schema
@@ -153,15 +169,30 @@ class PartitionedNamespace(ln.LanceNamespace):
         metadata = NamespaceMetadata(ns_schema, (spec,))
         manifest = Manifest(str(uri), storage_options)
         if manifest.exists():
+            if manifest.is_unfinished():
+                if not exist_ok:
+                    raise errors.NamespaceAlreadyExistsError(
+                        f"an unfinished create left a __manifest without partition specs at "
+                        f"{uri!r}: pass exist_ok=True to finish it"
+                    )
+                _storage(lambda: manifest.finish_create(metadata), manifest.root, "create")
+                return cls(str(uri), storage_options=storage_options)
             if not exist_ok:
                 raise errors.NamespaceAlreadyExistsError(f"a namespace already exists at {uri!r}")
-            existing = cls(str(uri), storage_options=storage_options)
+            try:
+                existing = cls(str(uri), storage_options=storage_options)
+            except errors.NotAPartitionedNamespaceError as exc:
+                raise errors.NamespaceAlreadyExistsError(
+                    f"a directory namespace with content (not a partitioned one) exists at {uri!r}"
+                ) from exc
             if existing.metadata.to_table_metadata() != metadata.to_table_metadata():
                 raise errors.NamespaceAlreadyExistsError(
                     f"a namespace with another schema or partition spec exists at {uri!r}"
                 )
             return existing
-        Manifest.create(str(uri), metadata, storage_options)
+        _storage(
+            lambda: Manifest.create(str(uri), metadata, storage_options), manifest.root, "create"
+        )
         return cls(str(uri), storage_options=storage_options)
 
     @classmethod
@@ -263,17 +294,25 @@ class PartitionedNamespace(ln.LanceNamespace):
         self.refresh()
         snapshot = self._snapshot
         target = leaf_schema(snapshot.metadata.schema)
-        pending = stage(
-            self._manifest,
-            snapshot,
-            data,
-            mode=mode,
-            target=target,
-            options=options or WriteOptions(),
-            progress=progress,
+        pending = _storage(
+            lambda: stage(
+                self._manifest,
+                snapshot,
+                data,
+                mode=mode,
+                target=target,
+                options=options or WriteOptions(),
+                progress=progress,
+            ),
+            self.uri,
+            "write",
         )
-        result = commit_write(
-            self._manifest, pending, leaf_threads=(options or WriteOptions()).threads
+        result = _storage(
+            lambda: commit_write(
+                self._manifest, pending, leaf_threads=(options or WriteOptions()).threads
+            ),
+            self.uri,
+            "write",
         )
         self._snapshot = self._manifest.snapshot(result.version)
         return WriteResult(
@@ -373,7 +412,8 @@ class PartitionedNamespace(ln.LanceNamespace):
 
     def _evolve(self, operation: str, change: Callable[[Manifest], int]) -> None:
         self._require_writable(operation)
-        self._snapshot = self._manifest.snapshot(change(self._manifest))
+        version = _storage(lambda: change(self._manifest), self.uri, operation)
+        self._snapshot = self._manifest.snapshot(version)
 
     def update_partition_spec(self, partition_by: str | Sequence[PartitionField]) -> PartitionSpec:
         """Start a new partition spec version for new data (see :mod:`.evolution`)."""

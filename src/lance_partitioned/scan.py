@@ -117,10 +117,36 @@ class ScanTask:
     storage_options: tuple[tuple[str, str], ...] = ()
 
     def open(self) -> lance.LanceDataset:
-        """The leaf as a Lance dataset at :attr:`read_version`."""
-        return lance.dataset(
-            self.uri, version=self.read_version, storage_options=dict(self.storage_options) or None
-        )
+        """The leaf as a Lance dataset at :attr:`read_version`.
+
+        Raises
+        ------
+        CorruptNamespaceError
+            The leaf table, or its pinned version, is not there (naming both).
+        """
+        try:
+            return lance.dataset(
+                self.uri,
+                version=self.read_version,
+                storage_options=dict(self.storage_options) or None,
+            )
+        except (OSError, ValueError) as exc:
+            typed = errors.storage_error(exc, self.uri, "read")
+            if typed is not None:
+                raise typed from exc
+            raise errors.CorruptNamespaceError(
+                missing_leaf_message(self.object_id, self.uri, self.read_version, exc)
+            ) from exc
+
+
+def missing_leaf_message(object_id: str, uri: str, version: int | None, exc: BaseException) -> str:
+    """What to say when the leaf table of ``object_id`` cannot be opened at ``version``."""
+    what = "its latest version" if version is None else f"its pinned version {version}"
+    return (
+        f"leaf table {object_id!r} of the __manifest cannot be opened at {uri!r} ({what}): "
+        f"{exc}. The namespace is damaged: restore the leaf directory, or remove the "
+        "partition with a write in mode 'overwrite'"
+    )
 
 
 Filter = str | Predicate | None

@@ -230,7 +230,7 @@ def commit_leaf(
                 )
                 return LeafCommit(int(ds.version), int(ds.count_rows()))
             if latest is None:
-                raise errors.InternalError(
+                raise errors.CorruptNamespaceError(
                     f"leaf table {leaf.object_id!r} is in the __manifest but {uri!r} holds no "
                     "Lance dataset"
                 )

@@ -15,7 +15,10 @@ memory stays bounded whatever the input size. The staged fragments are then comm
 from __future__ import annotations
 
 import collections
+import concurrent.futures
+import contextlib
 import itertools
+import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -144,7 +147,7 @@ def _chunks(reader: pa.RecordBatchReader, chunk_bytes: int) -> Iterator[pa.Table
     batch (a gather from several batches first concatenates them)."""
     pending: list[pa.RecordBatch] = []
     size = 0
-    for batch in reader:
+    for batch in _batches(reader):
         if batch.num_rows == 0:
             continue
         if batch.nbytes >= chunk_bytes:
@@ -163,6 +166,31 @@ def _chunks(reader: pa.RecordBatchReader, chunk_bytes: int) -> Iterator[pa.Table
             pending, size = [], 0
     if pending:
         yield pa.Table.from_batches(pending, schema=reader.schema)
+
+
+def _batches(reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
+    """The reader's batches; a batch whose schema differs from the reader's (an iterable of
+    batches of several schemas) is a :class:`~lance_partitioned.errors.SchemaMismatchError`."""
+    iterator = iter(reader)
+    while True:
+        try:
+            batch = next(iterator)
+        except StopIteration:
+            return
+        except pa.ArrowInvalid as exc:
+            if "schema" not in str(exc).lower():
+                raise
+            raise _mixed(reader.schema, str(exc)) from exc
+        if not batch.schema.equals(reader.schema, check_metadata=False):
+            raise _mixed(reader.schema, f"a batch has the schema {batch.schema}")
+        yield batch
+
+
+def _mixed(first: pa.Schema, problem: str) -> errors.SchemaMismatchError:
+    return errors.SchemaMismatchError(
+        f"the record batches of one write must share one schema, the first batch's ({first}); "
+        f"{problem}. Cast them to one schema first"
+    )
 
 
 # Lance pays about half a millisecond per input batch: smaller slices are merged up to this
@@ -288,6 +316,7 @@ class _Partition:
     futures: list[Future[list[Any]]] = field(default_factory=list)
     replace: bool = False  # the existing leaf has an older schema: the commit rewrites it
     new: bool = False  # no __manifest row yet: the commit creates (overwrites) the leaf
+    directory_existed: bool | None = None  # local leaf directory before this write (None: unknown)
 
 
 class _Stager:
@@ -342,6 +371,31 @@ class _Stager:
             for f in self.target
         )
 
+    def _check_leaf(self, object_id: str, location: str) -> None:
+        """Before staging into an existing leaf on a local file system, check that its
+        directory and its pinned version are there (two ``stat`` calls), so that a damaged
+        namespace fails before anything is written. Elsewhere the leaf commit finds it."""
+        uri = self.manifest.table_uri(location)
+        path = _local_path(uri)
+        if path is None:
+            return
+        version = self.snapshot.read_version(object_id)
+        versions = os.path.join(path, "_versions")
+        if not os.path.isdir(versions):
+            problem = "the leaf directory (or its _versions) does not exist"
+        elif version is not None and not any(
+            os.path.exists(os.path.join(versions, name))
+            for name in (f"{_U64_MAX - version:020d}.manifest", f"{version}.manifest")
+        ):
+            problem = f"its pinned version {version} does not exist"
+        else:
+            return
+        raise errors.CorruptNamespaceError(
+            f"leaf table {object_id!r} of the __manifest is damaged at {uri!r}: {problem}. "
+            "Nothing was written; restore the leaf, or replace the namespace's data with a "
+            "write in mode 'overwrite'"
+        )
+
     def partition(self, scalars: list[pa.Scalar]) -> _Partition:
         """The partition of one group (NULL and NaN too).
 
@@ -375,6 +429,8 @@ class _Stager:
         location = self.snapshot.location(object_id) or leaf_location(object_id)
         created = _Partition(values, namespaces, object_id, location)
         created.new = not self.snapshot.has(object_id)
+        if not created.new:
+            self._check_leaf(object_id, location)
         created.replace = self._needs_replace(object_id, location)
         self.partitions[object_id] = created
         return created
@@ -435,6 +491,8 @@ class _Stager:
         self.staged_bytes += nbytes
         part.buffer, part.buffered = [], 0
         uri = self.manifest.table_uri(part.location)
+        if part.directory_existed is None and _local_path(uri) is not None:
+            part.directory_existed = os.path.exists(_local_path(uri) or "")
         mode = "overwrite" if part.replace or part.new else "append"
         future = self.pool.submit(self._write, data, uri, mode, nbytes)
         part.futures.append(future)
@@ -463,6 +521,36 @@ class _Stager:
         )
         return cast(list[Any], fragments)
 
+    def discard(self) -> None:
+        """After a failure: wait for the staging writes under way and remove the files of
+        every fragment staged so far, then the leaf directories this write created if nothing
+        else is in them (local file systems; elsewhere the files stay, invisible, for
+        Lance's cleanup). Staged fragments are in no leaf version, so nothing refers to them.
+        """
+        for part in self.partitions.values():
+            futures = [f for f in part.futures if not f.cancel()]
+            concurrent.futures.wait(futures)
+            fragments = [
+                *part.fragments,
+                *(
+                    fragment
+                    for future in futures
+                    if future.exception() is None
+                    for fragment in future.result()
+                ),
+            ]
+            root = _local_path(self.manifest.table_uri(part.location))
+            if root is None:
+                continue
+            for fragment in fragments:
+                for data_file in fragment.files:
+                    with contextlib.suppress(OSError):
+                        os.remove(os.path.join(root, "data", data_file.path))
+            if part.directory_existed is False:
+                for directory in (os.path.join(root, "data"), root):
+                    with contextlib.suppress(OSError):
+                        os.rmdir(directory)  # only when empty: another writer may share it
+
     def finish(self) -> list[LeafWrite]:
         """Stage what is left in every buffer; the leaves in the order they were first seen."""
         for part in self.partitions.values():
@@ -484,6 +572,16 @@ class _Stager:
         return leaves
 
 
+_U64_MAX = (1 << 64) - 1  # Lance's V2 manifest paths name version v as u64::MAX - v
+
+
+def _local_path(uri: str) -> str | None:
+    """The local path of a leaf URI, or None for an object store."""
+    if uri.startswith("file://"):
+        return uri[len("file://") :]
+    return None if "://" in uri else uri
+
+
 def partition_values(
     data: pa.Table, spec: PartitionSpec, schema: NamespaceSchema
 ) -> list[pa.Array]:
@@ -499,7 +597,17 @@ def partition_values(
             column = data.column(schema.name_of(spec_field.source_id))
         values = spec_field.transform.apply(column)
         if values.type != spec_field.result_type:
-            values = pc.cast(values, spec_field.result_type)
+            try:
+                values = pc.cast(values, spec_field.result_type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+                raise errors.CastError(
+                    f"partition field {spec_field.name!r} of {spec.key} has result_type "
+                    f"{spec_field.result_type}, which cannot hold every value of column "
+                    f"{schema.name_of(spec_field.source_id)!r} ({column.type}) written: {exc}. "
+                    "After widening a partition source column, partition new data by it under a "
+                    "new partition field name (update_partition_spec: a name keeps its "
+                    "result_type in every spec version)"
+                ) from exc
         keys.append(values)
     return keys
 
@@ -545,9 +653,7 @@ def stage(
         except BaseException:
             for pending in grouping:
                 pending.cancel()
-            for part in stager.partitions.values():
-                for future in part.futures:
-                    future.cancel()
+            stager.discard()
             raise
     namespaces: dict[str, dict[str, Any]] = {}
     for part in stager.partitions.values():

@@ -26,7 +26,7 @@ True
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +36,13 @@ from lance_partitioned import errors
 from lance_partitioned.spec.partitioning import PartitionSpec, check_authored, validate_specs
 from lance_partitioned.spec.schema import NamespaceSchema
 
-__all__ = ["SCHEMA_KEY", "SPEC_KEY_PREFIX", "NamespaceMetadata", "keep_unknown_keys"]
+__all__ = [
+    "SCHEMA_KEY",
+    "SPEC_KEY_PREFIX",
+    "NamespaceMetadata",
+    "check_column_names",
+    "keep_unknown_keys",
+]
 
 SCHEMA_KEY = "schema"
 """The metadata key of the namespace schema."""
@@ -66,6 +72,55 @@ def _loads(key: str, value: Any, error: type[errors.InvalidInputError]) -> Any:
         return json.loads(value)
     except ValueError as exc:
         raise error(f"__manifest metadata key {key!r} is not valid JSON: {exc}") from exc
+
+
+# Characters Lance cannot take in a column name: it refuses a top-level ``.`` on write (a
+# path separator) and cannot select a column whose name holds a backtick (pylance 14).
+_FORBIDDEN_IN_NAMES = (".", "`")
+
+
+def _names(fields: Sequence[pa.Field], path: tuple[str, ...] = ()) -> dict[str, tuple[str, ...]]:
+    """``lance:field_id`` -> path of names, for every field at every depth."""
+    out: dict[str, tuple[str, ...]] = {}
+    for child in fields:
+        here = (*path, child.name)
+        raw = (child.metadata or {}).get(b"lance:field_id")
+        out[raw.decode() if raw is not None else ".".join(here)] = here
+        dtype = child.type
+        if pa.types.is_struct(dtype):
+            out.update(_names([dtype.field(i) for i in range(dtype.num_fields)], here))
+        elif pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+            out.update(_names([dtype.value_field], here))
+    return out
+
+
+def check_column_names(schema: NamespaceSchema, before: NamespaceSchema | None = None) -> None:
+    """Refuse a column name that Lance cannot store or select (``.``, a backtick), for every
+    field that is new or renamed since ``before`` (names another client already wrote load).
+
+    Raises
+    ------
+    SchemaError
+        Naming the column and the character.
+
+    Examples
+    --------
+    >>> check_column_names(NamespaceSchema.from_arrow(pa.schema([("a_b", pa.int8())])))
+    >>> check_column_names(NamespaceSchema.from_arrow(pa.schema([("dot.ted", pa.int8())])))
+    Traceback (most recent call last):
+    ...
+    lance_partitioned.errors.SchemaError: column name 'dot.ted' contains '.', ...
+    """
+    old = {} if before is None else _names(list(before.arrow_schema))
+    for field_id, path in _names(list(schema.arrow_schema)).items():
+        if old.get(field_id) == path:
+            continue
+        for char in _FORBIDDEN_IN_NAMES:
+            if char in path[-1]:
+                raise errors.SchemaError(
+                    f"column name {'.'.join(path)!r} contains {char!r}, which Lance cannot "
+                    "store or select in a column name; choose another name"
+                )
 
 
 def _deprecated(schema: NamespaceSchema, field_id: int) -> bool:
@@ -245,6 +300,7 @@ class NamespaceMetadata:
                     "deprecated while the newest partition spec uses it; update the partition "
                     "spec first"
                 )
+        check_column_names(schema, before=self.schema)
         return NamespaceMetadata(schema, self.specs)
 
     def partition_columns(self) -> list[tuple[str, pa.DataType]]:
