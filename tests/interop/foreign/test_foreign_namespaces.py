@@ -209,3 +209,24 @@ def test_rename_on_foreign_leaves(tmp_path: os.PathLike[str]) -> None:
         got.column("region").to_pylist()
         == foreign.expected.sort_by("id").column("country").to_pylist()
     )
+
+
+def test_a_leaf_value_the_namespace_type_cannot_hold_is_a_cast_error(
+    tmp_path: os.PathLike[str],
+) -> None:
+    """Spec 000, read rules: the namespace type wins, and a conversion that is not possible
+    must be an error (another client rewrote a leaf with event_date as text)."""
+    foreign = BUILDERS["no_read_version"](str(tmp_path))
+    leaf = foreign.leaf(event_date=D(2025, 12, 11))
+    bad = pa.table(
+        {
+            "id": pa.array([3], pa.int64()),
+            "event_date": ["not a date"],
+            "country": ["US"],
+        }
+    )
+    lance.write_dataset(bad, f"{foreign.root}/{leaf.location}", mode="overwrite")
+    ns = lp.PartitionedNamespace.open(foreign.root)
+    with pytest.raises(lp.errors.CastError, match="'event_date'"):
+        ns.to_table()
+    assert ns.count_rows("event_date = DATE '2025-12-10'") == 2  # other leaves still read
