@@ -411,3 +411,56 @@ BUILDERS: dict[str, Callable[[str], Foreign]] = {
     "appendix_a_pretty": appendix_a_pretty,
     "appendix_e": appendix_e_deprecated_source,
 }
+
+
+def opaque_expression(root: str, seed: int = 6) -> Foreign:
+    """One spec whose only field is an expression outside Appendix D, ``upper(col)`` over
+    ``country`` (so ``us`` and ``US`` share a partition), hand-written with random names."""
+    rng = random.Random(seed)
+    rows = [(1, D(2025, 1, 1), "us"), (2, D(2025, 1, 2), "US"), (3, D(2025, 1, 3), "fr")]
+    groups: dict[str, list[tuple[Any, ...]]] = {}
+    for row in rows:
+        groups.setdefault(row[2].upper(), []).append(row)
+    leaves = []
+    manifest_rows: list[dict[str, Any]] = [{"object_id": "v1", "object_type": "namespace"}]
+    for value, group in groups.items():
+        parent = f"v1${random_name(rng)}"
+        object_id = f"{parent}$dataset"
+        location = f"{random_prefix(rng)}_{object_id}"
+        ds = lance.write_dataset(rows_table(group), f"{root}/{location}")
+        leaves.append(Leaf(object_id, location, 1, {"country_upper": value}, int(ds.version)))
+        manifest_rows.append(
+            {"object_id": parent, "object_type": "namespace", "country_upper": value}
+        )
+        manifest_rows.append(
+            {
+                "object_id": object_id,
+                "object_type": "table",
+                "location": location,
+                "read_version": int(ds.version),
+                "country_upper": value,
+            }
+        )
+    schema = pa.schema(
+        [
+            *BASE_FIELDS,
+            pa.field("read_version", pa.uint64()),
+            pa.field("country_upper", pa.string()),
+        ]
+    )
+    table = pa.table(
+        {f.name: pa.array([r.get(f.name) for r in manifest_rows], f.type) for f in schema},
+        schema=schema,
+    )
+    ds = lance.write_dataset(table, f"{root}/__manifest")
+    spec = [
+        {
+            "field_id": 1,
+            "name": "country_upper",
+            "source_id": 2,
+            "expression": "upper(col)",
+            "result_type": {"type": "utf8"},
+        }
+    ]
+    ds.update_metadata({"partition_spec_v1": json.dumps(spec), "schema": json.dumps(SCHEMA_JSON)})
+    return Foreign(root, rows_table(rows), leaves)

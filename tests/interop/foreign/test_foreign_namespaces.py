@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 import pytest
 
 import lance_partitioned as lp
-from tests.interop.foreign.builders import BUILDERS, Foreign, rows_table
+from tests.interop.foreign.builders import BUILDERS, Foreign, opaque_expression, rows_table
 
 pytestmark = pytest.mark.interop
 
@@ -230,3 +230,17 @@ def test_a_leaf_value_the_namespace_type_cannot_hold_is_a_cast_error(
     with pytest.raises(lp.errors.CastError, match="'event_date'"):
         ns.to_table()
     assert ns.count_rows("event_date = DATE '2025-12-10'") == 2  # other leaves still read
+
+
+def test_an_expression_outside_appendix_d_is_opaque(tmp_path: os.PathLike[str]) -> None:
+    foreign = opaque_expression(str(tmp_path))
+    ns = lp.PartitionedNamespace.open(foreign.root)
+    assert _rows(ns.to_table()) == _oracle(foreign)
+    tasks = ns.plan_scan("country = 'us'")  # pruned by evaluating upper('us') = 'US'
+    assert [t.object_id for t in tasks] == [foreign.leaf(country_upper="US").object_id]
+    assert _rows(ns.to_table("country = 'us'")) == _oracle(
+        foreign, lambda t: pc.equal(t["country"], "us")
+    )
+    result = ns.write(rows_table([(4, D(2025, 2, 1), "Us")]))  # into the foreign US leaf
+    assert result.partitions_created == 0
+    assert ns.count_rows("country IN ('us', 'Us')") == 2
