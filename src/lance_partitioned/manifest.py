@@ -71,6 +71,7 @@ DELIMITER = "$"
 LEAF_NAME = "dataset"
 NAMESPACE = "namespace"
 TABLE = "table"
+READ_VERSION = "read_version"  # optional in spec 000: absent means NULL (read the latest)
 #: Writer feature flag unknown to pylance: its DirectoryNamespace then refuses every write to
 #: ``__manifest`` (which would drop the partition columns) while reads keep working.
 GUARD_KEY = "lance.namespace.manifest.writer_feature_flags"
@@ -305,7 +306,8 @@ class ManifestSnapshot:
         i = self._index.get(object_id)
         if i is None:
             return None
-        return row_read_version(self.rows.slice(i, 1).to_pylist()[0])
+        value = self.rows.column(READ_VERSION)[i].as_py()  # NULL-filled when absent on disk
+        return None if value is None else int(value)
 
     def location(self, object_id: str) -> str | None:
         """The ``location`` of a row, or None."""
@@ -557,8 +559,7 @@ class Manifest:
         """
         ds = self._open(base.version)
         read_version = base.version
-        missing = [f for f in _BASE_FIELDS if f.name not in ds.schema.names]
-        if any(f.name == "read_version" for f in missing):
+        if READ_VERSION not in ds.schema.names:
             # another client's manifest without the optional column: add it (nullable, every
             # existing row NULL: read the latest) so that our rows can carry their versions
             read_version = self._add_columns(ds, [(READ_VERSION, pa.uint64())], base.version)
@@ -638,9 +639,6 @@ class Manifest:
         except CommitConflictError as exc:
             raise CommitConflict(str(exc)) from exc
         return int(ds.version)
-
-
-READ_VERSION = "read_version"
 
 
 def row_read_version(row: Mapping[str, Any]) -> int | None:
