@@ -522,6 +522,16 @@ class Manifest:
         ds = self._open()
         wanted = manifest_schema(metadata.partition_columns())
         missing = [(f.name, f.type) for f in wanted if f.name not in ds.schema.names]
+        clashing = [
+            f.name
+            for f in wanted
+            if f.name in ds.schema.names and ds.schema.field(f.name).type != f.type
+        ]
+        if clashing:
+            raise errors.NamespaceAlreadyExistsError(
+                f"an unfinished create with other partition columns ({clashing}) is at "
+                f"{self.root!r}: finish it with the schema and partition spec it was started with"
+            )
         version = int(ds.version)
         try:
             if missing:

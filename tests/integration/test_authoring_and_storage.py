@@ -352,3 +352,25 @@ def test_a_read_only_root_is_a_permission_error_naming_it() -> None:
                 for directory, _dirs, _names in os.walk(root):
                     os.chmod(directory, 0o755)
                 shutil.rmtree(root)
+
+
+def test_an_unfinished_create_is_finished_only_with_compatible_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = str(tmp_path)
+
+    def crash(self: Manifest, version: int, metadata: Any) -> None:
+        raise Boom("killed between the two commits of create")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Manifest, "_publish_first", crash)
+        with pytest.raises(Boom):
+            lp.PartitionedNamespace.create(root, schema=SCHEMA, partition_by="k")
+    other = pa.schema([pa.field("id", pa.int64(), nullable=False), ("k", pa.int64())])
+    with pytest.raises(errors.NamespaceAlreadyExistsError, match="other partition columns"):
+        lp.PartitionedNamespace.create(root, schema=other, partition_by="k", exist_ok=True)
+    # another spec over new columns is fine: they are added before publishing
+    wider = pa.schema([*SCHEMA, ("region", pa.string())])
+    ns = lp.PartitionedNamespace.create(root, schema=wider, partition_by="k, region", exist_ok=True)
+    ns.write(pa.table({"id": [1], "k": ["a"], "region": ["eu"]}, schema=wider))
+    assert ns.partitions().column("region").to_pylist() == ["eu"]
