@@ -439,7 +439,9 @@ class Manifest:
         if not NamespaceMetadata.is_partitioned(table_metadata):
             raise errors.NotAPartitionedNamespaceError(
                 f"{self.root!r} is a directory namespace but not a partitioned namespace: "
-                "its __manifest metadata has no partition_spec_v<N> key"
+                "its __manifest metadata has no partition_spec_v<N> key (a PartitionedNamespace"
+                ".create interrupted between its two commits leaves this: create(..., "
+                "exist_ok=True) finishes it)"
             )
         metadata = NamespaceMetadata.from_table_metadata(table_metadata)
         return ManifestSnapshot(ds.version, metadata, table_metadata, _with_base(ds.to_table()))

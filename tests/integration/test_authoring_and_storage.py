@@ -96,7 +96,7 @@ def test_create_interrupted_between_its_commits_is_finished_by_exist_ok(
         patch.setattr(Manifest, "_publish_first", crash)
         with pytest.raises(Boom):
             lp.PartitionedNamespace.create(root, schema=SCHEMA, partition_by="k")
-    with pytest.raises(errors.NotAPartitionedNamespaceError):
+    with pytest.raises(errors.NotAPartitionedNamespaceError, match="exist_ok=True"):
         lp.PartitionedNamespace.open(root)
     with pytest.raises(errors.NamespaceAlreadyExistsError, match="exist_ok=True"):
         lp.PartitionedNamespace.create(root, schema=SCHEMA, partition_by="k")
