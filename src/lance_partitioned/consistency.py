@@ -32,6 +32,7 @@ __all__ = [
     "conform_for_read",
     "conform_for_write",
     "leaf_field",
+    "leaf_field_id",
     "leaf_schema",
 ]
 
@@ -140,9 +141,13 @@ def conform_for_write(data: pa.Table, schema: NamespaceSchema, target: pa.Schema
 # ---------------------------------------------------------------------------------- reads
 
 
-def _leaf_id(field: pa.Field) -> int | None:
+def leaf_field_id(field: pa.Field) -> int | None:
+    """The namespace field id a leaf column carries (None: a leaf of another client)."""
     raw = (field.metadata or {}).get(LEAF_FIELD_ID_KEY.encode())
     return None if raw is None else int(raw)
+
+
+_leaf_id = leaf_field_id
 
 
 def _namespace_id(field: pa.Field) -> int | None:

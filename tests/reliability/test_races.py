@@ -1,0 +1,210 @@
+"""Deterministic races between writes and schema or partition evolution.
+
+Each test runs another writer or an evolution at an explicit pause point of a write's commit
+(:func:`lance_partitioned.transaction.pause_at`): after the data is staged, or after the leaf
+commits and before the ``__manifest`` commit. Whatever the interleaving, a write either lands
+whole, readable by every later reader, or raises a typed conflict with nothing visible.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import lance
+import pyarrow as pa
+import pytest
+from lance import LanceDataset, LanceOperation
+
+import lance_partitioned as lp
+from lance_partitioned import errors
+from lance_partitioned.transaction import pause_at
+from tests.integration.helpers import read_leaves
+
+SCHEMA = pa.schema(
+    [pa.field("id", pa.int64(), nullable=False), ("k", pa.utf8()), ("w", pa.int32())]
+)
+
+
+def rows(ids: list[int], keys: list[str], **extra: list[Any]) -> pa.Table:
+    table = pa.table({"id": pa.array(ids, pa.int64()), "k": keys, "w": pa.array(ids, pa.int32())})
+    for name, values in extra.items():
+        table = table.append_column(name, pa.array(values))
+    return table
+
+
+def ids(ns: lp.PartitionedNamespace) -> list[int]:
+    return sorted(ns.refresh().to_table(columns=["id"]).column("id").to_pylist())
+
+
+def every_version_reads(ns: lp.PartitionedNamespace) -> None:
+    """Every ``__manifest`` version opens and reads in full (no unreadable leaf anywhere)."""
+    for version in range(2, lp.PartitionedNamespace.open(ns.uri).version + 1):  # 1: create
+        old = lp.PartitionedNamespace.open(ns.uri, version=version)
+        assert old.to_table().num_rows == old.count_rows()
+
+
+@pytest.fixture
+def ns(tmp_path: os.PathLike[str]) -> lp.PartitionedNamespace:
+    ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="k")
+    ns.write(rows([1, 2], ["p", "q"]))
+    return ns
+
+
+# ------------------------------------------------------------------ issue 16, item 1
+
+
+def test_an_append_staged_before_a_promotion_never_publishes_the_old_type(
+    ns: lp.PartitionedNamespace,
+) -> None:
+    """A stages int32 rows for p; w is promoted to int64 and B writes p (its leaf now holds
+    int64); A's commit must not append int32 fragments to the int64 leaf. (Before: A's commit
+    succeeded and every later read of p failed with ArrowInvalid "Need at least 8 bytes".)"""
+    other = lp.PartitionedNamespace.open(ns.uri)
+
+    def promote_and_write() -> None:
+        other.alter_column_type("w", pa.int64())
+        other.write(rows([3], ["p"]).set_column(2, "w", pa.array([3], pa.int64())))
+
+    with (
+        pause_at("staged", promote_and_write),
+        pytest.raises(errors.ConcurrentSchemaChangeError, match="'w'"),
+    ):
+        ns.write(rows([10], ["p"]))
+    assert isinstance(errors.ConcurrentSchemaChangeError(""), errors.ConcurrentModificationError)
+    assert ids(ns) == [1, 2, 3]
+    every_version_reads(ns)
+    ns.write(rows([10], ["p"]))  # written again, now in the new type
+    assert ids(ns) == [1, 2, 3, 10]
+    assert ns.to_table("k = 'p'").column("w").type == pa.int64()
+
+
+# ------------------------------------------------------------------ issue 16, item 2
+
+
+@pytest.mark.parametrize("point", ["staged", "leaves_committed"])
+@pytest.mark.parametrize("mode", ["overwrite", "overwrite_partitions"])
+def test_an_overwrite_never_commits_under_an_outdated_spec(
+    tmp_path: os.PathLike[str], point: str, mode: str
+) -> None:
+    """A stages an overwrite under spec v3; a new spec v4 is published and B writes under it
+    before A commits. (Before, with the publish after A's leaf commits: A's manifest commit
+    was rebased over B's and B's v4 rows survived the overwrite.)"""
+    ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="k")
+    ns.update_partition_spec("w")
+    ns.update_partition_spec("k")  # v3: every partition column exists already
+    ns.write(rows([1, 2], ["p", "q"]))
+    other = lp.PartitionedNamespace.open(ns.uri)
+
+    def new_spec_and_write() -> None:
+        other.update_partition_spec("w")
+        other.write(rows([99], ["p"]))
+
+    with (
+        pause_at(point, new_spec_and_write),
+        pytest.raises(errors.ConcurrentSchemaChangeError, match="spec v3"),
+    ):
+        ns.write(rows([10], ["p"]), mode=mode)  # type: ignore[arg-type]
+    assert ids(ns) == [1, 2, 99]
+    every_version_reads(ns)
+    ns.write(rows([10], ["p"]), mode=mode)  # type: ignore[arg-type]
+    # written again under v4 (by w): overwrite_partitions replaces only the partition w = 10
+    assert ids(ns) == ([10] if mode == "overwrite" else [1, 2, 10, 99])
+
+
+def test_an_overwrite_deletes_what_another_writer_committed_during_its_retries(
+    ns: lp.PartitionedNamespace,
+) -> None:
+    """B writes a new partition between A's leaf commits and A's manifest commit: A's manifest
+    commit conflicts, and its retry deletes everything of its new base, B's leaf included."""
+    other = lp.PartitionedNamespace.open(ns.uri)
+    with pause_at("leaves_committed", lambda: other.write(rows([50], ["z"]))):
+        result = ns.write(rows([10], ["p"]), mode="overwrite")
+    assert result.attempts == 2
+    assert ids(ns) == [10]
+    every_version_reads(ns)
+
+
+# ------------------------------------------------------------------ issue 16, item 3
+
+
+@pytest.mark.parametrize("mode", ["append", "overwrite_partitions"])
+def test_a_leaf_whose_latest_version_has_another_schema_stays_writable(
+    ns: lp.PartitionedNamespace, mode: str
+) -> None:
+    """After add_columns and a write to p, p's pinned version has column x; a writer that
+    died mid-commit left a latest version without x. (Before: every later append or
+    overwrite_partitions of p raised OSError "Append with different schema ...
+    unexpected=[x]".)"""
+    ns.add_columns([pa.field("x", pa.utf8())])
+    ns.write(rows([3], ["p"], x=["a"]))
+    part = ns.partitions("k = 'p'")
+    uri = f"{ns.uri}/{part['location'][0].as_py()}"
+    leaf = lance.dataset(uri)
+    assert "x" in leaf.schema.names
+    LanceDataset.commit(uri, LanceOperation.Restore(1), read_version=leaf.version)  # orphan
+    assert "x" not in lance.dataset(uri).schema.names
+    ns.write(rows([4], ["p"], x=["b"]), mode=mode)  # type: ignore[arg-type]
+    expected = {"append": [1, 3, 4], "overwrite_partitions": [4]}[mode]
+    assert sorted(ns.to_table("k = 'p'").column("id").to_pylist()) == expected
+    assert ns.to_table("id = 4").column("x").to_pylist() == ["b"]
+    every_version_reads(ns)
+
+
+# ------------------------------------------------------------------ every evolution x mode
+
+EVOLUTIONS: dict[str, tuple[Callable[[lp.PartitionedNamespace], Any], pa.Table]] = {
+    # the change, and B's write of p after it
+    "add": (lambda n: n.add_columns([pa.field("x", pa.utf8())]), rows([3], ["p"], x=["b"])),
+    "drop": (lambda n: n.drop_columns(["w"]), rows([3], ["p"]).drop_columns(["w"])),
+    "rename": (
+        lambda n: n.rename_column("w", "w2"),
+        rows([3], ["p"]).rename_columns(["id", "k", "w2"]),
+    ),
+    "promote": (
+        lambda n: n.alter_column_type("w", pa.int64()),
+        rows([3], ["p"]).set_column(2, "w", pa.array([3], pa.int64())),
+    ),
+    "spec": (lambda n: n.update_partition_spec("w"), rows([3], ["p"])),
+}
+MODES = ["append", "overwrite", "overwrite_partitions"]
+
+
+@pytest.mark.parametrize("point", ["staged", "leaves_committed"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", list(EVOLUTIONS))
+def test_a_write_racing_an_evolution_and_a_second_writer(
+    ns: lp.PartitionedNamespace, kind: str, mode: str, point: str
+) -> None:
+    """A writes p (existing) and r (new); while A is at ``point``, the schema or spec evolves
+    and B writes p. A lands whole (on top of B) or raises a typed conflict with nothing
+    visible; every ``__manifest`` version stays readable; the next write works."""
+    change, b_rows = EVOLUTIONS[kind]
+    other = lp.PartitionedNamespace.open(ns.uri)
+
+    def evolve_and_write() -> None:
+        change(other)
+        other.write(b_rows)
+
+    conflict = kind == "promote" or (kind == "spec" and mode != "append")
+    with pause_at(point, evolve_and_write):
+        if conflict:
+            with pytest.raises(errors.ConcurrentSchemaChangeError):
+                ns.write(rows([10, 11], ["p", "r"]), mode=mode)  # type: ignore[arg-type]
+        else:
+            ns.write(rows([10, 11], ["p", "r"]), mode=mode)  # type: ignore[arg-type]
+    if conflict:
+        expected = [1, 2, 3]
+    else:
+        expected = {
+            "append": [1, 2, 3, 10, 11],
+            "overwrite": [10, 11],
+            "overwrite_partitions": [2, 10, 11],
+        }[mode]
+    assert ids(ns) == expected
+    assert sorted(read_leaves(ns)["id"].to_pylist()) == expected
+    every_version_reads(ns)
+    after = lp.PartitionedNamespace.open(ns.uri)
+    after.write(b_rows.set_column(0, "id", pa.array([20], pa.int64())))
+    assert ids(after) == sorted([*expected, 20])
