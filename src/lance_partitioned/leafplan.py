@@ -119,7 +119,15 @@ def leaf_fingerprint(dataset: Any) -> str:
     return _fingerprint(dataset.schema, nodes(dataset.lance_schema))
 
 
-def _match(candidates: Sequence[Node], wanted: Node, nested_list: bool) -> Node | None:
+def _match(
+    candidates: Sequence[Node],
+    wanted: Node,
+    nested_list: bool,
+    aliases: Mapping[str, str] | None = None,
+) -> Node | None:
+    """The leaf field holding ``wanted``: same field id key; else, in a leaf without one
+    (another client's), same name, or the previous name in ``aliases`` (field id key to
+    name, for a rename)."""
     if nested_list:  # a list's element: the one child
         return candidates[0] if candidates else None
     key = wanted.key
@@ -127,9 +135,13 @@ def _match(candidates: Sequence[Node], wanted: Node, nested_list: bool) -> Node 
         for candidate in candidates:
             if candidate.key == key:
                 return candidate
-    for candidate in candidates:
-        if candidate.field.name == wanted.field.name and candidate.key is None:
-            return candidate
+    names = [wanted.field.name]
+    if aliases and key is not None and key in aliases:
+        names.append(aliases[key])
+    for name in names:
+        for candidate in candidates:
+            if candidate.field.name == name and candidate.key is None:
+                return candidate
     return None
 
 
@@ -152,12 +164,13 @@ class LeafPlan:
     casts: list[tuple[str, pa.DataType]] = field(default_factory=list)
     renames: list[tuple[str, str]] = field(default_factory=list)
     adds: list[pa.Field] = field(default_factory=list)
+    stamps: dict[str, dict[str, str]] = field(default_factory=dict)
     conflicts: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
         """Whether the leaf takes the staged columns as it is."""
-        return not (self.nullable or self.casts or self.renames or self.adds)
+        return not (self.nullable or self.casts or self.renames or self.adds or self.stamps)
 
 
 def _wrap(parents: Sequence[str], child: pa.Field) -> pa.Field:
@@ -175,10 +188,11 @@ def _plan(
     path: Sequence[str],
     new_path: Sequence[str],
     in_list: bool,
+    aliases: Mapping[str, str] | None,
 ) -> None:
     matched = set()
     for wanted in target:
-        found = _match(leaf, wanted, in_list)
+        found = _match(leaf, wanted, in_list, aliases)
         name = wanted.field.name
         if found is None:
             if in_list or not wanted.field.nullable:
@@ -195,13 +209,17 @@ def _plan(
         there = [*new_path, name]
         if not in_list and found.field.name != name:
             plan.renames.append((".".join(here), name))
+            if found.key is None and wanted.key is not None:
+                # another client's column: it carries the id from now on, so that readers
+                # of the namespace schema before and after the rename both find it
+                plan.stamps[".".join(there)] = {LEAF_FIELD_ID_KEY: wanted.key}
         if wanted.field.nullable and not found.field.nullable:
             plan.nullable.append(".".join(here))
         have, want = found.field.type, wanted.field.type
         if pa.types.is_struct(have) and pa.types.is_struct(want):
-            _plan(plan, found.children, wanted.children, here, there, False)
+            _plan(plan, found.children, wanted.children, here, there, False, aliases)
         elif _is_list(have) and _is_list(want) and type(have) is type(want):
-            _plan(plan, found.children, wanted.children, here, there, True)
+            _plan(plan, found.children, wanted.children, here, there, True, aliases)
         elif have != want:
             if can_promote(have, want) and not in_list:
                 plan.casts.append((".".join(here), want))
@@ -212,12 +230,15 @@ def _plan(
             plan.nullable.append(".".join([*path, extra.field.name]))
 
 
-def plan_leaf(leaf: LanceSchema, target: pa.Schema) -> LeafPlan:
+def plan_leaf(
+    leaf: LanceSchema, target: pa.Schema, aliases: Mapping[str, str] | None = None
+) -> LeafPlan:
     """What the leaf with schema ``leaf`` needs before it takes fragments staged in
     ``target`` (see the module docstring). ``conflicts`` names the staged columns it can
-    never take as they are."""
+    never take as they are. ``aliases`` maps a field id key to a previous name of the field,
+    which a leaf of another client may still use (a rename)."""
     plan = LeafPlan()
-    _plan(plan, nodes(leaf), staged_ids(target), [], [], False)
+    _plan(plan, nodes(leaf), staged_ids(target), [], [], False, aliases)
     return plan
 
 

@@ -141,6 +141,9 @@ class LeafWrite:
         Rows in the staged fragments.
     values : dict
         Partition column name to Python value, for this leaf (inherited by its row).
+    aliases : dict, optional
+        Field id (as text) to a previous name of the field, for leaves of other clients
+        that match columns by name (set by ``rename_column``).
     """
 
     object_id: str
@@ -148,6 +151,7 @@ class LeafWrite:
     fragments: list[Any]
     rows: int
     values: dict[str, Any]
+    aliases: dict[str, str] | None = None
 
 
 @dataclass
@@ -262,7 +266,11 @@ class _Rebased(Exception):
 
 
 def _conform_leaf(
-    uri: str, base: LanceDataset, schema: pa.Schema, options: dict[str, str] | None
+    uri: str,
+    base: LanceDataset,
+    schema: pa.Schema,
+    options: dict[str, str] | None,
+    aliases: Mapping[str, str] | None = None,
 ) -> LanceDataset:
     """Make the leaf at ``base`` take fragments staged in ``schema`` with metadata-only leaf
     commits (add, rename, make nullable; widen a promoted column, which rewrites that column
@@ -271,7 +279,7 @@ def _conform_leaf(
     Raises :class:`~lance_partitioned.errors.ConcurrentSchemaChangeError` when a staged column
     has a type the leaf cannot hold (the schema changed while the write was staged).
     """
-    plan = plan_leaf(base.lance_schema, schema)
+    plan = plan_leaf(base.lance_schema, schema, aliases)
     if plan.conflicts:
         raise errors.ConcurrentSchemaChangeError(
             f"the leaf table at {uri!r} (version {base.version}) cannot take the columns "
@@ -293,8 +301,10 @@ def _conform_leaf(
         expected = ds.version + 1
         step(ds)
         ds = _ensure(uri, expected, options)
-    if plan.casts:  # a cast column is a new Lance field, without the field metadata
-        restamp = {}
+    if plan.casts or plan.stamps:  # a cast column is a new Lance field, without metadata
+        restamp: dict[str, dict[str, str | None]] = {
+            path: dict(values) for path, values in plan.stamps.items()
+        }
         for path, _ in plan.casts:
             name = path.rsplit(".", 1)[-1]
             source = next((f for f in schema if f.name == name), None)
@@ -385,12 +395,16 @@ def commit_leaf(
             if overwrite:
                 op = LanceOperation.Overwrite(schema, leaf.fragments)
             else:
-                if known != staged or looked:
-                    ds = _conform_leaf(uri, _open_leaf(uri, latest, options), schema, options)
+                if known != staged or looked or not leaf.fragments:
+                    ds = _conform_leaf(
+                        uri, _open_leaf(uri, latest, options), schema, options, leaf.aliases
+                    )
                     fragments = _staged_fragments(uri, ds, leaf, schema)
                     base = int(ds.version)
                     fingerprint = leaf_fingerprint(ds)
                 op = LanceOperation.Append(fragments)
+            if not overwrite and not fragments:  # a schema change only (rename_column)
+                return LeafCommit(int(base), int(ds.count_rows()), fingerprint)
             _pause("leaf_commit")
             ds = LanceDataset.commit(
                 uri, op, read_version=base, storage_options=options, max_retries=0

@@ -356,8 +356,12 @@ def test_rename_keeps_leaves_and_partition_specs(tmp_path: os.PathLike[str]) -> 
     ns.rename_column("country", "region")
     assert ns.schema.names == ["id", "event_date", "region"]
     assert ns.current_spec.fields[0].source_id == ns.namespace_schema.field_id("region") == 2
-    leaf = leaf_tables(ns, 1)[0]  # no leaf rewrite: the readers match the column by field id
-    assert leaf.schema.field("country").metadata == {LEAF_FIELD_ID_KEY.encode(): b"2"}
+    # the leaf column is renamed in place (metadata only), keeping its id and its values,
+    # so a plain Lance reader of the leaf sees the new name too
+    leaf = leaf_tables(ns, 1)[0]
+    assert leaf.schema.field("region").metadata == {LEAF_FIELD_ID_KEY.encode(): b"2"}
+    assert leaf.column("region").to_pylist() == ["US"]
+    assert "country" not in leaf.column_names
     ns.write(pa.table({"id": [2], "event_date": [D(2025, 1, 1)], "region": ["FR"]}))
     assert sorted(ns.partitions()["country"].to_pylist()) == ["FR", "US"]
 
@@ -695,10 +699,10 @@ def test_an_append_after_an_evolution_costs_an_append(
     change(ns)
     ns.write(data)
     written = _bytes_under(leaf_dir) - before
-    # an append of one row writes one small data file and a few manifests; promoting a
-    # column rewrites that column only (8 bytes a row here), never the whole leaf
-    limit = 900_000 if label == "promote" else 60_000
-    assert written < limit, f"{written} bytes written for a 1-row append after {label}"
+    # one small data file and a few Lance manifests (measured: 2.5-3.9 KB; a plain 1-row
+    # append writes 1.4 KB), never the whole leaf (203 KB here before); promoting a column
+    # rewrites that column only
+    assert written < 20_000, f"{written} bytes written for a 1-row append after {label}"
     leaf = leaf_tables(ns, 1)[0]
     assert leaf.num_rows == n + 1
     assert leaf.column("legacy").drop_null().to_pylist()[:2] == ["value 0", "value 1"]
