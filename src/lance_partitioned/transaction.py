@@ -1,32 +1,47 @@
 """The commit protocol: staged leaf data becomes visible in one ``__manifest`` commit.
 
 This is the only module that commits data. The Python API, the Spark driver and the CLI all
-hand it a :class:`PendingWrite` (fragments already staged, invisible) and it:
+hand it a :class:`PendingWrite` (fragments already staged, invisible, with the field ids of a
+new leaf in the leaf schema) and it:
 
-1. reads the latest ``__manifest`` snapshot;
+1. reads the latest ``__manifest`` snapshot and checks that the write still means what it
+   meant when staged: an ``overwrite`` or ``overwrite_partitions`` staged under a partition
+   spec that is no longer current, or columns staged in a type that a promotion changed
+   meanwhile, raise :class:`~lance_partitioned.errors.ConcurrentSchemaChangeError` (an
+   append staged under an older spec still lands, in that spec's leaves);
 2. commits each touched leaf: a leaf whose row is absent gets an ``Overwrite`` (creating the
    dataset, or replacing an orphan left by a crashed writer); a leaf whose latest version is
    not the manifest's ``read_version`` is first restored to it (the difference is an orphan or
-   an in-flight writer that will retry), then gets an ``Append`` or an ``Overwrite``. The first
-   attempt does not open the leaf to check: it commits on the manifest's view, and Lance's
-   rebase, conflict or "not found" is what sends the next attempt to look;
+   an in-flight writer that will retry), then gets an ``Append`` or an ``Overwrite``. An
+   ``Append`` goes on a leaf version whose schema takes the staged columns: when the
+   ``__manifest`` does not record the staged schema for that version, the leaf is opened,
+   brought to take them with Lance's metadata-only schema changes (leaf commits too, see
+   :mod:`lance_partitioned.leafplan`), and the fragments' field ids are mapped to the leaf's
+   and checked column by column, so a commit never publishes fragments that the leaf would
+   misread. The first attempt does not open a leaf that is as the manifest says: it commits
+   on the manifest's view, and Lance's rebase, conflict or "not found" is what sends the next
+   attempt to look;
 3. upserts every touched row (new ``read_version``s, new namespace and table rows) in one
    ``merge_insert`` committed as a compare-and-swap on the version read in step 1.
 
-Every manifest commit also rewrites its spec version row (``v<N>``): pylance rebases
-concurrent plain inserts, which would duplicate a partition created by two writers at once;
-rewriting a shared row turns that into a conflict. On a conflict the protocol re-reads, keeps
-the leaf commits whose expected ``read_version`` still holds, redoes the others on the new base
-(staged fragments are reusable), and retries with exponential backoff and jitter. A leaf
-commit that conflicts after the manifest has moved on does the same rather than retry on its
-outdated expectation (two writers restoring a leaf to different versions would keep undoing
-each other). Until step 3 succeeds nothing is visible: readers open leaves at the
-``read_version`` of the manifest version they read.
+Every manifest commit also rewrites every spec version row (``v1``, ``v2``, …): pylance
+rebases concurrent commits that share no row, which would duplicate a partition created by two
+writers at once, or let an overwrite be rebased over a write under a newer spec and leave that
+write's rows visible; rewriting shared rows turns both into conflicts. On a conflict the
+protocol re-reads, keeps the leaf commits whose expected ``read_version`` still holds, redoes
+the others on the new base (staged fragments are reusable), and retries with exponential
+backoff and jitter. A leaf commit that conflicts after the manifest has moved on does the same
+rather than retry on its outdated expectation (two writers restoring a leaf to different
+versions would keep undoing each other). Until step 3 succeeds nothing is visible: readers
+open leaves at the ``read_version`` of the manifest version they read.
+
+:func:`pause_at` lets a test run another writer or an evolution at a precise step.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import random
 import re
@@ -44,7 +59,7 @@ from lance import LanceDataset, LanceOperation
 from lance.commit import CommitConflictError
 
 from lance_partitioned import errors
-from lance_partitioned.consistency import leaf_field_id, leaf_schema
+from lance_partitioned.consistency import leaf_schema
 from lance_partitioned.leafplan import (
     field_id_map,
     leaf_fingerprint,
@@ -63,6 +78,7 @@ from lance_partitioned.manifest import (
     rows_table,
     spec_namespace_id,
 )
+from lance_partitioned.restage import promoted_schema, restage_fragments
 
 __all__ = [
     "Backoff",
@@ -476,23 +492,13 @@ def _spec_rows(snapshot: ManifestSnapshot) -> list[str]:
     return [oid for oid in ids if _SPEC_ID.fullmatch(oid)]
 
 
-def _retyped(staged: pa.Schema, current: pa.Schema) -> list[str]:
-    """Columns staged with a type other than the one the current namespace schema gives the
-    same field id (a promotion published while the write was staged)."""
-    now = {leaf_field_id(f): f for f in current}
-    return [
-        f.name
-        for f in staged
-        if (other := now.get(leaf_field_id(f))) is not None
-        and other.type != f.type
-        and not (pa.types.is_struct(f.type) and pa.types.is_struct(other.type))
-    ]
-
-
-def _check_base(snapshot: ManifestSnapshot, pending: PendingWrite) -> None:
-    """Refuse to commit ``pending`` on a ``__manifest`` version where it no longer means what
-    it meant when it was staged: an overwrite under an outdated partition spec, or columns
-    staged in a type that a promotion changed (``ConcurrentSchemaChangeError``)."""
+def _check_base(
+    manifest: Manifest, snapshot: ManifestSnapshot, pending: PendingWrite
+) -> PendingWrite:
+    """``pending`` as it can be committed on ``snapshot``: re-staged when a column it staged
+    was promoted meanwhile (:mod:`lance_partitioned.restage`); refused with
+    ``ConcurrentSchemaChangeError`` when it was staged for an overwrite under a partition
+    spec that is no longer current."""
     current = snapshot.metadata.current_spec.version
     if pending.mode != "append" and current != pending.spec_version:
         raise errors.ConcurrentSchemaChangeError(
@@ -500,13 +506,21 @@ def _check_base(snapshot: ManifestSnapshot, pending: PendingWrite) -> None:
             f"{pending.spec_version}, but spec v{current} was published in the __manifest at "
             f"{snapshot.version} meanwhile: nothing was changed; write the data again"
         )
-    retyped = _retyped(pending.leaf_schema, leaf_schema(snapshot.metadata.schema))
-    if retyped:
-        raise errors.ConcurrentSchemaChangeError(
-            f"the type of column(s) {retyped} changed in the namespace schema (__manifest "
-            f"version {snapshot.version}) while this write was staged: nothing was changed; "
-            "write the data again"
+    promoted = promoted_schema(pending.leaf_schema, leaf_schema(snapshot.metadata.schema))
+    if promoted is None:
+        return pending
+    log.info("a column type was promoted while this write was staged: re-staging it")
+    options = manifest.storage_options or None
+    leaves = [
+        dataclasses.replace(
+            leaf,
+            fragments=restage_fragments(
+                manifest.table_uri(leaf.location), leaf.fragments, promoted, options
+            ),
         )
+        for leaf in pending.leaves
+    ]
+    return dataclasses.replace(pending, leaf_schema=promoted, leaves=leaves)
 
 
 def _check_location(snapshot: ManifestSnapshot, leaf: LeafWrite) -> None:
@@ -543,7 +557,9 @@ def commit_write(
                 raise errors.InternalError(
                     f"spec version namespace {sentinel!r} has no row in the __manifest"
                 )
-            _check_base(snapshot, pending)
+            restaged = _check_base(manifest, snapshot, pending)
+            if restaged is not pending:
+                pending, states = restaged, {}
             todo: list[tuple[LeafWrite, int]] = []
             for leaf in pending.leaves:
                 _check_location(snapshot, leaf)

@@ -19,6 +19,7 @@ from lance import LanceDataset, LanceOperation
 
 import lance_partitioned as lp
 from lance_partitioned import errors
+from lance_partitioned.manifest import rows_table
 from lance_partitioned.transaction import pause_at
 from tests.integration.helpers import read_leaves
 
@@ -59,25 +60,55 @@ def test_an_append_staged_before_a_promotion_never_publishes_the_old_type(
     ns: lp.PartitionedNamespace,
 ) -> None:
     """A stages int32 rows for p; w is promoted to int64 and B writes p (its leaf now holds
-    int64); A's commit must not append int32 fragments to the int64 leaf. (Before: A's commit
-    succeeded and every later read of p failed with ArrowInvalid "Need at least 8 bytes".)"""
+    int64); A's commit must not append int32 fragments to the int64 leaf: it re-stages them
+    as int64. (Before: A's commit appended them as they were, and every later read of p
+    failed with ArrowInvalid "Need at least 8 bytes in buffers[0] ... Int64, but got 4".)"""
     other = lp.PartitionedNamespace.open(ns.uri)
 
     def promote_and_write() -> None:
         other.alter_column_type("w", pa.int64())
         other.write(rows([3], ["p"]).set_column(2, "w", pa.array([3], pa.int64())))
 
+    with pause_at("staged", promote_and_write):
+        ns.write(rows([10, 11], ["p", "r"]))
+    assert ids(ns) == [1, 2, 3, 10, 11]
+    got = ns.to_table("k = 'p' OR k = 'r'").sort_by("id")
+    assert got.column("w").type == pa.int64()
+    assert got.column("w").to_pylist() == [1, 3, 10, 11]
+    for leaf in ns.partitions("k = 'p' OR k = 'r'")["location"].to_pylist():
+        assert lance.dataset(f"{ns.uri}/{leaf}").schema.field("w").type == pa.int64()
+    every_version_reads(ns)
+
+
+def test_a_leaf_that_cannot_hold_a_staged_column_is_a_typed_conflict(
+    ns: lp.PartitionedNamespace,
+) -> None:
+    """Another client widens p's leaf column behind the namespace schema's back (pylance
+    alter_columns, then the read_version moved in the __manifest, as a spec-000 client may):
+    int32 fragments staged before cannot go into the int64 leaf and are not converted (the
+    namespace still says int32), so the write is refused, typed, and nothing is published."""
+    other = lp.PartitionedNamespace.open(ns.uri)
+    part = ns.partitions("k = 'p'")
+    uri = f"{ns.uri}/{part['location'][0].as_py()}"
+
+    def widen_the_leaf() -> None:
+        leaf = lance.dataset(uri)
+        leaf.alter_columns({"path": "w", "data_type": pa.int64()})
+        manifest = other._manifest
+        snapshot = manifest.snapshot()
+        row = snapshot.row(part["object_id"][0].as_py())
+        assert row is not None
+        row["read_version"] = lance.dataset(uri).version
+        manifest.commit_rows(snapshot, rows_table(snapshot.rows.schema, [row]))
+
     with (
-        pause_at("staged", promote_and_write),
-        pytest.raises(errors.ConcurrentSchemaChangeError, match="'w'"),
+        pause_at("staged", widen_the_leaf),
+        pytest.raises(errors.ConcurrentSchemaChangeError, match="int32 staged, int64"),
     ):
         ns.write(rows([10], ["p"]))
     assert isinstance(errors.ConcurrentSchemaChangeError(""), errors.ConcurrentModificationError)
-    assert ids(ns) == [1, 2, 3]
+    assert ids(ns) == [1, 2]
     every_version_reads(ns)
-    ns.write(rows([10], ["p"]))  # written again, now in the new type
-    assert ids(ns) == [1, 2, 3, 10]
-    assert ns.to_table("k = 'p'").column("w").type == pa.int64()
 
 
 # ------------------------------------------------------------------ issue 16, item 2
@@ -187,7 +218,7 @@ def test_a_write_racing_an_evolution_and_a_second_writer(
         change(other)
         other.write(b_rows)
 
-    conflict = kind == "promote" or (kind == "spec" and mode != "append")
+    conflict = kind == "spec" and mode != "append"
     with pause_at(point, evolve_and_write):
         if conflict:
             with pytest.raises(errors.ConcurrentSchemaChangeError):
