@@ -20,7 +20,7 @@ from lance_partitioned import errors
 from lance_partitioned.consistency import leaf_field_id
 from lance_partitioned.spec.promotion import can_promote
 
-__all__ = ["promoted_schema", "restage_fragments"]
+__all__ = ["current_names", "promoted_schema", "restage_fragments"]
 
 
 def promoted_schema(staged: pa.Schema, current: pa.Schema) -> pa.Schema | None:
@@ -52,6 +52,39 @@ def promoted_schema(staged: pa.Schema, current: pa.Schema) -> pa.Schema | None:
                 "write the data again"
             )
     return None if not changed else pa.schema(fields, metadata=staged.metadata)
+
+
+def _by_key(fields: list[pa.Field]) -> dict[int | None, pa.Field]:
+    return {leaf_field_id(f): f for f in fields if leaf_field_id(f) is not None}
+
+
+def _renamed(fields: list[pa.Field], current: list[pa.Field]) -> list[pa.Field]:
+    now = _by_key(current)
+    out = []
+    for field in fields:
+        other = now.get(leaf_field_id(field))
+        if other is None:
+            out.append(field)
+            continue
+        renamed = field.with_name(other.name)
+        if pa.types.is_struct(field.type) and pa.types.is_struct(other.type):
+            children = _renamed(list(field.type), list(other.type))
+            renamed = renamed.with_type(pa.struct(children))
+        out.append(renamed)
+    return out
+
+
+def current_names(staged: pa.Schema, current: pa.Schema) -> pa.Schema:
+    """``staged`` with the names ``current`` now gives its columns (matched by field id, at
+    every struct level): a column renamed while a write was staged keeps the new name in the
+    leaves the write creates or changes. Staged data is matched by field id, not by name.
+
+    >>> from lance_partitioned.consistency import LEAF_FIELD_ID_KEY as K
+    >>> staged = pa.schema([pa.field("w", pa.int32(), metadata={K: "1"})])
+    >>> current_names(staged, pa.schema([pa.field("w2", pa.int64(), metadata={K: "1"})]))
+    w2: int32 ...
+    """
+    return pa.schema(_renamed(list(staged), list(current)), metadata=staged.metadata)
 
 
 def restage_fragments(

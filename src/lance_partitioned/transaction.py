@@ -78,7 +78,7 @@ from lance_partitioned.manifest import (
     rows_table,
     spec_namespace_id,
 )
-from lance_partitioned.restage import promoted_schema, restage_fragments
+from lance_partitioned.restage import current_names, promoted_schema, restage_fragments
 
 __all__ = [
     "Backoff",
@@ -495,8 +495,9 @@ def _spec_rows(snapshot: ManifestSnapshot) -> list[str]:
 def _check_base(
     manifest: Manifest, snapshot: ManifestSnapshot, pending: PendingWrite
 ) -> PendingWrite:
-    """``pending`` as it can be committed on ``snapshot``: re-staged when a column it staged
-    was promoted meanwhile (:mod:`lance_partitioned.restage`); refused with
+    """``pending`` as it can be committed on ``snapshot``: with the current names of the
+    columns renamed meanwhile (leaves keep the namespace's names), re-staged when a column it
+    staged was promoted meanwhile (:mod:`lance_partitioned.restage`); refused with
     ``ConcurrentSchemaChangeError`` when it was staged for an overwrite under a partition
     spec that is no longer current."""
     current = snapshot.metadata.current_spec.version
@@ -506,7 +507,12 @@ def _check_base(
             f"{pending.spec_version}, but spec v{current} was published in the __manifest at "
             f"{snapshot.version} meanwhile: nothing was changed; write the data again"
         )
-    promoted = promoted_schema(pending.leaf_schema, leaf_schema(snapshot.metadata.schema))
+    now = leaf_schema(snapshot.metadata.schema)
+    if not any(leaf.aliases for leaf in pending.leaves):  # (not rename_column's own commit)
+        renamed = current_names(pending.leaf_schema, now)
+        if renamed != pending.leaf_schema:
+            pending = dataclasses.replace(pending, leaf_schema=renamed)
+    promoted = promoted_schema(pending.leaf_schema, now)
     if promoted is None:
         return pending
     log.info("a column type was promoted while this write was staged: re-staging it")
@@ -558,7 +564,7 @@ def commit_write(
                     f"spec version namespace {sentinel!r} has no row in the __manifest"
                 )
             restaged = _check_base(manifest, snapshot, pending)
-            if restaged is not pending:
+            if restaged.leaf_schema != pending.leaf_schema:
                 pending, states = restaged, {}
             todo: list[tuple[LeafWrite, int]] = []
             for leaf in pending.leaves:
