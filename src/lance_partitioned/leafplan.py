@@ -155,9 +155,13 @@ def _is_list(dtype: pa.DataType) -> bool:
 
 @dataclass
 class LeafPlan:
-    """The metadata-only changes a leaf needs before it can take the staged columns.
-
-    Paths are Lance column paths (``"s.a"`` for a struct child) in the leaf as it is.
+    """The metadata-only changes a leaf needs before it can take the staged columns, applied
+    in this order: ``nullable`` and ``casts`` (paths to make nullable, to widen), ``renames``
+    (path, new name), ``adds`` (nullable fields, a struct child wrapped in its parents),
+    ``stamps`` (field metadata by the new paths: a widened column's, which Lance drops, and
+    the id key of another client's renamed column). Paths are Lance column paths (``"s.a"``
+    for a struct child); the first three name the fields as the leaf has them.
+    ``conflicts`` names the staged columns the leaf can never take as they are.
     """
 
     nullable: list[str] = field(default_factory=list)
@@ -189,13 +193,16 @@ def _plan(
     new_path: Sequence[str],
     in_list: bool,
     aliases: Mapping[str, str] | None,
+    listed: bool = False,
 ) -> None:
+    """Compare ``leaf`` with ``target`` fields at one level; ``in_list``: the level is a
+    list's element, ``listed``: a list is above it (Lance cannot change fields there)."""
     matched = set()
     for wanted in target:
         found = _match(leaf, wanted, in_list, aliases)
         name = wanted.field.name
         if found is None:
-            if in_list or not wanted.field.nullable:
+            if in_list or listed or not wanted.field.nullable:
                 plan.conflicts.append(".".join([*new_path, name]))
             else:
                 taken = next((n for n in leaf if n.field.name == name), None)
@@ -208,6 +215,8 @@ def _plan(
         here = [*path, found.field.name]
         there = [*new_path, name]
         if not in_list and found.field.name != name:
+            if listed:
+                plan.conflicts.append(f"{'.'.join(there)} (named {found.field.name!r})")
             plan.renames.append((".".join(here), name))
             if found.key is None and wanted.key is not None:
                 # another client's column: it carries the id from now on, so that readers
@@ -217,12 +226,18 @@ def _plan(
             plan.nullable.append(".".join(here))
         have, want = found.field.type, wanted.field.type
         if pa.types.is_struct(have) and pa.types.is_struct(want):
-            _plan(plan, found.children, wanted.children, here, there, False, aliases)
+            _plan(plan, found.children, wanted.children, here, there, False, aliases, listed)
         elif _is_list(have) and _is_list(want) and type(have) is type(want):
-            _plan(plan, found.children, wanted.children, here, there, True, aliases)
+            _plan(plan, found.children, wanted.children, here, there, True, aliases, True)
         elif have != want:
-            if can_promote(have, want) and not in_list:
+            if can_promote(have, want) and not listed:
                 plan.casts.append((".".join(here), want))
+                # Lance makes a cast column a new field, without the field's metadata
+                metadata = {
+                    k.decode(): v.decode() for k, v in (wanted.field.metadata or {}).items()
+                }
+                if metadata:
+                    plan.stamps[".".join(there)] = metadata
             else:
                 plan.conflicts.append(f"{'.'.join(there)} ({want} staged, {have} in the leaf)")
     for extra in leaf:

@@ -317,19 +317,13 @@ def _conform_leaf(
         expected = ds.version + 1
         step(ds)
         ds = _ensure(uri, expected, options)
-    if plan.casts or plan.stamps:  # a cast column is a new Lance field, without metadata
+    if plan.stamps:  # field metadata, set by the paths the fields have now
         restamp: dict[str, dict[str, str | None]] = {
             path: dict(values) for path, values in plan.stamps.items()
         }
-        for path, _ in plan.casts:
-            name = path.rsplit(".", 1)[-1]
-            source = next((f for f in schema if f.name == name), None)
-            if source is not None and "." not in path and source.metadata:
-                restamp[path] = {k.decode(): v.decode() for k, v in source.metadata.items()}
-        if restamp:
-            expected = ds.version + 1
-            ds.update_field_metadata(restamp)
-            ds = _ensure(uri, expected, options)
+        expected = ds.version + 1
+        ds.update_field_metadata(restamp)
+        ds = _ensure(uri, expected, options)
     log.info("leaf %s evolved to version %d for this write's columns", uri, ds.version)
     return ds
 

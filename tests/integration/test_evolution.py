@@ -707,3 +707,22 @@ def test_an_append_after_an_evolution_costs_an_append(
     assert leaf.num_rows == n + 1
     assert leaf.column("legacy").drop_null().to_pylist()[:2] == ["value 0", "value 1"]
     assert sorted(ns.to_table().column("id").to_pylist())[:2] == [2, 10]
+
+
+def test_a_struct_child_added_then_written_into_an_existing_leaf(
+    tmp_path: os.PathLike[str],
+) -> None:
+    schema = pa.schema([("k", pa.utf8()), ("s", pa.struct([("a", pa.int32())]))])
+    ns = lp.PartitionedNamespace.create(str(tmp_path), schema=schema, partition_by="k")
+    ns.write(pa.table({"k": ["p"], "s": [{"a": 1}]}))
+    ns.add_columns([pa.field("s.b", pa.utf8())])
+    ns.alter_column_type("s.a", pa.int64())
+    ns.write(pa.table({"k": ["p"], "s": [{"a": 2, "b": "x"}]}))
+    leaf = leaf_tables(ns, 1)[0]  # the same leaf, its struct grown in place
+    assert leaf.schema.field("s").type == pa.struct(
+        [pa.field("a", pa.int64()), pa.field("b", pa.utf8())]
+    )
+    got = ns.to_table().column("s").to_pylist()
+    assert sorted(got, key=lambda v: v["a"]) == [{"a": 1, "b": None}, {"a": 2, "b": "x"}]
+    # the widened child keeps its field id key (Lance drops a cast field's metadata)
+    assert leaf.schema.field("s").type.field("a").metadata == {LEAF_FIELD_ID_KEY.encode(): b"2"}

@@ -59,3 +59,13 @@ def test_a_re_added_name_moves_the_dropped_column_aside() -> None:
     plan = plan_leaf(leaf, target)
     assert plan.renames == [("amount", "_deprecated_3_amount")]
     assert [field.name for field in plan.adds] == ["amount"]
+
+
+def test_changes_under_a_list_are_conflicts() -> None:
+    element = pa.struct([f("a", pa.int32(), 2)])
+    leaf = lance_schema(f("l", pa.list_(pa.field("item", element)), 1))
+    wider = pa.struct([f("a", pa.int64(), 2), f("b", pa.utf8(), 3)])
+    plan = plan_leaf(leaf, pa.schema([f("l", pa.list_(pa.field("item", wider)), 1)]))
+    assert plan.casts == []
+    assert plan.adds == []
+    assert plan.conflicts == ["l.item.a (int64 staged, int32 in the leaf)", "l.item.b"]
