@@ -19,6 +19,16 @@ it never happens (a crash, a lost race), the next update of the spec reuses the 
 the row. Before publishing, the table metadata of the prepared version is compared with the
 one the change was computed from, so a concurrent publish is never overwritten.
 
+Leaves follow the namespace schema through the commit protocol
+(:mod:`lance_partitioned.transaction`), never by a rewrite: a write into a leaf first brings
+it to the current leaf schema with Lance's metadata-only changes (added nullable columns, a
+widened type, which rewrites that column only), each a leaf commit published with the write's
+``read_version``; a dropped column stays in the leaves, data included. ``rename_column``
+renames the column in every leaf (``alter_columns``) and moves their ``read_version``s in one
+``__manifest`` commit before it publishes the schema, so that a plain Lance reader of a leaf
+sees the new name; readers match leaf columns by field id, so every version in between reads
+the column's values.
+
 >>> import tempfile, pyarrow as pa
 >>> import lance_partitioned as lp
 >>> ns = lp.PartitionedNamespace.create(

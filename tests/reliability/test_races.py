@@ -241,3 +241,25 @@ def test_a_write_racing_an_evolution_and_a_second_writer(
     after = lp.PartitionedNamespace.open(ns.uri)
     after.write(b_rows.set_column(0, "id", pa.array([20], pa.int64())))
     assert ids(after) == sorted([*expected, 20])
+
+
+@pytest.mark.parametrize("kind", list(EVOLUTIONS))
+def test_an_evolution_and_a_writer_between_a_leaf_plan_and_its_append(
+    ns: lp.PartitionedNamespace, kind: str
+) -> None:
+    """The other writer evolves and commits p just before A's Append of p (after A restored
+    and planned the leaf): A's Append is rebased or conflicts, so A re-reads the manifest and
+    redoes p on the new leaf version. Nothing is lost or doubled."""
+    change, b_rows = EVOLUTIONS[kind]
+    ns.add_columns([pa.field("y", pa.utf8())])  # so that A opens and plans p before appending
+    other = lp.PartitionedNamespace.open(ns.uri)
+
+    def evolve_and_write() -> None:
+        change(other)
+        other.write(b_rows)
+
+    with pause_at("leaf_commit", evolve_and_write):
+        ns.write(rows([10], ["p"]), options=lp.WriteOptions(threads=1))
+    assert ids(ns) == [1, 2, 3, 10]
+    assert sorted(read_leaves(ns)["id"].to_pylist()) == [1, 2, 3, 10]
+    every_version_reads(ns)
