@@ -147,9 +147,6 @@ def leaf_field_id(field: pa.Field) -> int | None:
     return None if raw is None else int(raw)
 
 
-_leaf_id = leaf_field_id
-
-
 def _namespace_id(field: pa.Field) -> int | None:
     """The id of a target field: a namespace field's, or a leaf field's (leaf upgrades)."""
     metadata = field.metadata or {}
@@ -162,10 +159,10 @@ def _match(source: Sequence[pa.Field], target: pa.Field) -> pa.Field | None:
     wanted = _namespace_id(target)
     if wanted is not None:
         for candidate in source:
-            if _leaf_id(candidate) == wanted:
+            if leaf_field_id(candidate) == wanted:
                 return candidate
     for candidate in source:
-        if candidate.name == target.name and _leaf_id(candidate) is None:
+        if candidate.name == target.name and leaf_field_id(candidate) is None:
             return candidate
     return None
 
