@@ -183,6 +183,25 @@ def test_a_leaf_whose_latest_version_has_another_schema_stays_writable(
     every_version_reads(ns)
 
 
+@pytest.mark.parametrize("mode", ["append", "overwrite_partitions"])
+def test_a_leaf_whose_latest_version_has_more_columns_stays_writable(
+    ns: lp.PartitionedNamespace, mode: str
+) -> None:
+    """The other way round: a writer that died after evolving p's leaf (its latest version
+    has a column, at a new field id, that no namespace field has) and before publishing."""
+    part = ns.partitions("k = 'p'")
+    uri = f"{ns.uri}/{part['location'][0].as_py()}"
+    lance.dataset(uri).add_columns(pa.field("orphan", pa.int64()))  # the dead writer's
+    ns.add_columns([pa.field("x", pa.utf8())])
+    ns.write(rows([4], ["p"], x=["b"]), mode=mode)  # type: ignore[arg-type]
+    expected = {"append": [1, 4], "overwrite_partitions": [4]}[mode]
+    assert sorted(ns.to_table("k = 'p'").column("id").to_pylist()) == expected
+    assert ns.to_table("id = 4").column("x").to_pylist() == ["b"]
+    leaf = lance.dataset(uri, version=ns.partitions("k = 'p'")["read_version"][0].as_py())
+    assert "orphan" not in leaf.schema.names  # restored away before the write's own commits
+    every_version_reads(ns)
+
+
 # ------------------------------------------------------------------ every evolution x mode
 
 EVOLUTIONS: dict[str, tuple[Callable[[lp.PartitionedNamespace], Any], pa.Table]] = {
