@@ -32,6 +32,7 @@ __all__ = [
     "conform_for_read",
     "conform_for_write",
     "leaf_field",
+    "leaf_field_id",
     "leaf_schema",
 ]
 
@@ -140,7 +141,8 @@ def conform_for_write(data: pa.Table, schema: NamespaceSchema, target: pa.Schema
 # ---------------------------------------------------------------------------------- reads
 
 
-def _leaf_id(field: pa.Field) -> int | None:
+def leaf_field_id(field: pa.Field) -> int | None:
+    """The namespace field id a leaf column carries (None: a leaf of another client)."""
     raw = (field.metadata or {}).get(LEAF_FIELD_ID_KEY.encode())
     return None if raw is None else int(raw)
 
@@ -157,10 +159,10 @@ def _match(source: Sequence[pa.Field], target: pa.Field) -> pa.Field | None:
     wanted = _namespace_id(target)
     if wanted is not None:
         for candidate in source:
-            if _leaf_id(candidate) == wanted:
+            if leaf_field_id(candidate) == wanted:
                 return candidate
     for candidate in source:
-        if candidate.name == target.name and _leaf_id(candidate) is None:
+        if candidate.name == target.name and leaf_field_id(candidate) is None:
             return candidate
     return None
 

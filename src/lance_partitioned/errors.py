@@ -141,6 +141,11 @@ class ConcurrentModificationError(LancePartitionedError, _ln.ConcurrentModificat
     """A commit kept conflicting with concurrent writers and gave up after its retries."""
 
 
+class ConcurrentSchemaChangeError(ConcurrentModificationError):
+    """The namespace schema or partition spec changed while a write was staged, so that its
+    staged data no longer fits: nothing was committed; write the data again."""
+
+
 class UnsupportedOperationError(LancePartitionedError, _ln.UnsupportedOperationError):
     """An operation that a partitioned namespace does not support."""
 

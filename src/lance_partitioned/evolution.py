@@ -19,6 +19,16 @@ it never happens (a crash, a lost race), the next update of the spec reuses the 
 the row. Before publishing, the table metadata of the prepared version is compared with the
 one the change was computed from, so a concurrent publish is never overwritten.
 
+Leaves follow the namespace schema through the commit protocol
+(:mod:`lance_partitioned.transaction`), never by a rewrite: a write into a leaf first brings
+it to the current leaf schema with Lance's metadata-only changes (added nullable columns, a
+widened type, which rewrites that column only), each a leaf commit published with the write's
+``read_version``; a dropped column stays in the leaves, data included. ``rename_column``
+renames the column in every leaf (``alter_columns``) and moves their ``read_version``s in one
+``__manifest`` commit before it publishes the schema, so that a plain Lance reader of a leaf
+sees the new name; readers match leaf columns by field id, so every version in between reads
+the column's values.
+
 >>> import tempfile, pyarrow as pa
 >>> import lance_partitioned as lp
 >>> ns = lp.PartitionedNamespace.create(
@@ -39,6 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 import pyarrow as pa
 
 from lance_partitioned import errors
+from lance_partitioned.consistency import leaf_schema
 from lance_partitioned.manifest import (
     NAMESPACE,
     CommitConflict,
@@ -50,7 +61,7 @@ from lance_partitioned.manifest import (
 from lance_partitioned.spec import evolution as rules
 from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import PartitionField
-from lance_partitioned.transaction import Backoff
+from lance_partitioned.transaction import Backoff, LeafWrite, PendingWrite, commit_write
 
 __all__ = [
     "add_columns",
@@ -186,12 +197,69 @@ def drop_columns(
     return _evolve(manifest, lambda meta: rules.drop_columns(meta, names), backoff=backoff)
 
 
-def rename_column(manifest: Manifest, old: str, new: str, *, backoff: Backoff | None = None) -> int:
-    """Rename a column; its field id, its partition fields and the leaves do not change.
+def _rename_leaves(
+    manifest: Manifest, snapshot: ManifestSnapshot, renamed: NamespaceMetadata, old: str
+) -> None:
+    """Rename the column in every leaf of ``snapshot`` (Lance's metadata-only
+    ``alter_columns``, one leaf commit each through the commit protocol) and move their
+    ``read_version``s in one ``__manifest`` commit.
 
-    Readers find the column in leaves by field id. Returns the new ``__manifest`` version.
+    A leaf column carrying our field id key is found by it; one of another client's leaf
+    (matched by name) is found by its old name and gets the key, so that readers of the
+    namespace schema before the rename (old name) and after it (new name) both find it.
+    """
+    field_id = _renamed_id(snapshot.metadata, renamed)
+    leaves = [
+        LeafWrite(
+            object_id=object_id,
+            location=location,
+            fragments=[],
+            rows=0,
+            values={},
+            aliases={str(field_id): old.rsplit(".", 1)[-1]},
+        )
+        for object_id, location in zip(
+            snapshot.tables.column("object_id").to_pylist(),
+            snapshot.tables.column("location").to_pylist(),
+            strict=True,
+        )
+    ]
+    if not leaves:
+        return
+    pending = PendingWrite(
+        spec_version=snapshot.metadata.current_spec.version,
+        leaf_schema=leaf_schema(renamed.schema),
+        leaves=leaves,
+        namespaces={},
+    )
+    commit_write(manifest, pending)
+
+
+def _renamed_id(before: NamespaceMetadata, after: NamespaceMetadata) -> int:
+    """The id of the field a rename changed (the first in id order: a renamed struct's
+    children change their paths too)."""
+    for field_id in range(before.schema.max_field_id + 1):
+        try:
+            if before.schema.name_of(field_id) != after.schema.name_of(field_id):
+                return field_id
+        except errors.SchemaError:
+            continue
+    raise errors.InternalError("rename_column changed no field of the namespace schema")
+
+
+def rename_column(manifest: Manifest, old: str, new: str, *, backoff: Backoff | None = None) -> int:
+    """Rename a column; its field id and its partition fields do not change.
+
+    The leaves are renamed first (:func:`_rename_leaves`: plain Lance readers of a leaf see
+    the new name), then the namespace schema is published. Readers find the column in leaves
+    by field id, so every ``__manifest`` version in between reads the column's values.
+    Returns the new ``__manifest`` version.
     See :func:`lance_partitioned.spec.evolution.rename_column`.
     """
+    snapshot = manifest.snapshot()
+    renamed = rules.rename_column(snapshot.metadata, old, new)  # typed errors before any write
+    if renamed != snapshot.metadata:
+        _rename_leaves(manifest, snapshot, renamed, old)
     return _evolve(manifest, lambda meta: rules.rename_column(meta, old, new), backoff=backoff)
 
 

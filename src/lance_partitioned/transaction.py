@@ -1,35 +1,53 @@
 """The commit protocol: staged leaf data becomes visible in one ``__manifest`` commit.
 
 This is the only module that commits data. The Python API, the Spark driver and the CLI all
-hand it a :class:`PendingWrite` (fragments already staged, invisible) and it:
+hand it a :class:`PendingWrite` (fragments already staged, invisible, with the field ids of a
+new leaf in the leaf schema) and it:
 
-1. reads the latest ``__manifest`` snapshot;
+1. reads the latest ``__manifest`` snapshot and checks that the write still means what it
+   meant when staged: an ``overwrite`` or ``overwrite_partitions`` staged under a partition
+   spec that is no longer current, or columns staged in a type that a promotion changed
+   meanwhile, raise :class:`~lance_partitioned.errors.ConcurrentSchemaChangeError` (an
+   append staged under an older spec still lands, in that spec's leaves);
 2. commits each touched leaf: a leaf whose row is absent gets an ``Overwrite`` (creating the
    dataset, or replacing an orphan left by a crashed writer); a leaf whose latest version is
    not the manifest's ``read_version`` is first restored to it (the difference is an orphan or
-   an in-flight writer that will retry), then gets an ``Append`` or an ``Overwrite``. The first
-   attempt does not open the leaf to check: it commits on the manifest's view, and Lance's
-   rebase, conflict or "not found" is what sends the next attempt to look;
+   an in-flight writer that will retry), then gets an ``Append`` or an ``Overwrite``. An
+   ``Append`` goes on a leaf version whose schema takes the staged columns: when the
+   ``__manifest`` does not record the staged schema for that version, the leaf is opened,
+   brought to take them with Lance's metadata-only schema changes (leaf commits too, see
+   :mod:`lance_partitioned.leafplan`), and the fragments' field ids are mapped to the leaf's
+   and checked column by column, so a commit never publishes fragments that the leaf would
+   misread. The first attempt does not open a leaf that is as the manifest says: it commits
+   on the manifest's view, and Lance's rebase, conflict or "not found" is what sends the next
+   attempt to look;
 3. upserts every touched row (new ``read_version``s, new namespace and table rows) in one
    ``merge_insert`` committed as a compare-and-swap on the version read in step 1.
 
-Every manifest commit also rewrites its spec version row (``v<N>``): pylance rebases
-concurrent plain inserts, which would duplicate a partition created by two writers at once;
-rewriting a shared row turns that into a conflict. On a conflict the protocol re-reads, keeps
-the leaf commits whose expected ``read_version`` still holds, redoes the others on the new base
-(staged fragments are reusable), and retries with exponential backoff and jitter. A leaf
-commit that conflicts after the manifest has moved on does the same rather than retry on its
-outdated expectation (two writers restoring a leaf to different versions would keep undoing
-each other). Until step 3 succeeds nothing is visible: readers open leaves at the
-``read_version`` of the manifest version they read.
+Every manifest commit also rewrites every spec version row (``v1``, ``v2``, …): pylance
+rebases concurrent commits that share no row, which would duplicate a partition created by two
+writers at once, or let an overwrite be rebased over a write under a newer spec and leave that
+write's rows visible; rewriting shared rows turns both into conflicts. On a conflict the
+protocol re-reads, keeps the leaf commits whose expected ``read_version`` still holds, redoes
+the others on the new base (staged fragments are reusable), and retries with exponential
+backoff and jitter. A leaf commit that conflicts after the manifest has moved on does the same
+rather than retry on its outdated expectation (two writers restoring a leaf to different
+versions would keep undoing each other). Until step 3 succeeds nothing is visible: readers
+open leaves at the ``read_version`` of the manifest version they read.
+
+:func:`pause_at` lets a test run another writer or an evolution at a precise step.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
 import random
+import re
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -41,7 +59,14 @@ from lance import LanceDataset, LanceOperation
 from lance.commit import CommitConflictError
 
 from lance_partitioned import errors
-from lance_partitioned.consistency import conform_batch, leaf_field
+from lance_partitioned.consistency import leaf_schema
+from lance_partitioned.leafplan import (
+    field_id_map,
+    leaf_fingerprint,
+    plan_leaf,
+    remap,
+    staged_fingerprint,
+)
 from lance_partitioned.manifest import (
     DELIMITER,
     NAMESPACE,
@@ -51,9 +76,9 @@ from lance_partitioned.manifest import (
     Manifest,
     ManifestSnapshot,
     rows_table,
-    schema_fingerprint,
     spec_namespace_id,
 )
+from lance_partitioned.restage import current_names, promoted_schema, restage_fragments
 
 __all__ = [
     "Backoff",
@@ -71,6 +96,49 @@ WriteMode = Literal["append", "overwrite", "overwrite_partitions"]
 _ABSENT = -1  # expected state of a leaf whose manifest row does not exist
 _NULL = -2  # expected state of a leaf whose manifest row has a NULL read_version
 _LEAF_ATTEMPTS = 8
+_SPEC_ID = re.compile(r"v[0-9]+")
+
+# ----------------------------------------------------------------------- pause points
+_PAUSES: dict[str, list[Callable[[], None]]] = {}
+_PAUSES_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def pause_at(point: str, action: Callable[[], None]) -> Iterator[None]:
+    """Run ``action`` once, the first time a commit reaches ``point``, while the block runs.
+
+    For deterministic tests of concurrent writers: ``action`` is another writer or an
+    evolution acting at a precise step of this commit. The points are ``"staged"`` (the
+    data is staged, nothing is committed yet), ``"leaf_commit"`` (just before a leaf commit)
+    and ``"leaves_committed"`` (every leaf is committed, the ``__manifest`` is not).
+
+    >>> with pause_at("staged", lambda: print("another writer runs here")):
+    ...     _pause("staged"); _pause("staged")
+    another writer runs here
+    """
+    if point not in ("staged", "leaf_commit", "leaves_committed"):
+        raise errors.InternalError(f"no pause point {point!r}")
+    fired = threading.Event()
+
+    def once() -> None:
+        if not fired.is_set():
+            fired.set()
+            action()
+
+    with _PAUSES_LOCK:
+        _PAUSES.setdefault(point, []).append(once)
+    try:
+        yield
+    finally:
+        with _PAUSES_LOCK:
+            _PAUSES[point].remove(once)
+
+
+def _pause(point: str) -> None:
+    actions = _PAUSES.get(point)
+    if actions:
+        for action in list(actions):
+            action()
 
 
 @dataclass
@@ -89,9 +157,9 @@ class LeafWrite:
         Rows in the staged fragments.
     values : dict
         Partition column name to Python value, for this leaf (inherited by its row).
-    replace : bool
-        The existing leaf has another schema (the namespace schema evolved since it was
-        written): the commit rewrites its rows in the new schema and replaces it.
+    aliases : dict, optional
+        Field id (as text) to a previous name of the field, for leaves of other clients
+        that match columns by name (set by ``rename_column``).
     """
 
     object_id: str
@@ -99,7 +167,7 @@ class LeafWrite:
     fragments: list[Any]
     rows: int
     values: dict[str, Any]
-    replace: bool = False
+    aliases: dict[str, str] | None = None
 
 
 @dataclass
@@ -148,10 +216,12 @@ class _LeafState:
 
 @dataclass(frozen=True)
 class LeafCommit:
-    """A committed leaf: its new Lance version and its row count at that version."""
+    """A committed leaf: its new Lance version, its row count and its schema fingerprint
+    (:func:`~lance_partitioned.leafplan.leaf_fingerprint`) at that version."""
 
     version: int
     num_rows: int
+    fingerprint: str | None = None
 
 
 @dataclass
@@ -193,6 +263,84 @@ def _latest_version(uri: str, options: dict[str, str] | None) -> int | None:
         return None
 
 
+def _open_leaf(uri: str, version: int, options: dict[str, str] | None) -> LanceDataset:
+    """The leaf at ``version``, opened to compare its schema with the staged one."""
+    return lance.dataset(uri, version=version, storage_options=options)
+
+
+def _ensure(uri: str, version: int, options: dict[str, str] | None) -> LanceDataset:
+    """The leaf at ``version``, which a commit just made: raises :class:`_Rebased` when Lance
+    rebased that commit over a concurrent one (its version is not the one expected)."""
+    latest = lance.dataset(uri, storage_options=options)
+    if latest.version != version:
+        raise _Rebased(uri)
+    return latest
+
+
+class _Rebased(Exception):
+    """A leaf commit was rebased over another writer's: redo it on the expected version."""
+
+
+def _conform_leaf(
+    uri: str,
+    base: LanceDataset,
+    schema: pa.Schema,
+    options: dict[str, str] | None,
+    aliases: Mapping[str, str] | None = None,
+) -> LanceDataset:
+    """Make the leaf at ``base`` take fragments staged in ``schema`` with metadata-only leaf
+    commits (add, rename, make nullable; widen a promoted column, which rewrites that column
+    only), each on top of the previous one. Returns the leaf at its new version.
+
+    Raises :class:`~lance_partitioned.errors.ConcurrentSchemaChangeError` when a staged column
+    has a type the leaf cannot hold (the schema changed while the write was staged).
+    """
+    plan = plan_leaf(base.lance_schema, schema, aliases)
+    if plan.conflicts:
+        raise errors.ConcurrentSchemaChangeError(
+            f"the leaf table at {uri!r} (version {base.version}) cannot take the columns "
+            f"{plan.conflicts} as this write staged them: the namespace schema changed while "
+            "the write was staged; write the data again"
+        )
+    ds = base
+    steps: list[Callable[[LanceDataset], None]] = []
+    if plan.nullable or plan.casts:
+        alterations: list[Any] = [{"path": p, "nullable": True} for p in plan.nullable]
+        alterations += [{"path": p, "data_type": t} for p, t in plan.casts]
+        steps.append(lambda d: d.alter_columns(*alterations))
+    if plan.renames:
+        renames: list[Any] = [{"path": p, "name": n} for p, n in plan.renames]
+        steps.append(lambda d: d.alter_columns(*renames))
+    if plan.adds:
+        steps.append(lambda d: d.add_columns(pa.schema(plan.adds)))
+    for step in steps:
+        expected = ds.version + 1
+        step(ds)
+        ds = _ensure(uri, expected, options)
+    if plan.stamps:  # field metadata, set by the paths the fields have now
+        restamp: dict[str, dict[str, str | None]] = {
+            path: dict(values) for path, values in plan.stamps.items()
+        }
+        expected = ds.version + 1
+        ds.update_field_metadata(restamp)
+        ds = _ensure(uri, expected, options)
+    log.info("leaf %s evolved to version %d for this write's columns", uri, ds.version)
+    return ds
+
+
+def _staged_fragments(uri: str, ds: LanceDataset, leaf: LeafWrite, schema: pa.Schema) -> list[Any]:
+    """The staged fragments with the field ids of the leaf at ``ds``, checked column by column
+    against its schema (never appends fragments the leaf would misread)."""
+    mapping = field_id_map(ds.lance_schema, schema)
+    if isinstance(mapping, str):
+        raise errors.ConcurrentSchemaChangeError(
+            f"leaf table {leaf.object_id!r} at {uri!r} (version {ds.version}) does not hold "
+            f"column {mapping!r} as this write staged it: the schema changed while the write "
+            "was staged; write the data again"
+        )
+    return remap(leaf.fragments, mapping)
+
+
 def commit_leaf(
     manifest: Manifest,
     leaf: LeafWrite,
@@ -201,19 +349,26 @@ def commit_leaf(
     overwrite: bool,
     schema: pa.Schema,
     stale: Callable[[], bool] | None = None,
+    known: str | None = None,
 ) -> LeafCommit:
     """Commit one leaf's staged fragments on top of the manifest's view of it.
 
-    Returns the new leaf version and its row count. Retries Lance-level conflicts with other
-    leaf writers; after a conflict, raises :class:`_StaleSnapshot` instead when ``stale()``
-    says the manifest that ``expected`` was read from is no longer the latest.
+    ``known`` is the leaf schema fingerprint the ``__manifest`` recorded for ``expected``:
+    when it is the staged schema's, the leaf takes the fragments as they are and is not
+    opened. Otherwise the leaf is opened at ``expected`` and brought to take the staged
+    columns first (:func:`_conform_leaf`). Returns the new leaf version, its row count and
+    schema fingerprint. Retries Lance-level conflicts with other leaf writers; after a
+    conflict, raises :class:`_StaleSnapshot` instead when ``stale()`` says the manifest that
+    ``expected`` was read from is no longer the latest.
     """
     uri = manifest.table_uri(leaf.location)
     options = manifest.storage_options or None
-    # The first attempt takes the leaf to be as the manifest says (absent, or at `expected`)
-    # without opening it: that is the common case, and opening costs as much as a quarter of
-    # a small leaf's commit. Lance reports any difference (a rebase, a conflict, an existing
-    # or a missing dataset), and every later attempt reads the leaf's latest version first.
+    staged = staged_fingerprint(schema)
+    # The first attempt takes the leaf to be as the manifest says (absent, or at `expected`
+    # with the staged schema) without opening it: that is the common case, and opening costs
+    # as much as a quarter of a small leaf's commit. Lance reports any difference (a rebase, a
+    # conflict, an existing or a missing dataset), and every later attempt reads the leaf's
+    # latest version first.
     for attempt in range(_LEAF_ATTEMPTS):
         looked = attempt > 0 or expected == _NULL
         if looked:
@@ -228,7 +383,7 @@ def commit_leaf(
                 ds = LanceDataset.commit(
                     uri, op, read_version=latest, storage_options=options, max_retries=0
                 )
-                return LeafCommit(int(ds.version), int(ds.count_rows()))
+                return LeafCommit(int(ds.version), int(ds.count_rows()), staged)
             if latest is None:
                 raise errors.CorruptNamespaceError(
                     f"leaf table {leaf.object_id!r} is in the __manifest but {uri!r} holds no "
@@ -244,18 +399,28 @@ def commit_leaf(
                     max_retries=0,
                 )
                 latest = restored.version
+            fingerprint = staged
+            fragments = leaf.fragments
+            base = latest
             if overwrite:
                 op = LanceOperation.Overwrite(schema, leaf.fragments)
-            elif leaf.replace:
-                kept = _upgrade_leaf(uri, latest, schema, options)
-                op = LanceOperation.Overwrite(schema, kept + leaf.fragments)
             else:
-                op = LanceOperation.Append(leaf.fragments)
+                if known != staged or looked or not leaf.fragments:
+                    ds = _conform_leaf(
+                        uri, _open_leaf(uri, latest, options), schema, options, leaf.aliases
+                    )
+                    fragments = _staged_fragments(uri, ds, leaf, schema)
+                    base = int(ds.version)
+                    fingerprint = leaf_fingerprint(ds)
+                op = LanceOperation.Append(fragments)
+            if not overwrite and not fragments:  # a schema change only (rename_column)
+                return LeafCommit(int(base), int(ds.count_rows()), fingerprint)
+            _pause("leaf_commit")
             ds = LanceDataset.commit(
-                uri, op, read_version=latest, storage_options=options, max_retries=0
+                uri, op, read_version=base, storage_options=options, max_retries=0
             )
-            if overwrite or leaf.replace or ds.version == latest + 1:
-                return LeafCommit(int(ds.version), int(ds.count_rows()))
+            if overwrite or ds.version == base + 1:
+                return LeafCommit(int(ds.version), int(ds.count_rows()), fingerprint)
             # Lance rebased our Append over a concurrent commit, so this version also holds
             # another writer's rows that its own retry may append again: do not use it. The
             # next attempt restores the leaf to `expected` and appends on top of that.
@@ -264,7 +429,7 @@ def commit_leaf(
                 raise _StaleSnapshot(leaf.object_id)
             if looked:  # else an orphan may be all there is: look before waiting
                 Backoff().sleep(attempt)
-        except CommitConflictError:
+        except (CommitConflictError, _Rebased):
             if stale is not None and stale():
                 raise _StaleSnapshot(leaf.object_id) from None
             Backoff().sleep(attempt)
@@ -283,23 +448,6 @@ def commit_leaf(
     )
 
 
-def _upgrade_leaf(
-    uri: str, version: int, schema: pa.Schema, options: dict[str, str] | None
-) -> list[Any]:
-    """Rewrite a leaf's rows at ``version`` in the evolved leaf ``schema`` (columns matched by
-    field id: renamed ones keep their data, added ones are NULL, promoted ones are cast) as
-    uncommitted fragments."""
-    dataset = lance.dataset(uri, version=version, storage_options=options)
-    sources = [leaf_field(dataset.schema, target) for target in schema]
-    reader = pa.RecordBatchReader.from_batches(
-        schema, (conform_batch(batch, sources, schema) for batch in dataset.to_batches())
-    )
-    fragments = lance.fragment.write_fragments(
-        reader, uri, schema=schema, mode="overwrite", storage_options=options
-    )
-    return list(fragments)
-
-
 def _namespace_row(
     snapshot: ManifestSnapshot, object_id: str, values: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -309,21 +457,70 @@ def _namespace_row(
     return {"object_id": object_id, "object_type": NAMESPACE, **values}
 
 
-def _leaf_row(
-    snapshot: ManifestSnapshot, leaf: LeafWrite, commit: LeafCommit, fingerprint: str
-) -> dict[str, Any]:
+def _leaf_row(snapshot: ManifestSnapshot, leaf: LeafWrite, commit: LeafCommit) -> dict[str, Any]:
     row = snapshot.row(leaf.object_id) or {
         "object_id": leaf.object_id,
         "object_type": TABLE,
         "location": leaf.location,
         **leaf.values,
     }
-    stats = LeafStats(commit.version, commit.num_rows, fingerprint)
+    stats = LeafStats(commit.version, commit.num_rows, commit.fingerprint)
     return {
         **row,
         "read_version": commit.version,
         "metadata": stats.merge_into(row.get("metadata")),
     }
+
+
+def _known(snapshot: ManifestSnapshot, object_id: str, expected: int) -> str | None:
+    """The leaf schema fingerprint the ``__manifest`` recorded for version ``expected``."""
+    if expected < 0:
+        return None
+    row = snapshot.row(object_id)
+    return None if row is None else LeafStats.schema_at(row.get("metadata"), expected)
+
+
+def _spec_rows(snapshot: ManifestSnapshot) -> list[str]:
+    """The object ids of the spec version namespaces (``v1``, ``v2``, …)."""
+    ids = snapshot.rows.column("object_id").to_pylist()
+    return [oid for oid in ids if _SPEC_ID.fullmatch(oid)]
+
+
+def _check_base(
+    manifest: Manifest, snapshot: ManifestSnapshot, pending: PendingWrite
+) -> PendingWrite:
+    """``pending`` as it can be committed on ``snapshot``: with the current names of the
+    columns renamed meanwhile (leaves keep the namespace's names), re-staged when a column it
+    staged was promoted meanwhile (:mod:`lance_partitioned.restage`); refused with
+    ``ConcurrentSchemaChangeError`` when it was staged for an overwrite under a partition
+    spec that is no longer current."""
+    current = snapshot.metadata.current_spec.version
+    if pending.mode != "append" and current != pending.spec_version:
+        raise errors.ConcurrentSchemaChangeError(
+            f"this {pending.mode!r} write was staged under partition spec v"
+            f"{pending.spec_version}, but spec v{current} was published in the __manifest at "
+            f"{snapshot.version} meanwhile: nothing was changed; write the data again"
+        )
+    now = leaf_schema(snapshot.metadata.schema)
+    if not any(leaf.aliases for leaf in pending.leaves):  # (not rename_column's own commit)
+        renamed = current_names(pending.leaf_schema, now)
+        if renamed != pending.leaf_schema:
+            pending = dataclasses.replace(pending, leaf_schema=renamed)
+    promoted = promoted_schema(pending.leaf_schema, now)
+    if promoted is None:
+        return pending
+    log.info("a column type was promoted while this write was staged: re-staging it")
+    options = manifest.storage_options or None
+    leaves = [
+        dataclasses.replace(
+            leaf,
+            fragments=restage_fragments(
+                manifest.table_uri(leaf.location), leaf.fragments, promoted, options
+            ),
+        )
+        for leaf in pending.leaves
+    ]
+    return dataclasses.replace(pending, leaf_schema=promoted, leaves=leaves)
 
 
 def _check_location(snapshot: ManifestSnapshot, leaf: LeafWrite) -> None:
@@ -351,8 +548,8 @@ def commit_write(
     backoff = backoff or Backoff()
     states: dict[str, _LeafState] = {}
     overwrite = pending.mode != "append"
-    fingerprint = schema_fingerprint(pending.leaf_schema)
     sentinel = spec_namespace_id(pending.spec_version)
+    _pause("staged")
     with ThreadPoolExecutor(max_workers=max(1, leaf_threads)) as pool:
         for attempt in range(backoff.attempts):
             snapshot = manifest.snapshot()
@@ -360,6 +557,9 @@ def commit_write(
                 raise errors.InternalError(
                     f"spec version namespace {sentinel!r} has no row in the __manifest"
                 )
+            restaged = _check_base(manifest, snapshot, pending)
+            if restaged.leaf_schema != pending.leaf_schema:
+                pending, states = restaged, {}
             todo: list[tuple[LeafWrite, int]] = []
             for leaf in pending.leaves:
                 _check_location(snapshot, leaf)
@@ -383,6 +583,7 @@ def commit_write(
                         overwrite=overwrite,
                         schema=pending.leaf_schema,
                         stale=moved,
+                        known=_known(snapshot, leaf.object_id, expected),
                     ),
                 )
                 for leaf, expected in todo
@@ -400,13 +601,15 @@ def commit_write(
             versions = {oid: state.commit.version for oid, state in states.items()}
             if on_leaves_committed is not None:
                 on_leaves_committed(versions)
-            rows = [_namespace_row(snapshot, sentinel, {})]
+            _pause("leaves_committed")
+            # every spec version row is rewritten: any two writes conflict, whatever spec
+            # each was staged under (Lance would rebase commits that share no row)
+            rows = [_namespace_row(snapshot, oid, {}) for oid in _spec_rows(snapshot)]
             rows += [
                 _namespace_row(snapshot, oid, values) for oid, values in pending.namespaces.items()
             ]
             rows += [
-                _leaf_row(snapshot, leaf, states[leaf.object_id].commit, fingerprint)
-                for leaf in pending.leaves
+                _leaf_row(snapshot, leaf, states[leaf.object_id].commit) for leaf in pending.leaves
             ]
             schema = snapshot.rows.schema
             delete_where = (
@@ -486,7 +689,6 @@ def merge_pending(writes: Sequence[PendingWrite]) -> PendingWrite:
                     list(leaf.fragments),
                     leaf.rows,
                     leaf.values,
-                    leaf.replace,
                 )
             elif seen.location != leaf.location:
                 raise errors.InternalError(
@@ -496,7 +698,6 @@ def merge_pending(writes: Sequence[PendingWrite]) -> PendingWrite:
             else:
                 seen.fragments.extend(leaf.fragments)
                 seen.rows += leaf.rows
-                seen.replace = seen.replace or leaf.replace
     return PendingWrite(
         spec_version=first.spec_version,
         leaf_schema=first.leaf_schema,

@@ -32,13 +32,11 @@ import pyarrow.compute as pc
 from lance_partitioned import errors
 from lance_partitioned.consistency import conform_for_write
 from lance_partitioned.manifest import (
-    LeafStats,
     Manifest,
     ManifestSnapshot,
     leaf_location,
     leaf_object_id,
     partition_name,
-    schema_fingerprint,
     spec_namespace_id,
     value_tokens,
 )
@@ -314,8 +312,6 @@ class _Partition:
     rows: int = 0
     fragments: list[Any] = field(default_factory=list)
     futures: list[Future[list[Any]]] = field(default_factory=list)
-    replace: bool = False  # the existing leaf has an older schema: the commit rewrites it
-    new: bool = False  # no __manifest row yet: the commit creates (overwrites) the leaf
     directory_existed: bool | None = None  # local leaf directory before this write (None: unknown)
 
 
@@ -341,35 +337,9 @@ class _Stager:
         self._by_tokens: dict[tuple[str, ...], _Partition] = {}
         self.buffered = 0
         self.staged_bytes = 0
-        self.fingerprint = schema_fingerprint(target)
         # buffers handed to the pool and not yet written, with their sizes
         self.in_flight: collections.deque[tuple[Future[list[Any]], int]] = collections.deque()
         self.staging = 0
-
-    def _needs_replace(self, object_id: str, location: str) -> bool:
-        """Whether the existing leaf cannot take appends in the current leaf schema (the
-        namespace schema evolved since it was written): then the commit rewrites it once."""
-        row = self.snapshot.row(object_id)
-        if row is None:
-            return False
-        read_version = self.snapshot.read_version(object_id)
-        if LeafStats.schema_at(row["metadata"], read_version) == self.fingerprint:
-            return False
-        leaf = lance.dataset(
-            self.manifest.table_uri(location),
-            version=read_version,
-            storage_options=self.manifest.storage_options or None,
-        ).schema
-        # Lance appends by name: every column written must exist in the leaf as it is (same
-        # type, nullability and field id). Extra leaf columns (dropped ones) are fine.
-        stored = {f.name: f for f in leaf}
-        return any(
-            (old := stored.get(f.name)) is None
-            or old.type != f.type
-            or old.nullable != f.nullable
-            or old.metadata != f.metadata
-            for f in self.target
-        )
 
     def _check_leaf(self, object_id: str, location: str) -> None:
         """Before staging into an existing leaf on a local file system, check that its
@@ -428,10 +398,8 @@ class _Stager:
         ]
         location = self.snapshot.location(object_id) or leaf_location(object_id)
         created = _Partition(values, namespaces, object_id, location)
-        created.new = not self.snapshot.has(object_id)
-        if not created.new:
+        if self.snapshot.has(object_id):
             self._check_leaf(object_id, location)
-        created.replace = self._needs_replace(object_id, location)
         self.partitions[object_id] = created
         return created
 
@@ -493,8 +461,10 @@ class _Stager:
         uri = self.manifest.table_uri(part.location)
         if part.directory_existed is None and _local_path(uri) is not None:
             part.directory_existed = os.path.exists(_local_path(uri) or "")
-        mode = "overwrite" if part.replace or part.new else "append"
-        future = self.pool.submit(self._write, data, uri, mode, nbytes)
+        # staged with the field ids of a new leaf in the leaf schema, never against what is in
+        # the leaf directory (its latest version may be an orphan of any schema): the commit
+        # maps them to the ids of the leaf version it commits on
+        future = self.pool.submit(self._write, data, uri, "overwrite", nbytes)
         part.futures.append(future)
         self.in_flight.append((future, nbytes))
         self.staging += nbytes
@@ -566,7 +536,6 @@ class _Stager:
                     fragments=part.fragments,
                     rows=part.rows,
                     values=dict(part.namespaces[-1][1]) if part.namespaces else {},
-                    replace=part.replace,
                 )
             )
         return leaves

@@ -127,7 +127,7 @@ def _pending(ns: lp.PartitionedNamespace) -> transaction.PendingWrite:
 
 
 def _count_looks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Record every time a leaf commit opens a leaf to read its latest version."""
+    """Record every time a leaf commit opens a leaf (its latest version, or its schema)."""
     looks: list[str] = []
     real = transaction._latest_version
 
@@ -136,6 +136,13 @@ def _count_looks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return real(uri, options)
 
     monkeypatch.setattr(transaction, "_latest_version", latest_version)
+    real_open = transaction._open_leaf
+
+    def open_leaf(uri: str, version: int, options: dict[str, str] | None) -> Any:
+        looks.append(uri)
+        return real_open(uri, version, options)
+
+    monkeypatch.setattr(transaction, "_open_leaf", open_leaf)
     return looks
 
 

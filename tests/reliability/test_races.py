@@ -1,0 +1,284 @@
+"""Deterministic races between writes and schema or partition evolution.
+
+Each test runs another writer or an evolution at an explicit pause point of a write's commit
+(:func:`lance_partitioned.transaction.pause_at`): after the data is staged, or after the leaf
+commits and before the ``__manifest`` commit. Whatever the interleaving, a write either lands
+whole, readable by every later reader, or raises a typed conflict with nothing visible.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import lance
+import pyarrow as pa
+import pytest
+from lance import LanceDataset, LanceOperation
+
+import lance_partitioned as lp
+from lance_partitioned import errors
+from lance_partitioned.manifest import rows_table
+from lance_partitioned.transaction import pause_at
+from tests.integration.helpers import read_leaves
+
+SCHEMA = pa.schema(
+    [pa.field("id", pa.int64(), nullable=False), ("k", pa.utf8()), ("w", pa.int32())]
+)
+
+
+def rows(ids: list[int], keys: list[str], **extra: list[Any]) -> pa.Table:
+    table = pa.table({"id": pa.array(ids, pa.int64()), "k": keys, "w": pa.array(ids, pa.int32())})
+    for name, values in extra.items():
+        table = table.append_column(name, pa.array(values))
+    return table
+
+
+def ids(ns: lp.PartitionedNamespace) -> list[int]:
+    return sorted(ns.refresh().to_table(columns=["id"]).column("id").to_pylist())
+
+
+def every_version_reads(ns: lp.PartitionedNamespace) -> None:
+    """Every ``__manifest`` version opens and reads in full (no unreadable leaf anywhere)."""
+    for version in range(2, lp.PartitionedNamespace.open(ns.uri).version + 1):  # 1: create
+        old = lp.PartitionedNamespace.open(ns.uri, version=version)
+        assert old.to_table().num_rows == old.count_rows()
+
+
+@pytest.fixture
+def ns(tmp_path: os.PathLike[str]) -> lp.PartitionedNamespace:
+    ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="k")
+    ns.write(rows([1, 2], ["p", "q"]))
+    return ns
+
+
+# ------------------------------------------------------------------ issue 16, item 1
+
+
+def test_an_append_staged_before_a_promotion_never_publishes_the_old_type(
+    ns: lp.PartitionedNamespace,
+) -> None:
+    """A stages int32 rows for p; w is promoted to int64 and B writes p (its leaf now holds
+    int64); A's commit must not append int32 fragments to the int64 leaf: it re-stages them
+    as int64. (Before: A's commit appended them as they were, and every later read of p
+    failed with ArrowInvalid "Need at least 8 bytes in buffers[0] ... Int64, but got 4".)"""
+    other = lp.PartitionedNamespace.open(ns.uri)
+
+    def promote_and_write() -> None:
+        other.alter_column_type("w", pa.int64())
+        other.write(rows([3], ["p"]).set_column(2, "w", pa.array([3], pa.int64())))
+
+    with pause_at("staged", promote_and_write):
+        ns.write(rows([10, 11], ["p", "r"]))
+    assert ids(ns) == [1, 2, 3, 10, 11]
+    got = ns.to_table("k = 'p' OR k = 'r'").sort_by("id")
+    assert got.column("w").type == pa.int64()
+    assert got.column("w").to_pylist() == [1, 3, 10, 11]
+    for leaf in ns.partitions("k = 'p' OR k = 'r'")["location"].to_pylist():
+        assert lance.dataset(f"{ns.uri}/{leaf}").schema.field("w").type == pa.int64()
+    every_version_reads(ns)
+
+
+def test_a_leaf_that_cannot_hold_a_staged_column_is_a_typed_conflict(
+    ns: lp.PartitionedNamespace,
+) -> None:
+    """Another client widens p's leaf column behind the namespace schema's back (pylance
+    alter_columns, then the read_version moved in the __manifest, as a spec-000 client may):
+    int32 fragments staged before cannot go into the int64 leaf and are not converted (the
+    namespace still says int32), so the write is refused, typed, and nothing is published."""
+    other = lp.PartitionedNamespace.open(ns.uri)
+    part = ns.partitions("k = 'p'")
+    uri = f"{ns.uri}/{part['location'][0].as_py()}"
+
+    def widen_the_leaf() -> None:
+        leaf = lance.dataset(uri)
+        leaf.alter_columns({"path": "w", "data_type": pa.int64()})
+        manifest = other._manifest
+        snapshot = manifest.snapshot()
+        row = snapshot.row(part["object_id"][0].as_py())
+        assert row is not None
+        row["read_version"] = lance.dataset(uri).version
+        manifest.commit_rows(snapshot, rows_table(snapshot.rows.schema, [row]))
+
+    with (
+        pause_at("staged", widen_the_leaf),
+        pytest.raises(errors.ConcurrentSchemaChangeError, match="int32 staged, int64"),
+    ):
+        ns.write(rows([10], ["p"]))
+    assert isinstance(errors.ConcurrentSchemaChangeError(""), errors.ConcurrentModificationError)
+    assert ids(ns) == [1, 2]
+    every_version_reads(ns)
+
+
+# ------------------------------------------------------------------ issue 16, item 2
+
+
+@pytest.mark.parametrize("point", ["staged", "leaves_committed"])
+@pytest.mark.parametrize("mode", ["overwrite", "overwrite_partitions"])
+def test_an_overwrite_never_commits_under_an_outdated_spec(
+    tmp_path: os.PathLike[str], point: str, mode: str
+) -> None:
+    """A stages an overwrite under spec v3; a new spec v4 is published and B writes under it
+    before A commits. (Before, with the publish after A's leaf commits: A's manifest commit
+    was rebased over B's and B's v4 rows survived the overwrite.)"""
+    ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="k")
+    ns.update_partition_spec("w")
+    ns.update_partition_spec("k")  # v3: every partition column exists already
+    ns.write(rows([1, 2], ["p", "q"]))
+    other = lp.PartitionedNamespace.open(ns.uri)
+
+    def new_spec_and_write() -> None:
+        other.update_partition_spec("w")
+        other.write(rows([99], ["p"]))
+
+    with (
+        pause_at(point, new_spec_and_write),
+        pytest.raises(errors.ConcurrentSchemaChangeError, match="spec v3"),
+    ):
+        ns.write(rows([10], ["p"]), mode=mode)  # type: ignore[arg-type]
+    assert ids(ns) == [1, 2, 99]
+    every_version_reads(ns)
+    ns.write(rows([10], ["p"]), mode=mode)  # type: ignore[arg-type]
+    # written again under v4 (by w): overwrite_partitions replaces only the partition w = 10
+    assert ids(ns) == ([10] if mode == "overwrite" else [1, 2, 10, 99])
+
+
+def test_an_overwrite_deletes_what_another_writer_committed_during_its_retries(
+    ns: lp.PartitionedNamespace,
+) -> None:
+    """B writes a new partition between A's leaf commits and A's manifest commit: A's manifest
+    commit conflicts, and its retry deletes everything of its new base, B's leaf included."""
+    other = lp.PartitionedNamespace.open(ns.uri)
+    with pause_at("leaves_committed", lambda: other.write(rows([50], ["z"]))):
+        result = ns.write(rows([10], ["p"]), mode="overwrite")
+    assert result.attempts == 2
+    assert ids(ns) == [10]
+    every_version_reads(ns)
+
+
+# ------------------------------------------------------------------ issue 16, item 3
+
+
+@pytest.mark.parametrize("mode", ["append", "overwrite_partitions"])
+def test_a_leaf_whose_latest_version_has_another_schema_stays_writable(
+    ns: lp.PartitionedNamespace, mode: str
+) -> None:
+    """After add_columns and a write to p, p's pinned version has column x; a writer that
+    died mid-commit left a latest version without x. (Before: every later append or
+    overwrite_partitions of p raised OSError "Append with different schema ...
+    unexpected=[x]".)"""
+    ns.add_columns([pa.field("x", pa.utf8())])
+    ns.write(rows([3], ["p"], x=["a"]))
+    part = ns.partitions("k = 'p'")
+    uri = f"{ns.uri}/{part['location'][0].as_py()}"
+    leaf = lance.dataset(uri)
+    assert "x" in leaf.schema.names
+    LanceDataset.commit(uri, LanceOperation.Restore(1), read_version=leaf.version)  # orphan
+    assert "x" not in lance.dataset(uri).schema.names
+    ns.write(rows([4], ["p"], x=["b"]), mode=mode)  # type: ignore[arg-type]
+    expected = {"append": [1, 3, 4], "overwrite_partitions": [4]}[mode]
+    assert sorted(ns.to_table("k = 'p'").column("id").to_pylist()) == expected
+    assert ns.to_table("id = 4").column("x").to_pylist() == ["b"]
+    every_version_reads(ns)
+
+
+@pytest.mark.parametrize("mode", ["append", "overwrite_partitions"])
+def test_a_leaf_whose_latest_version_has_more_columns_stays_writable(
+    ns: lp.PartitionedNamespace, mode: str
+) -> None:
+    """The other way round: a writer that died after evolving p's leaf (its latest version
+    has a column, at a new field id, that no namespace field has) and before publishing."""
+    part = ns.partitions("k = 'p'")
+    uri = f"{ns.uri}/{part['location'][0].as_py()}"
+    lance.dataset(uri).add_columns(pa.field("orphan", pa.int64()))  # the dead writer's
+    ns.add_columns([pa.field("x", pa.utf8())])
+    ns.write(rows([4], ["p"], x=["b"]), mode=mode)  # type: ignore[arg-type]
+    expected = {"append": [1, 4], "overwrite_partitions": [4]}[mode]
+    assert sorted(ns.to_table("k = 'p'").column("id").to_pylist()) == expected
+    assert ns.to_table("id = 4").column("x").to_pylist() == ["b"]
+    leaf = lance.dataset(uri, version=ns.partitions("k = 'p'")["read_version"][0].as_py())
+    assert "orphan" not in leaf.schema.names  # restored away before the write's own commits
+    every_version_reads(ns)
+
+
+# ------------------------------------------------------------------ every evolution x mode
+
+EVOLUTIONS: dict[str, tuple[Callable[[lp.PartitionedNamespace], Any], pa.Table]] = {
+    # the change, and B's write of p after it
+    "add": (lambda n: n.add_columns([pa.field("x", pa.utf8())]), rows([3], ["p"], x=["b"])),
+    "drop": (lambda n: n.drop_columns(["w"]), rows([3], ["p"]).drop_columns(["w"])),
+    "rename": (
+        lambda n: n.rename_column("w", "w2"),
+        rows([3], ["p"]).rename_columns(["id", "k", "w2"]),
+    ),
+    "promote": (
+        lambda n: n.alter_column_type("w", pa.int64()),
+        rows([3], ["p"]).set_column(2, "w", pa.array([3], pa.int64())),
+    ),
+    "spec": (lambda n: n.update_partition_spec("w"), rows([3], ["p"])),
+}
+MODES = ["append", "overwrite", "overwrite_partitions"]
+
+
+@pytest.mark.parametrize("point", ["staged", "leaves_committed"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", list(EVOLUTIONS))
+def test_a_write_racing_an_evolution_and_a_second_writer(
+    ns: lp.PartitionedNamespace, kind: str, mode: str, point: str
+) -> None:
+    """A writes p (existing) and r (new); while A is at ``point``, the schema or spec evolves
+    and B writes p. A lands whole (on top of B) or raises a typed conflict with nothing
+    visible; every ``__manifest`` version stays readable; the next write works."""
+    change, b_rows = EVOLUTIONS[kind]
+    other = lp.PartitionedNamespace.open(ns.uri)
+
+    def evolve_and_write() -> None:
+        change(other)
+        other.write(b_rows)
+
+    conflict = kind == "spec" and mode != "append"
+    with pause_at(point, evolve_and_write):
+        if conflict:
+            with pytest.raises(errors.ConcurrentSchemaChangeError):
+                ns.write(rows([10, 11], ["p", "r"]), mode=mode)  # type: ignore[arg-type]
+        else:
+            ns.write(rows([10, 11], ["p", "r"]), mode=mode)  # type: ignore[arg-type]
+    if conflict:
+        expected = [1, 2, 3]
+    else:
+        expected = {
+            "append": [1, 2, 3, 10, 11],
+            "overwrite": [10, 11],
+            "overwrite_partitions": [2, 10, 11],
+        }[mode]
+    assert ids(ns) == expected
+    assert sorted(read_leaves(ns)["id"].to_pylist()) == expected
+    if kind == "rename":  # no leaf keeps (or gets back) the old name, whoever wrote it last
+        assert {name for name in read_leaves(ns).column_names if name.startswith("w")} == {"w2"}
+    every_version_reads(ns)
+    after = lp.PartitionedNamespace.open(ns.uri)
+    after.write(b_rows.set_column(0, "id", pa.array([20], pa.int64())))
+    assert ids(after) == sorted([*expected, 20])
+
+
+@pytest.mark.parametrize("kind", list(EVOLUTIONS))
+def test_an_evolution_and_a_writer_between_a_leaf_plan_and_its_append(
+    ns: lp.PartitionedNamespace, kind: str
+) -> None:
+    """The other writer evolves and commits p just before A's Append of p (after A restored
+    and planned the leaf): A's Append is rebased or conflicts, so A re-reads the manifest and
+    redoes p on the new leaf version. Nothing is lost or doubled."""
+    change, b_rows = EVOLUTIONS[kind]
+    ns.add_columns([pa.field("y", pa.utf8())])  # so that A opens and plans p before appending
+    other = lp.PartitionedNamespace.open(ns.uri)
+
+    def evolve_and_write() -> None:
+        change(other)
+        other.write(b_rows)
+
+    with pause_at("leaf_commit", evolve_and_write):
+        ns.write(rows([10], ["p"]), options=lp.WriteOptions(threads=1))
+    assert ids(ns) == [1, 2, 3, 10]
+    assert sorted(read_leaves(ns)["id"].to_pylist()) == [1, 2, 3, 10]
+    every_version_reads(ns)
