@@ -171,8 +171,14 @@ def input_dataset(paths: Sequence[str], chosen: str, target: pa.Schema) -> pads.
     files = _files(paths)
     kinds = {path: _format_of(path, chosen) for path in files}
     try:
-        parts = [pads.dataset(str(p), format=_file_format(kinds[p], target)) for p in files]
-        schema = pa.unify_schemas([d.schema for d in parts], promote_options="permissive")
+        known = {f.name: f.type for f in target}
+        schemas = []
+        for path in files:
+            found = pads.dataset(str(path), format=_file_format(kinds[path], target)).schema
+            if kinds[path] != "parquet":  # text: read the namespace's columns as its types
+                found = pa.schema([pa.field(f.name, known.get(f.name, f.type)) for f in found])
+            schemas.append(found)
+        schema = pa.unify_schemas(schemas, promote_options="permissive")
         groups: dict[str, list[str]] = {}
         for path in files:
             groups.setdefault(kinds[path], []).append(str(path))
