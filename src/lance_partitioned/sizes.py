@@ -17,6 +17,8 @@ references (deletion files and indices excluded), as Lance records them.
 [{'country': 'FR', 'rows': 1, 'fragments': 1}, {'country': 'US', 'rows': 2, 'fragments': 1}]
 >>> sizes.column("bytes")[0].as_py() > 0
 True
+>>> ns.partitions("country = 'US'", sizes=True).column("rows").to_pylist()  # the same
+[2]
 """
 
 from __future__ import annotations

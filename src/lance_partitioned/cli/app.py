@@ -8,6 +8,7 @@ missing path, a bad filter, a bad spec, not a namespace). Errors print one line 
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -148,6 +149,9 @@ def run(argv: Sequence[str] | None = None) -> int:
         result = command.main(args=args, prog_name=PROG, standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code)
+    except BrokenPipeError:  # whoever read the output went away (`| head`): not an error
+        _silence_stdout()
+        return EXIT_OK
     except (typer.Abort, KeyboardInterrupt):
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
@@ -163,6 +167,15 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {message(exc)}{hint}", file=sys.stderr)
         return code
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def main() -> NoReturn:

@@ -22,6 +22,16 @@ from lance_partitioned.cli.render import human_bytes, print_json, table
 __all__: list[str] = []
 
 
+def _count(number: int, noun: str) -> str:
+    """``1 problem``, ``2 problems``.
+
+    >>> _count(1, "problem"), _count(2, "directory")
+    ('1 problem', '2 directories')
+    """
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{number} {noun if number == 1 else plural}"
+
+
 @app.command("verify")
 def verify_command(
     uri: UriArg,
@@ -63,17 +73,16 @@ def verify_command(
     )
     if report.problems:
         rows = [[p.kind, p.object_id or "(table metadata)", p.message] for p in report.problems]
-        console.print(
-            table(f"{len(report.problems)} problems", ["kind", "object", "problem"], rows)
-        )
+        title = _count(len(report.problems), "problem")
+        console.print(table(title, ["kind", "object", "problem"], rows))
     if orphans:
         rows = [[o.location, human_bytes(o.bytes)] for o in orphans]
-        title = f"{len(orphans)} directories no leaf references (not problems)"
+        title = f"{_count(len(orphans), 'directory')} that no leaf references (not problems)"
         console.print(table(title, ["directory", ("size", "right")], rows))
     elif orphans is None:
         console.print("orphan directories: not listed (the root is not a local directory)")
     console.print(
-        "healthy" if report.healthy else f"{len(report.problems)} problems found",
+        "healthy" if report.healthy else f"{_count(len(report.problems), 'problem')} found",
         style="green" if report.healthy else "red",
     )
     return code
