@@ -4,7 +4,8 @@ What is checked, on one ``__manifest`` version read as stored (:meth:`Manifest.r
 a corrupt key is reported instead of failing the read):
 
 - the table metadata: ``schema`` and every ``partition_spec_v<N>`` are valid JSON and valid
-  together; every row's ``metadata`` is a JSON object of strings;
+  together, and the ``__manifest`` has a column of each partition field's ``result_type``;
+  every row's ``metadata`` is a JSON object of strings;
 - names: object ids are unique, start with the ``v<N>`` of an existing spec, partition
   namespace names are 16 base36 characters, a leaf is named ``dataset`` at the depth its spec
   gives, its parent namespaces exist, and its ``location`` follows ``<hash>_<object_id>``;
@@ -176,6 +177,8 @@ def verify(
     except errors.InvalidInputError as exc:
         problems.append(Problem("metadata", None, f"the __manifest table metadata: {exc}"))
         metadata = None
+    if metadata is not None:
+        problems.extend(_check_columns(metadata, raw.partition_columns))
     entries = raw.entries
     problems.extend(_check_rows(entries, metadata))
     leaves = [entry for entry in entries if entry.is_table]
@@ -198,6 +201,31 @@ def verify(
 
 
 # ------------------------------------------------------------------------- manifest rows
+
+
+def _check_columns(
+    metadata: NamespaceMetadata, columns: Mapping[str, pa.DataType]
+) -> list[Problem]:
+    """The ``__manifest`` has a column of the ``result_type`` of every partition field name."""
+    out = []
+    for name, dtype in metadata.partition_columns():
+        found = columns.get(name)
+        if found is None:
+            out.append(
+                Problem(
+                    "metadata", None, f"the __manifest has no column for partition field {name!r}"
+                )
+            )
+        elif found != dtype:
+            out.append(
+                Problem(
+                    "metadata",
+                    None,
+                    f"the __manifest column {name!r} is {found}, but the partition field's "
+                    f"result_type is {dtype}",
+                )
+            )
+    return out
 
 
 def _spec_of(entry: ManifestEntry, metadata: NamespaceMetadata | None) -> PartitionSpec | None:

@@ -101,3 +101,16 @@ def test_corrupt_schema_json_is_a_problem_not_a_crash(tmp_path: Path, here: Here
     described = here("describe", tmp_path / "ns")
     assert described.code == 2
     assert "'schema' is not valid JSON" in described.err
+
+
+def test_a_missing_partition_column_is_a_problem(tmp_path: Path, here: Here) -> None:
+    build(tmp_path / "ns", appends=1)
+    lance.dataset(str(tmp_path / "ns" / "__manifest")).drop_columns(["ts_year"])
+    result = here("verify", tmp_path / "ns", "--json")
+    assert result.code == 1, result.err
+    problems = result.json()["problems"]
+    assert {
+        "kind": "metadata",
+        "object_id": None,
+        "message": ("the __manifest has no column for partition field 'ts_year'"),
+    } in problems

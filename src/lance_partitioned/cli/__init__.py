@@ -9,9 +9,11 @@ stderr. See ``docs/cli.md``.
 
 from __future__ import annotations
 
-from lance_partitioned.cli import describe, evolve, scan, stats, verify, write
+from lance_partitioned.cli import write  # isort: skip  (commands are listed in import order)
+from lance_partitioned.cli import describe, scan, stats  # isort: skip
+from lance_partitioned.cli import evolve, verify  # isort: skip
 from lance_partitioned.cli.app import app, main, run
 
 __all__ = ["app", "main", "run"]
 
-_COMMANDS = (describe, evolve, scan, stats, verify, write)  # registered on import
+_COMMANDS = (write, describe, scan, stats, evolve, verify)  # each registers its commands

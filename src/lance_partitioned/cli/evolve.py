@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from lance_partitioned.cli.app import DebugOpt, JsonOpt, StorageOpt, app, stdout
-from lance_partitioned.cli.describe import UriArg, open_namespace, schema_fields, spec_json
+from lance_partitioned.cli.model import UriArg, open_namespace, schema_fields, spec_json
 from lance_partitioned.cli.render import print_json, type_text
 from lance_partitioned.cli.write import parse_type
 

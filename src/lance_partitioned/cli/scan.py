@@ -13,7 +13,7 @@ from typing import IO, TYPE_CHECKING, Annotated, Any
 import typer
 
 from lance_partitioned.cli.app import DebugOpt, JsonOpt, StorageOpt, UsageError, app, stdout
-from lance_partitioned.cli.describe import UriArg, open_namespace
+from lance_partitioned.cli.model import UriArg, open_namespace
 from lance_partitioned.cli.render import json_value, print_json, table, value_text
 
 if TYPE_CHECKING:

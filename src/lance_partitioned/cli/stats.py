@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from lance_partitioned.cli.app import DebugOpt, JsonOpt, StorageOpt, app, stdout
-from lance_partitioned.cli.describe import (
+from lance_partitioned.cli.model import (
     FilterOpt,
     Leaf,
     UriArg,

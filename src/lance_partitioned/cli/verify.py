@@ -16,7 +16,7 @@ from lance_partitioned.cli.app import (
     stdout,
     storage_options,
 )
-from lance_partitioned.cli.describe import UriArg
+from lance_partitioned.cli.model import UriArg
 from lance_partitioned.cli.render import human_bytes, print_json, table
 
 __all__: list[str] = []

@@ -30,7 +30,7 @@ from lance_partitioned.cli.app import (
     stdout,
     storage_options,
 )
-from lance_partitioned.cli.describe import UriArg, open_namespace, schema_fields, spec_json
+from lance_partitioned.cli.model import UriArg, open_namespace, schema_fields, spec_json
 from lance_partitioned.cli.render import human_bytes, human_count, print_json
 
 if TYPE_CHECKING:
