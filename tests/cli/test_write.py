@@ -124,6 +124,14 @@ def test_write_and_create_mistakes(tmp_path: Path, here: Here) -> None:
     assert "'unknown' is not in the namespace schema" in line
     line = one_line_error(here("write", root, bad, "--mode", "upsert"))
     assert "--mode" in line
+    # a bad value past the first block (1 MiB) that schema discovery reads: found while writing
+    late = tmp_path / "late.csv"
+    good = "".join(f"{i},2025-01-05T10:00:00Z,US,1.0\n" for i in range(60_000))
+    late.write_text("id,ts,country,amount\n" + good + "oops,2025-01-05T10:00:00Z,US,1.0\n")
+    line = one_line_error(here("write", root, late))
+    assert "cannot read the input files" in line
+    assert "'oops'" in line
+    assert lp.PartitionedNamespace.open(str(root)).count_rows() == 0  # nothing committed
 
 
 def test_evolve(tmp_path: Path, here: Here) -> None:

@@ -226,9 +226,12 @@ def _counting(reader: pa.RecordBatchReader, seen: dict[str, int]) -> pa.RecordBa
     import pyarrow as pa
 
     def batches() -> Iterator[pa.RecordBatch]:
-        for batch in reader:
-            seen["bytes"] += batch.nbytes
-            yield batch
+        try:
+            for batch in reader:
+                seen["bytes"] += batch.nbytes
+                yield batch
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            raise UsageError(f"cannot read the input files: {exc}") from exc
 
     return pa.RecordBatchReader.from_batches(reader.schema, batches())
 
