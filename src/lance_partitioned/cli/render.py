@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
-from rich.console import Console
 from rich.table import Table
 
 from lance_partitioned.spec.types import type_to_json
@@ -27,6 +26,7 @@ from lance_partitioned.spec.types import type_to_json
 __all__ = [
     "bar",
     "human_bytes",
+    "human_count",
     "json_value",
     "print_json",
     "table",
@@ -143,8 +143,3 @@ def bar(value: float, maximum: float, width: int) -> str:
     eighths = round(8 * width * value / maximum)
     full, rest = divmod(eighths, 8)
     return "█" * full + ("" if rest == 0 else " ▏▎▍▌▋▊▉"[rest])
-
-
-def console_width(console: Console) -> int:
-    """The width the console renders at."""
-    return int(console.size.width)

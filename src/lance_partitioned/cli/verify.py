@@ -17,7 +17,7 @@ from lance_partitioned.cli.app import (
     storage_options,
 )
 from lance_partitioned.cli.model import UriArg
-from lance_partitioned.cli.render import human_bytes, print_json, table
+from lance_partitioned.cli.render import human_bytes, human_count, print_json, table
 
 __all__: list[str] = []
 
@@ -69,7 +69,7 @@ def verify_command(
     console = stdout()
     console.print(
         f"checked __manifest version {report.version}: {report.leaves} leaves, "
-        f"{report.rows_sampled} rows sampled"
+        f"{human_count(report.rows_sampled)} rows sampled"
     )
     if report.problems:
         rows = [[p.kind, p.object_id or "(table metadata)", p.message] for p in report.problems]

@@ -318,7 +318,8 @@ def write(
     dataset = input_dataset(files, input_format, ns.schema)
     total = _known_rows(dataset)
     seen = {"bytes": 0}
-    reader = _counting(dataset.scanner(batch_size=1 << 16).to_reader(), seen)
+    scanner = dataset.scanner(batch_size=1 << 16, batch_readahead=4, fragment_readahead=1)
+    reader = _counting(scanner.to_reader(), seen)
     console = stderr()
     columns: list[ProgressColumn] = [
         SpinnerColumn(),
