@@ -477,9 +477,10 @@ class Manifest:
                     values={name: row[name] for name in names if name in partition_columns},
                 )
             )
+        stamp = ds.get_version().get("timestamp")
         return RawManifest(
             int(ds.version),
-            self.version_time(int(ds.version)),
+            stamp if isinstance(stamp, dt.datetime) else None,
             dict(ds.metadata),
             partition_columns,
             tuple(entries),
@@ -487,11 +488,8 @@ class Manifest:
 
     def version_time(self, version: int) -> dt.datetime | None:
         """When ``__manifest`` version ``version`` was committed (None: not recorded)."""
-        for info in self._open(version).versions():
-            if int(info["version"]) == version:
-                stamp = info.get("timestamp")
-                return stamp if isinstance(stamp, dt.datetime) else None
-        return None
+        stamp = self._open(version).get_version().get("timestamp")  # no history listing
+        return stamp if isinstance(stamp, dt.datetime) else None
 
     def exists(self) -> bool:
         """Whether a ``__manifest`` Lance table exists at the root."""
