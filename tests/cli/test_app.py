@@ -49,6 +49,11 @@ def test_usage_errors_are_one_line_with_exit_2(tmp_path: Path, here: Here) -> No
     assert "'novalue' is not KEY=VALUE" in option
     missing_argument = one_line_error(here("describe"))
     assert "Missing argument" in missing_argument
+    nothing = here()  # no command at all: the help, on stderr, with its line breaks
+    assert nothing.code == 2
+    assert nothing.out == ""
+    assert nothing.err.startswith("Usage: lance-partitioned [OPTIONS] COMMAND")
+    assert "\n  verify " in nothing.err
 
 
 def test_not_a_partitioned_namespace(tmp_path: Path, here: Here) -> None:

@@ -158,6 +158,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     except BaseException as exc:
         if isinstance(exc, SystemExit):
             raise
+        if isinstance(exc, typer.TyperException) and type(exc).__name__ == "NoArgsIsHelpError":
+            print(exc.format_message(), file=sys.stderr)  # the help of a command given nothing
+            return EXIT_USAGE
         code = exit_code(exc)
         if debug:
             traceback.print_exception(exc, file=sys.stderr)
