@@ -13,6 +13,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from lance_partitioned.cli.render import type_text, value_text
+from lance_partitioned.errors import SchemaError
 from lance_partitioned.spec.schema import DEPRECATED_KEY, FIELD_ID_KEY
 
 if TYPE_CHECKING:
@@ -125,7 +126,7 @@ def spec_json(spec: PartitionSpec, schema: NamespaceSchema, current: bool) -> di
     for spec_field in spec.fields:
         try:
             source = schema.name_of(spec_field.source_id)
-        except Exception:  # a source id the schema lacks: shown as unknown
+        except SchemaError:  # a source id the schema lacks (verify reports it): unknown
             source = None
         fields.append(
             {

@@ -193,8 +193,10 @@ def stats(
     if result["fragmented"]:
         title = f"leaves with {small_fragments}+ small fragments"
         parts += [_leaf_table(title, result["fragmented"]), Text()]
-    advice_text = Text("advice", style="bold")
+    bullets = Table.grid(padding=(0, 1))
+    bullets.add_column(no_wrap=True)
+    bullets.add_column()
     for line in result["advice"]:
-        advice_text.append(f"\n- {line}", style="")
-    parts.append(advice_text)
+        bullets.add_row("-", line)  # wrapped lines stay indented under their bullet
+    parts += [Text("advice", style="bold"), bullets]
     console.print(Group(*parts))
