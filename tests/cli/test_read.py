@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import lance
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 import lance_partitioned as lp
@@ -166,3 +167,26 @@ def test_stats_json(namespace: Path, here: Here) -> None:
     assert len(out["fragmented"]) == 5
     assert all(leaf["spec_version"] == 1 for leaf in out["fragmented"])
     assert out["advice"][0].startswith("compact these 5 leaves")
+
+
+def test_describe_text_marks_deprecated_and_nested_fields(tmp_path: Path, here: Here) -> None:
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("geo", pa.struct([("lat", pa.float64()), ("lon", pa.float64())])),
+            ("old", pa.string()),
+        ]
+    )
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema=schema, partition_by="id")
+    ns.drop_columns(["old"])
+    result = here("describe", tmp_path / "ns")
+    assert result.code == 0, result.err
+    tree = result.out.split("\nschema\n")[1].split("\n\n")[0].splitlines()
+    assert tree == [
+        "├── id: int64  #0",
+        "├── geo: struct<lat: float64, lon: float64>  #1",
+        "│   ├── lat: float64  #2",
+        "│   └── lon: float64  #3",
+        "└── old: utf8  #4  (deprecated)",
+    ]
+    assert "1 namespaces, 0 leaves, 0 rows, 0 B in 0 fragments" in result.out
