@@ -27,6 +27,7 @@ leaf's directory is ``<8 hex>_<object_id>``, derived from its object id.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -54,11 +55,14 @@ __all__ = [
     "CommitConflict",
     "LeafStats",
     "Manifest",
+    "ManifestEntry",
     "ManifestSnapshot",
+    "RawManifest",
     "leaf_location",
     "leaf_object_id",
     "manifest_schema",
     "partition_name",
+    "properties_error",
     "row_properties",
     "row_read_version",
     "schema_fingerprint",
@@ -261,6 +265,94 @@ class LeafStats:
 _LeafKey = tuple[int, tuple[str, ...]]  # (spec version, value tokens of every level)
 
 
+def properties_error(metadata: str | None) -> str | None:
+    """Why a row's ``metadata`` JSON is not a valid properties map (None: it is, or NULL).
+
+    >>> properties_error('{"owner": "ops"}') is None, properties_error(None) is None
+    (True, True)
+    >>> properties_error('{"owner": 1}')
+    "property 'owner' is not a string"
+    >>> properties_error("{oops")[:16]
+    'not valid JSON: '
+    """
+    if metadata is None:
+        return None
+    try:
+        parsed = json.loads(metadata)
+    except ValueError as exc:
+        return f"not valid JSON: {exc}"
+    if not isinstance(parsed, dict):
+        return f"a JSON {type(parsed).__name__}, not an object"
+    for key, value in parsed.items():
+        if not isinstance(value, str):
+            return f"property {key!r} is not a string"
+    return None
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    """One ``__manifest`` row exactly as stored (see :meth:`Manifest.read_raw`).
+
+    Attributes
+    ----------
+    object_id, object_type, location : str
+        The base columns (``location`` may be None on a namespace row).
+    metadata : str or None
+        The row's properties JSON, unparsed (see :func:`properties_error`).
+    read_version : int or None
+        NULL, or no ``read_version`` column, is None.
+    values : dict
+        Every partition column of the manifest, by name.
+    """
+
+    object_id: str
+    object_type: str
+    location: str | None
+    metadata: str | None
+    read_version: int | None
+    values: Mapping[str, Any]
+
+    @property
+    def is_table(self) -> bool:
+        """Whether the row is a leaf table (else a namespace)."""
+        return self.object_type == TABLE
+
+    @property
+    def is_namespace(self) -> bool:
+        """Whether the row is a namespace."""
+        return self.object_type == NAMESPACE
+
+    @property
+    def path(self) -> list[str]:
+        """The object id split on the ``$`` delimiter."""
+        return self.object_id.split(DELIMITER)
+
+
+@dataclass(frozen=True)
+class RawManifest:
+    """One ``__manifest`` version, unparsed: what :meth:`Manifest.read_raw` returns.
+
+    Attributes
+    ----------
+    version : int
+        The ``__manifest`` Lance version read.
+    timestamp : datetime or None
+        When that version was committed.
+    table_metadata : dict[str, str]
+        The raw table metadata map.
+    partition_columns : dict[str, pyarrow.DataType]
+        The manifest's partition columns (every column beyond the base ones), by name.
+    entries : tuple of ManifestEntry
+        Every row.
+    """
+
+    version: int
+    timestamp: dt.datetime | None
+    table_metadata: Mapping[str, str]
+    partition_columns: Mapping[str, pa.DataType]
+    entries: tuple[ManifestEntry, ...]
+
+
 class CommitConflict(Exception):
     """Internal: a ``__manifest`` commit lost a compare-and-swap; re-read and retry."""
 
@@ -419,6 +511,43 @@ class Manifest:
             raise errors.NamespaceNotFoundError(
                 f"no partitioned namespace at {self.root!r}: cannot open {self.uri!r} ({exc})"
             ) from exc
+
+    def read_raw(self, version: int | None = None) -> RawManifest:
+        """One version of the manifest as stored, without parsing its metadata JSON.
+
+        For checks that must report a corrupt ``schema`` or spec key instead of failing on it
+        (``snapshot`` raises); a foreign manifest without ``read_version`` reads it as None.
+        """
+        ds = self._open(version)
+        rows = ds.to_table()
+        names = rows.column_names
+        partition_columns = {f.name: f.type for f in rows.schema if f.name not in BASE_COLUMNS}
+        entries = []
+        for row in rows.to_pylist():
+            read_version = row.get("read_version")
+            entries.append(
+                ManifestEntry(
+                    object_id=row["object_id"],
+                    object_type=row["object_type"],
+                    location=row.get("location"),
+                    metadata=row.get("metadata"),
+                    read_version=None if read_version is None else int(read_version),
+                    values={name: row[name] for name in names if name in partition_columns},
+                )
+            )
+        stamp = ds.get_version().get("timestamp")
+        return RawManifest(
+            int(ds.version),
+            stamp if isinstance(stamp, dt.datetime) else None,
+            dict(ds.metadata),
+            partition_columns,
+            tuple(entries),
+        )
+
+    def version_time(self, version: int) -> dt.datetime | None:
+        """When ``__manifest`` version ``version`` was committed (None: not recorded)."""
+        stamp = self._open(version).get_version().get("timestamp")  # no history listing
+        return stamp if isinstance(stamp, dt.datetime) else None
 
     def exists(self) -> bool:
         """Whether a ``__manifest`` Lance table exists at the root."""

@@ -326,10 +326,16 @@ class PartitionedNamespace(ln.LanceNamespace):
         )
 
     # ------------------------------------------------------------------ partitions
-    def partitions(self, filter: str | None = None) -> pa.Table:
+    def partitions(self, filter: str | None = None, *, sizes: bool = False) -> pa.Table:
         """One row per leaf table: ``object_id``, ``location``, ``spec_version``, the partition
         columns and ``read_version``. ``filter`` is a SQL expression over partition columns.
+        ``sizes=True`` adds ``rows``, ``bytes``, ``fragments`` and ``small_fragments`` of each
+        leaf at its ``read_version`` (see :func:`lance_partitioned.sizes.partition_sizes`).
         """
+        if sizes:
+            from lance_partitioned.sizes import partition_sizes
+
+            return partition_sizes(self, filter)
         tables = self._snapshot.tables
         partition_names = [n for n in tables.column_names if n not in BASE_COLUMNS]
         spec_versions = pa.array(

@@ -1,0 +1,368 @@
+"""``create`` and ``write``: make a namespace, and stream files into it with progress."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
+
+import typer
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.text import Text
+
+from lance_partitioned.cli.app import (
+    DebugOpt,
+    JsonOpt,
+    StorageOpt,
+    UsageError,
+    app,
+    stderr,
+    stdout,
+    storage_options,
+)
+from lance_partitioned.cli.model import UriArg, open_namespace, schema_fields, spec_json
+from lance_partitioned.cli.render import human_bytes, human_count, print_json
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.dataset as pads
+
+__all__ = ["input_dataset", "parse_schema", "parse_type"]
+
+_SUFFIXES = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".json": "json",
+    ".jsonl": "json",
+    ".ndjson": "json",
+}
+FORMATS = ("auto", "parquet", "csv", "json")
+MODES = ("append", "overwrite", "overwrite_partitions")
+_Mode = Literal["append", "overwrite", "overwrite_partitions"]
+
+
+# ----------------------------------------------------------------------------- schemas
+
+
+def parse_type(text: str) -> pa.DataType:
+    """A JsonArrowDataType given as a bare name (``int64``) or a JSON object.
+
+    >>> parse_type("int64"), parse_type('{"type": "timestamp", "unit": "us", "timezone": "UTC"}')
+    (DataType(int64), TimestampType(timestamp[us, tz=UTC]))
+    """
+    from lance_partitioned.spec.types import type_from_json
+
+    stripped = text.strip()
+    obj: Any = {"type": stripped}
+    if stripped.startswith("{"):
+        try:
+            obj = json.loads(stripped)
+        except ValueError as exc:
+            raise UsageError(f"type {text!r} is not valid JSON: {exc}") from exc
+    return type_from_json(obj)
+
+
+def parse_schema(text: str) -> pa.Schema:
+    """``--schema``: a JSON file or JSON text, either a JsonArrowSchema (``{"fields": [...]}``)
+    or a map of column name to type (a name or a JsonArrowDataType object); or a Parquet
+    file, whose schema is taken.
+
+    >>> parse_schema('{"id": "int64", "country": "utf8"}')
+    id: int64
+    country: string
+    """
+    import pyarrow as pa
+
+    from lance_partitioned.spec.types import field_from_json
+
+    source = text.strip()
+    if not source.startswith("{"):
+        path = Path(source)
+        if not path.is_file():
+            raise UsageError(f"--schema: no such file {source!r} (and not JSON text)")
+        if path.suffix in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            return pq.read_schema(path)
+        source = path.read_text(encoding="utf-8")
+    try:
+        obj = json.loads(source)
+    except ValueError as exc:
+        raise UsageError(f"--schema is not valid JSON: {exc}") from exc
+    if not isinstance(obj, dict):
+        raise UsageError("--schema must be a JSON object")
+    if isinstance(obj.get("fields"), list):
+        return pa.schema([field_from_json(f) for f in obj["fields"]])
+    fields = []
+    for name, spec in obj.items():
+        dtype = parse_type(spec) if isinstance(spec, str) else parse_type(json.dumps(spec))
+        fields.append(pa.field(name, dtype))
+    return pa.schema(fields)
+
+
+# ----------------------------------------------------------------------------- input
+
+
+def _files(paths: Sequence[str]) -> list[Path]:
+    out: list[Path] = []
+    for text in paths:
+        path = Path(text)
+        if path.is_dir():
+            found = sorted(
+                p
+                for p in path.rglob("*")
+                if p.is_file()
+                and not any(part.startswith((".", "_")) for part in p.parts[len(path.parts) :])
+            )
+            if not found:
+                raise UsageError(f"directory {text!r} holds no files")
+            out.extend(found)
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise UsageError(f"no such file or directory: {text!r}")
+    return out
+
+
+def _format_of(path: Path, chosen: str) -> str:
+    if chosen != "auto":
+        return chosen
+    kind = _SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise UsageError(f"cannot tell the format of {str(path)!r} from its name: pass --format")
+    return kind
+
+
+def _file_format(kind: str, target: pa.Schema) -> pads.FileFormat:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.dataset as pads
+    import pyarrow.json as pajson
+
+    plain = {f.name: f.type for f in target if not pa.types.is_nested(f.type)}
+    if kind == "csv":
+        return pads.CsvFileFormat(
+            convert_options=pacsv.ConvertOptions(column_types=plain, strings_can_be_null=True)
+        )
+    if kind == "json":
+        return pads.JsonFileFormat(
+            parse_options=pajson.ParseOptions(explicit_schema=pa.schema(plain))
+        )
+    return pads.ParquetFileFormat()
+
+
+def input_dataset(paths: Sequence[str], chosen: str, target: pa.Schema) -> pads.Dataset:
+    """The input files as one ``pyarrow.dataset`` (schemas unified), columns that the namespace
+    knows read with the namespace types (CSV, JSON)."""
+    import pyarrow as pa
+    import pyarrow.dataset as pads
+
+    files = _files(paths)
+    kinds = {path: _format_of(path, chosen) for path in files}
+    try:
+        known = {f.name: f.type for f in target}
+        schemas = []
+        for path in files:
+            found = pads.dataset(str(path), format=_file_format(kinds[path], target)).schema
+            if kinds[path] != "parquet":  # text: read the namespace's columns as its types
+                found = pa.schema([pa.field(f.name, known.get(f.name, f.type)) for f in found])
+            schemas.append(found)
+        schema = pa.unify_schemas(schemas, promote_options="permissive")
+        groups: dict[str, list[str]] = {}
+        for path in files:
+            groups.setdefault(kinds[path], []).append(str(path))
+        children = [
+            pads.dataset(group, format=_file_format(kind, target), schema=schema)
+            for kind, group in groups.items()
+        ]
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
+        raise UsageError(f"cannot read the input files: {exc}") from exc
+    return children[0] if len(children) == 1 else pads.dataset(children)
+
+
+def _known_rows(dataset: pads.Dataset) -> int | None:
+    """The row count when it is in file metadata (Parquet only), else None."""
+    import pyarrow.dataset as pads
+
+    children = dataset.children if isinstance(dataset, pads.UnionDataset) else [dataset]
+    if all(isinstance(c.format, pads.ParquetFileFormat) for c in children):
+        return int(dataset.count_rows())
+    return None
+
+
+# ----------------------------------------------------------------------------- progress
+
+
+class _RateColumn(ProgressColumn):
+    """``12,345 rows/s`` or ``3.4 MiB/s``."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__()
+        self.what = what
+
+    def render(self, task: Task) -> Text:
+        elapsed = task.elapsed or 0.0
+        if self.what == "rows":
+            value = task.completed
+            text = f"{human_count(value / elapsed) if elapsed else 0} rows/s"
+        else:
+            value = task.fields.get("bytes", 0)
+            text = f"{human_bytes(value / elapsed) if elapsed else '0 B'}/s"
+        return Text(text, style="progress.data.speed")
+
+
+def _counting(reader: pa.RecordBatchReader, seen: dict[str, int]) -> pa.RecordBatchReader:
+    import pyarrow as pa
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        try:
+            for batch in reader:
+                seen["bytes"] += batch.nbytes
+                yield batch
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            raise UsageError(f"cannot read the input files: {exc}") from exc
+
+    return pa.RecordBatchReader.from_batches(reader.schema, batches())
+
+
+@app.command()
+def create(
+    uri: UriArg,
+    schema: Annotated[
+        str,
+        typer.Option(
+            "--schema",
+            help='A JSON file or JSON text: {"fields": [...]} (JsonArrowSchema) or '
+            '{"column": "type", ...}; or a Parquet file to take the schema of.',
+        ),
+    ],
+    partition_by: Annotated[
+        str,
+        typer.Option(
+            "--partition-by", help='The partition spec, e.g. "year(ts), country, bucket(16, id)".'
+        ),
+    ],
+    exist_ok: Annotated[
+        bool, typer.Option("--exist-ok", help="Succeed if the same namespace already exists.")
+    ] = False,
+    json_output: JsonOpt = False,
+    storage_option: StorageOpt = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Create a partitioned namespace with a schema and a first partition spec."""
+    from lance_partitioned.namespace import PartitionedNamespace
+
+    arrow = parse_schema(schema)
+    ns = PartitionedNamespace.create(
+        uri,
+        schema=arrow,
+        partition_by=partition_by,
+        storage_options=storage_options(storage_option),
+        exist_ok=exist_ok,
+    )
+    spec = spec_json(ns.current_spec, ns.namespace_schema, True)
+    if json_output:
+        fields = [
+            {k: v for k, v in f.items() if k != "depth"} for f in schema_fields(ns.namespace_schema)
+        ]
+        print_json({"uri": ns.uri, "manifest_version": ns.version, "schema": fields, "spec": spec})
+        return
+    described = ", ".join(f"{f['name']} = {f['expression']}" for f in spec["fields"])
+    stdout().print(
+        f"created {ns.uri}: {len(ns.schema)} columns, partition spec v1: "
+        f"{described or 'unpartitioned'}"
+    )
+
+
+@app.command()
+def write(
+    uri: UriArg,
+    files: Annotated[list[str], typer.Argument(help="Input files or directories.")],
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode", metavar="append|overwrite|overwrite_partitions", help="How to write."
+        ),
+    ] = "append",
+    input_format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            metavar="auto|parquet|csv|json",
+            help="Input format (auto: from each file's extension; json is JSON lines).",
+        ),
+    ] = "auto",
+    json_output: JsonOpt = False,
+    storage_option: StorageOpt = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Stream files into the namespace in one atomic commit, with bounded memory."""
+    if mode not in MODES:
+        raise typer.BadParameter(f"{mode!r} is not one of {', '.join(MODES)}", param_hint="--mode")
+    if input_format not in FORMATS:
+        raise typer.BadParameter(
+            f"{input_format!r} is not one of {', '.join(FORMATS)}", param_hint="--format"
+        )
+    ns = open_namespace(uri, storage_option)
+    dataset = input_dataset(files, input_format, ns.schema)
+    total = _known_rows(dataset)
+    seen = {"bytes": 0}
+    scanner = dataset.scanner(batch_size=1 << 16, batch_readahead=4, fragment_readahead=1)
+    reader = _counting(scanner.to_reader(), seen)
+    console = stderr()
+    columns: list[ProgressColumn] = [
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:,.0f} rows"),
+        _RateColumn("rows"),
+        _RateColumn("bytes"),
+        TextColumn("{task.fields[partitions]} partitions"),
+        TimeElapsedColumn(),
+    ]
+    started = time.perf_counter()
+    with Progress(*columns, console=console, disable=json_output or not console.is_terminal) as bar:
+        task = bar.add_task("writing", total=total, partitions=0, bytes=0)
+
+        def progress(report: Any) -> None:
+            bar.update(
+                task, completed=report.rows, partitions=report.partitions, bytes=seen["bytes"]
+            )
+
+        result = ns.write(reader, mode=cast(_Mode, mode), progress=progress)
+        bar.update(
+            task, completed=result.rows_written, bytes=seen["bytes"], description="committed"
+        )
+    seconds = time.perf_counter() - started
+    out = {
+        "manifest_version": result.version,
+        "rows_written": result.rows_written,
+        "partitions_created": result.partitions_created,
+        "partitions_touched": result.partitions_touched,
+        "partitions_removed": result.partitions_removed,
+        "attempts": result.attempts,
+        "input_files": len(_files(files)),
+        "input_bytes": seen["bytes"],
+        "seconds": round(seconds, 3),
+    }
+    if json_output:
+        print_json(out)
+        return
+    rate = human_count(result.rows_written / seconds) if seconds else "0"
+    stdout().print(
+        f"wrote {human_count(result.rows_written)} rows ({human_bytes(seen['bytes'])} in memory) "
+        f"to {result.partitions_touched} partitions ({result.partitions_created} new"
+        + (f", {result.partitions_removed} removed" if result.partitions_removed else "")
+        + f") in {seconds:.1f} s, {rate} rows/s: __manifest version {result.version}"
+    )

@@ -1,0 +1,170 @@
+"""create, write (CSV, JSON lines, Parquet; modes; progress) and evolve, through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import lance_partitioned as lp
+from tests.cli.conftest import Here
+from tests.cli.helpers import SCHEMA, cli, events, one_line_error
+
+SCHEMA_TEXT = json.dumps(
+    {
+        "id": "int64",
+        "ts": {"type": "timestamp", "unit": "us", "timezone": "UTC"},
+        "country": "utf8",
+        "amount": "float64",
+    }
+)
+
+
+def _inputs(folder: Path) -> dict[str, Path]:
+    folder.mkdir()
+    rows = events(0, 30)
+    paths = {"parquet": folder / "a.parquet", "csv": folder / "b.csv", "json": folder / "c.jsonl"}
+    pq.write_table(rows.slice(0, 10), paths["parquet"])
+    lines = ["id,ts,country,amount"]
+    for r in rows.slice(10, 10).to_pylist():
+        country = r["country"] or ""
+        lines.append(f"{r['id']},{r['ts'].isoformat()},{country},{r['amount']}")
+    paths["csv"].write_text("\n".join(lines) + "\n")
+    with paths["json"].open("w") as handle:
+        for r in rows.slice(20, 10).to_pylist():
+            handle.write(json.dumps({**r, "ts": r["ts"].isoformat()}) + "\n")
+    return paths
+
+
+def test_create_and_write_every_format(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    created = cli(
+        "create", root, "--schema", SCHEMA_TEXT, "--partition-by", "year(ts), country", "--json"
+    )
+    assert created.code == 0, created.err
+    out = created.json()
+    assert [f["name"] for f in out["spec"]["fields"]] == ["ts_year", "country"]
+    assert [(f["path"], f["field_id"]) for f in out["schema"]] == [
+        ("id", 0),
+        ("ts", 1),
+        ("country", 2),
+        ("amount", 3),
+    ]
+    paths = _inputs(tmp_path / "in")
+    written = cli("write", root, *paths.values(), "--json")
+    assert written.code == 0, written.err
+    result = written.json()
+    assert result["rows_written"] == 30
+    assert result["input_files"] == 3
+    assert result["input_bytes"] > 0
+    ns = lp.PartitionedNamespace.open(str(root))
+    assert result["manifest_version"] == ns.version
+    assert result["partitions_created"] == ns.partitions().num_rows == 5
+    got = ns.to_table().sort_by("id")
+    assert got.equals(events(0, 30).cast(got.schema))  # empty CSV cells are NULL
+
+
+def test_write_modes_directories_and_progress(tmp_path: Path, here: Here) -> None:
+    root = tmp_path / "ns"
+    ns = lp.PartitionedNamespace.create(str(root), schema=SCHEMA, partition_by="country")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    pq.write_table(events(0, 12), folder / "part-0.parquet")
+    pq.write_table(events(12, 12), folder / "part-1.parquet")
+    # a terminal: the progress bar shows rows/s and bytes/s on stderr, colours on stdout
+    shown = cli("write", root, folder, env={"TTY_COMPATIBLE": "1"})
+    assert shown.code == 0, shown.err
+    assert "rows/s" in shown.err
+    assert "B/s" in shown.err
+    assert "partitions" in shown.err
+    assert "\x1b[" in shown.err
+    assert shown.out.startswith("wrote 24 rows")
+    assert ns.refresh().count_rows() == 24
+
+    replaced = tmp_path / "fr.parquet"
+    pq.write_table(
+        events(100, 6).filter(pa.compute.equal(events(100, 6)["country"], "FR")), replaced
+    )
+    done = here("write", root, replaced, "--mode", "overwrite_partitions", "--json")
+    assert done.code == 0, done.err
+    assert done.json()["partitions_touched"] == 1
+    assert ns.refresh().count_rows("country = 'FR'") == 1
+    assert ns.count_rows() == 24 - 4 + 1
+
+    done = here("write", root, replaced, "--mode", "overwrite", "--json")
+    assert done.json()["partitions_removed"] == 3
+    assert ns.refresh().count_rows() == 1
+
+
+def test_write_and_create_mistakes(tmp_path: Path, here: Here) -> None:
+    root = tmp_path / "ns"
+    line = one_line_error(
+        here("create", root, "--schema", SCHEMA_TEXT, "--partition-by", "year(ts), nope")
+    )
+    assert "nope" in line
+    line = one_line_error(
+        here("create", root, "--schema", '{"id": "varchar"}', "--partition-by", "id")
+    )
+    assert "'varchar'" in line
+    assert here("create", root, "--schema", SCHEMA_TEXT, "--partition-by", "country").code == 0
+    line = one_line_error(
+        here("create", root, "--schema", SCHEMA_TEXT, "--partition-by", "country")
+    )
+    assert "already exists" in line
+    line = one_line_error(here("write", root, tmp_path / "missing.csv"))
+    assert "no such file or directory" in line
+    (tmp_path / "data.txt").write_text("id\n1\n")
+    line = one_line_error(here("write", root, tmp_path / "data.txt"))
+    assert "pass --format" in line
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,unknown\n1,2\n")
+    line = one_line_error(here("write", root, bad))
+    assert "'unknown' is not in the namespace schema" in line
+    line = one_line_error(here("write", root, bad, "--mode", "upsert"))
+    assert "--mode" in line
+    # a bad value past the first block (1 MiB) that schema discovery reads: found while writing
+    late = tmp_path / "late.csv"
+    good = "".join(f"{i},2025-01-05T10:00:00Z,US,1.0\n" for i in range(60_000))
+    late.write_text("id,ts,country,amount\n" + good + "oops,2025-01-05T10:00:00Z,US,1.0\n")
+    line = one_line_error(here("write", root, late))
+    assert "cannot read the input files" in line
+    assert "'oops'" in line
+    assert lp.PartitionedNamespace.open(str(root)).count_rows() == 0  # nothing committed
+
+
+def test_evolve(tmp_path: Path, here: Here) -> None:
+    root = tmp_path / "ns"
+    schema = pa.schema([("id", pa.int32()), ("country", pa.string()), ("old", pa.string())])
+    ns = lp.PartitionedNamespace.create(str(root), schema=schema, partition_by="country")
+    added = cli("evolve", root, "add-column", "note", "utf8", "--json")
+    assert added.code == 0, added.err
+    out = added.json()
+    assert out["operation"] == "add-column"
+    assert out["changed"] is True
+    assert out["schema"][-1] == {
+        "path": "note",
+        "name": "note",
+        "field_id": 3,
+        "type": "utf8",
+        "nullable": True,
+        "deprecated": False,
+    }
+    assert here("evolve", root, "drop-column", "old").code == 0
+    assert here("evolve", root, "rename-column", "note", "comment").code == 0
+    promoted = here("evolve", root, "promote-column", "id", "int64")
+    assert promoted.out.startswith("promoted id to int64"), promoted.err
+    spec = here("evolve", root, "partition-spec", "bucket(4, id)", "--json").json()
+    assert spec["spec"]["version"] == 2
+    assert spec["spec"]["fields"][0]["expression"] == "abs(hash(col)) % 4"
+    ns.refresh()
+    assert ns.schema.names == ["id", "country", "comment"]
+    assert ns.schema.field("id").type == pa.int64()
+    assert ns.namespace_schema.is_deprecated(2)
+    described = here("describe", root, "--json").json()
+    assert [(f["name"], f["deprecated"]) for f in described["schema"]][2] == ("old", True)
+    line = one_line_error(here("evolve", root, "promote-column", "id", "int32"))
+    assert "id" in line
+    line = one_line_error(here("evolve", root, "partition-spec", "year(comment)"))
+    assert "year" in line
