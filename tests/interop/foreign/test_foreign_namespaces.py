@@ -199,7 +199,6 @@ def test_appendix_e_evolves_away_from_the_deprecated_source(tmp_path: os.PathLik
     assert ns.count_rows("event_date = DATE '2025-12-10'") == 3
 
 
-@pytest.mark.xfail(strict=True, reason="issue 15 item 3")
 def test_rename_on_foreign_leaves(tmp_path: os.PathLike[str]) -> None:
     foreign = BUILDERS["no_read_version"](str(tmp_path))
     ns = lp.PartitionedNamespace.open(foreign.root)
