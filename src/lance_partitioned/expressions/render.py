@@ -294,8 +294,12 @@ class _Arrow:
     def membership(self, p: In | NotIn) -> pc.Expression:
         field = pc.field(p.term)
         dtype = self.dtype(p.term)
+        members = list(p.values)
+        if self.is_float(p.term) and any(v == 0 for v in members):
+            # is_in hashes bits: -0.0 and 0.0 differ there, while SQL finds them equal
+            members += [0.0, -0.0]
         try:
-            values = pa.array(list(p.values), dtype)
+            values = pa.array(members, dtype)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:
             raise InvalidInputError(
                 f"column {p.term!r}: the IN list {p.values!r} has no Arrow form: {exc}"
