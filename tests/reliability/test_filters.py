@@ -66,3 +66,47 @@ def test_signed_zero_and_nan_compare_as_sql(
     )
     ns.write(FLOATS)
     _check(ns, FLOATS, condition)
+
+
+# ------------------------------------------------------------------ extreme literals (16.6)
+
+I64_MIN, I64_MAX, U64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
+EXTREMES = pa.table(
+    {
+        "id": pa.array(range(6), pa.int64()),
+        "k": pa.array([I64_MIN, I64_MIN + 1, -1, 0, I64_MAX, None], pa.int64()),
+        "u": pa.array([0, 1, I64_MAX, I64_MAX + 1, U64_MAX, None], pa.uint64()),
+        "b": pa.array([-128, -1, 0, 1, 127, None], pa.int8()),
+        "x": pa.array([-1.7976931348623157e308, -5e-324, 0.0, 5e-324, 1e308, None]),
+        "p": pa.array(["a", "b", "a", "b", "a", "b"]),
+    }
+)
+EXTREME_FILTERS = [
+    f"k = {I64_MIN}",
+    f"k <= {I64_MIN + 1}",
+    f"k IN ({I64_MIN}, {I64_MAX})",
+    f"k != {I64_MIN}",
+    f"k > {I64_MIN}",
+    f"k = {I64_MAX}",
+    f"u = {U64_MAX}",
+    f"u >= {I64_MAX + 1}",
+    f"u IN ({I64_MAX}, {U64_MAX})",
+    "b = -128",
+    "b IN (-128, 127)",
+    "x = -1.7976931348623157e308",
+    "x = 5e-324",
+    "x > -5e-324",
+    "x >= 1e308",
+]
+
+
+@pytest.mark.parametrize("partition_by", ["k", "p", "u, b"])
+@pytest.mark.parametrize("condition", EXTREME_FILTERS)
+def test_extreme_literals_are_read_exactly(
+    tmp_path: Path, partition_by: str, condition: str
+) -> None:
+    ns = lp.PartitionedNamespace.create(
+        str(tmp_path / "ns"), schema=EXTREMES.schema, partition_by=partition_by
+    )
+    ns.write(EXTREMES)
+    _check(ns, EXTREMES, condition)

@@ -7,7 +7,8 @@ read the same way. Identifiers are quoted with backticks (Lance reads ``"x"`` as
 ================  =====================================================================
 Python value      SQL
 ================  =====================================================================
-bool, int         ``true``, ``-5``
+bool, int         ``true``, ``-5``; the int64 minimum as ``CAST('-9223372036854775808' AS
+                  BIGINT)`` (Lance reads the bare number as minus a float)
 float             ``2.5``, ``1e+20``; NaN and infinities as ``CAST('NaN' AS DOUBLE)``
 Decimal           ``CAST('1.50' AS DECIMAL(3, 2))`` (Lance rejects a float for a decimal)
 str, bytes        ``'it''s'``, ``X'0102'``
@@ -61,6 +62,8 @@ from lance_partitioned.expressions.visitors import rewrite_not
 
 __all__ = ["quote_identifier", "sql_literal", "to_arrow", "to_sql"]
 
+_INT64_MIN = -(1 << 63)
+
 
 def quote_identifier(name: str) -> str:
     """A column name quoted for DataFusion and Lance: ```name```.
@@ -101,6 +104,8 @@ def sql_literal(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
+        if value == _INT64_MIN:  # "-9223372036854775808" is minus 2^63: a float in Lance
+            return f"CAST('{value}' AS BIGINT)"
         return str(value)
     if isinstance(value, float):
         if math.isnan(value):
