@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from lance_partitioned.expressions.builder import Column, col
 from lance_partitioned.expressions.parse import parse_sql
-from lance_partitioned.expressions.render import quote_identifier, sql_literal, to_arrow, to_sql
+from lance_partitioned.expressions.render import (
+    filter_arrow,
+    quote_identifier,
+    sql_literal,
+    to_arrow,
+    to_sql,
+)
 from lance_partitioned.expressions.tree import (
     AlwaysFalse,
     AlwaysTrue,
@@ -96,6 +102,7 @@ __all__ = [
     "and_",
     "bind",
     "col",
+    "filter_arrow",
     "or_",
     "parse_sql",
     "project",
