@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_partitioned import errors
+from lance_partitioned.spec import nested
 from lance_partitioned.spec.schema import FIELD_ID_KEY, NamespaceSchema
 
 __all__ = [
@@ -40,20 +41,16 @@ LEAF_FIELD_ID_KEY = "lance-partitioned:field_id"
 
 
 def _leaf_field(field: pa.Field) -> pa.Field:
-    metadata = {k.decode(): v.decode() for k, v in (field.metadata or {}).items()}
-    field_id = metadata.pop(FIELD_ID_KEY, None)
-    if field_id is not None:
-        metadata[LEAF_FIELD_ID_KEY] = field_id
-    dtype = field.type
-    if pa.types.is_struct(dtype):
-        dtype = pa.struct([_leaf_field(dtype.field(i)) for i in range(dtype.num_fields)])
-    elif pa.types.is_large_list(dtype):
-        dtype = pa.large_list(_leaf_field(dtype.value_field))
-    elif pa.types.is_fixed_size_list(dtype):
-        dtype = pa.list_(_leaf_field(dtype.value_field), dtype.list_size)
-    elif pa.types.is_list(dtype):
-        dtype = pa.list_(_leaf_field(dtype.value_field))
-    return pa.field(field.name, dtype, field.nullable, metadata=metadata or None)
+    """``field`` and every field below it with the field id under the leaf's private key."""
+
+    def private(f: pa.Field) -> pa.Field:
+        metadata = {k.decode(): v.decode() for k, v in (f.metadata or {}).items()}
+        field_id = metadata.pop(FIELD_ID_KEY, None)
+        if field_id is not None:
+            metadata[LEAF_FIELD_ID_KEY] = field_id
+        return pa.field(f.name, f.type, f.nullable, metadata=metadata or None)
+
+    return nested.map_field(field, private)
 
 
 def leaf_schema(schema: NamespaceSchema) -> pa.Schema:

@@ -45,14 +45,15 @@ from lance_partitioned.expressions import (
     AlwaysTrue,
     Predicate,
     bind,
+    filter_arrow,
     parse_sql,
     project,
     residual,
     rewrite_not,
     terms,
-    to_arrow,
     to_sql,
 )
+from lance_partitioned.expressions.sqltext import deep
 from lance_partitioned.expressions.tree import Unknown
 from lance_partitioned.manifest import (
     DELIMITER,
@@ -210,7 +211,7 @@ def plan_scan(
         if isinstance(projected, AlwaysFalse):
             continue
         if not isinstance(projected, AlwaysTrue):
-            rows = rows.filter(to_arrow(projected, rows.schema, unknown=True))
+            rows = filter_arrow(rows, projected, unknown=True)
         names = [spec_field.name for spec_field in spec.fields]
         for row in rows.sort_by("object_id").to_pylist():
             values = {name: row.get(name) for name in names}
@@ -316,11 +317,17 @@ def read_task(
 
 
 def _unknowns(predicate: Predicate) -> list[Unknown]:
-    """The Unknown nodes of a predicate."""
-    if isinstance(predicate, Unknown):
-        return [predicate]
-    children = (getattr(predicate, name, None) for name in ("left", "right", "child"))
-    return [u for c in children if isinstance(c, Predicate) for u in _unknowns(c)]
+    """The Unknown nodes of a predicate (iterative: any depth)."""
+    found: list[Unknown] = []
+    stack = [predicate]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Unknown):
+            found.append(node)
+            continue
+        children = (getattr(node, name, None) for name in ("left", "right", "child"))
+        stack += (c for c in children if isinstance(c, Predicate))
+    return found
 
 
 def sql_filter(table: pa.Table, condition: str, what: str = "filter") -> pa.Table:
@@ -334,12 +341,15 @@ def sql_filter(table: pa.Table, condition: str, what: str = "filter") -> pa.Tabl
     """
     import datafusion
 
-    ctx = datafusion.SessionContext()
-    ctx.register_record_batches(
-        "t", [table.to_batches() or [pa.record_batch([], schema=table.schema)]]
-    )
+    def run() -> pa.Table:
+        ctx = datafusion.SessionContext()
+        ctx.register_record_batches(
+            "t", [table.to_batches() or [pa.record_batch([], schema=table.schema)]]
+        )
+        return ctx.sql(f"SELECT * FROM t WHERE {condition}").to_arrow_table()
+
     try:
-        result = ctx.sql(f"SELECT * FROM t WHERE {condition}").to_arrow_table()
+        result = deep(run)  # DataFusion recurses as deep as the condition nests
     except Exception as exc:
         raise errors.InvalidInputError(f"cannot apply {what} {condition!r}: {exc}") from exc
     return result.cast(table.schema) if result.num_rows else table.slice(0, 0)
@@ -348,7 +358,7 @@ def sql_filter(table: pa.Table, condition: str, what: str = "filter") -> pa.Tabl
 def _post_filter(batch: pa.RecordBatch, predicate: Predicate) -> pa.RecordBatch:
     """Filter a conformed batch in memory (residuals over renamed or cast columns)."""
     if not _unknowns(predicate):
-        return batch.filter(to_arrow(predicate, batch.schema))
+        return filter_arrow(batch, predicate)
     table = sql_filter(pa.Table.from_batches([batch]), to_sql(predicate))
     return table.combine_chunks().to_batches()[0] if table.num_rows else batch.slice(0, 0)
 

@@ -12,13 +12,25 @@ per leaf → :func:`to_sql` for Lance, or :func:`to_arrow` for Arrow data.
 And(left=EqualTo(term='country', value='US'), right=GreaterThan(term='n', value=2))
 >>> to_sql(p)
 "(`country` = 'US') AND (`n` > 2)"
+
+:func:`project` and :func:`residual` are loaded on first use: they ask the partition
+transforms (:mod:`lance_partitioned.spec.transforms`), which build predicates of this package.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from lance_partitioned.expressions.builder import Column, col
 from lance_partitioned.expressions.parse import parse_sql
-from lance_partitioned.expressions.projection import project
-from lance_partitioned.expressions.render import quote_identifier, sql_literal, to_arrow, to_sql
-from lance_partitioned.expressions.residual import residual
+from lance_partitioned.expressions.render import (
+    filter_arrow,
+    quote_identifier,
+    sql_literal,
+    to_arrow,
+    to_sql,
+)
 from lance_partitioned.expressions.tree import (
     AlwaysFalse,
     AlwaysTrue,
@@ -47,6 +59,22 @@ from lance_partitioned.expressions.tree import (
 )
 from lance_partitioned.expressions.visitors import bind, rewrite_not, terms
 
+if TYPE_CHECKING:
+    from lance_partitioned.expressions.projection import project
+    from lance_partitioned.expressions.residuals import residual
+
+_LAZY = {
+    "project": "lance_partitioned.expressions.projection",
+    "residual": "lance_partitioned.expressions.residuals",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "AlwaysFalse",
     "AlwaysTrue",
@@ -74,6 +102,7 @@ __all__ = [
     "and_",
     "bind",
     "col",
+    "filter_arrow",
     "or_",
     "parse_sql",
     "project",

@@ -44,11 +44,14 @@ from lance_partitioned.expressions.sqltext import (
     children,
     column_name,
     columns_of,
+    deep,
     is_constant,
     is_ilike,
     is_volatile,
     like_shape,
     python_value,
+    split_top_level,
+    unwrap,
     wrap,
 )
 from lance_partitioned.expressions.tree import (
@@ -62,6 +65,7 @@ from lance_partitioned.expressions.tree import (
     IsNull,
     LessThan,
     LessThanOrEqual,
+    Not,
     NotEqualTo,
     NotIn,
     NotNull,
@@ -72,10 +76,15 @@ from lance_partitioned.expressions.tree import (
     and_,
     or_,
 )
+from lance_partitioned.expressions.visitors import rewrite_not
 
 __all__ = ["parse_sql"]
 
 _TABLE = "__lp_filter__"
+_SHORT = 32  # AND/OR chains up to this length keep the shape SQL gave them
+_LONG = 32  # filters with more ANDs and ORs than this are cut into pieces (_parse_long)
+_CONNECTIVES = re.compile(r"\b(?:and|or)\b", re.IGNORECASE)
+_NOT = re.compile(r"\s*not\s*(\(.*\))\s*", re.IGNORECASE | re.DOTALL)
 _local = threading.local()
 
 # op -> (op with the operands swapped, op of the negation)
@@ -131,9 +140,91 @@ def parse_sql(text: str, schema: pa.Schema) -> Predicate:
     """
     if not isinstance(text, str) or not text.strip():
         raise InvalidInputError(f"a filter must be a non-empty SQL string, got {text!r}")
+    if len(_CONNECTIVES.findall(text)) > _LONG:
+        return deep(lambda: _parse_long(text, schema))
+    return deep(lambda: _parse(text, schema))  # DataFusion recurses as deep as the filter nests
+
+
+def _parse_long(text: str, schema: pa.Schema) -> Predicate:
+    """A filter of many terms, cut at its top-level ORs, then ANDs, then parentheses and NOT
+    into pieces of at most ``_LONG`` connectives, each parsed by DataFusion alone.
+
+    DataFusion hands back ``a OR b OR …`` as a left-deep tree, and every step down it copies
+    the subtree below: quadratic in the number of terms. The cutting is iterative (an explicit
+    stack, one entry per piece), so its depth does not follow the filter's length.
+    """
     parser = _Parser(text, schema)
     try:
-        return parser.run()
+        results: dict[int, Predicate] = {}  # node id -> its predicate
+        plan: dict[int, tuple[str, list[int]]] = {}  # node id -> how its pieces combine
+        pending: list[tuple[int, str]] = [(0, text)]  # node id, its text
+        counter = 1
+        while pending:
+            node, body = pending.pop()
+            kind, parts = _cut(body)
+            if kind == "leaf":
+                results[node] = parser.run(body)
+                continue
+            ids = list(range(counter, counter + len(parts)))
+            counter += len(parts)
+            plan[node] = (kind, ids)
+            pending += zip(ids, parts, strict=True)
+    finally:
+        parser.close()
+    for node in sorted(plan, reverse=True):  # pieces have greater ids than their parent
+        kind, ids = plan[node]
+        done = [results.pop(i) for i in ids]
+        if kind == "or":
+            results[node] = or_(*done)
+        elif kind == "and":
+            results[node] = and_(*done)
+        elif kind == "not":
+            results[node] = rewrite_not(Not(done[0]))
+        else:
+            results[node] = done[0]
+    return results[0]
+
+
+def _connectives(text: str) -> int:
+    return len(_CONNECTIVES.findall(text))
+
+
+def _cut(text: str) -> tuple[str, list[str]]:
+    """How a long filter's text splits: ``or``/``and`` into pieces of at most ``_LONG``
+    connectives (a longer piece alone, to be cut again), ``not``/``paren`` inside, or ``leaf``
+    (parsed whole)."""
+    if _connectives(text) <= _LONG:
+        return "leaf", [text]
+    for keyword in ("OR", "AND"):
+        pieces = split_top_level(text, keyword)
+        if pieces is None or len(pieces) == 1:
+            continue
+        if any(not piece.strip() for piece in pieces):
+            return "leaf", [text]  # a syntax error: DataFusion reports it
+        groups: list[list[str]] = [[]]
+        count = 0
+        for piece in pieces:
+            inside = _connectives(piece) + 1
+            if groups[-1] and count + inside > _LONG:
+                groups.append([])
+                count = 0
+            groups[-1].append(piece)
+            count += inside
+        joined = f" {keyword} "
+        return keyword.lower(), [joined.join(group) for group in groups]
+    inner = unwrap(text)
+    if inner is not None:
+        return "paren", [inner]
+    negated = _NOT.fullmatch(text)
+    if negated is not None and unwrap(negated.group(1)) is not None:
+        return "not", [negated.group(1)]
+    return "leaf", [text]
+
+
+def _parse(text: str, schema: pa.Schema) -> Predicate:
+    parser = _Parser(text, schema)
+    try:
+        return parser.run(text)
     finally:
         parser.close()
 
@@ -155,13 +246,15 @@ class _Parser:
     def close(self) -> None:
         self.ctx.deregister_table(_TABLE)
 
-    def run(self) -> Predicate:
-        expr = self._parse(self.text)
+    def run(self, text: str) -> Predicate:
+        """Parse ``text`` (the filter, or a piece of it: errors quote the piece)."""
+        self.text = text
+        expr = self._parse(text)
         self._reject(expr)
         try:
             return self._convert(expr, negate=False)
         except Unrenderable:
-            return Unknown(self.text, tuple(sorted(columns_of(expr))))
+            return Unknown(text, tuple(sorted(columns_of(expr))))
 
     def _parse(self, text: str) -> Any:
         try:
@@ -178,13 +271,15 @@ class _Parser:
             raise InvalidInputError(f"filter {self.text!r} is not valid SQL: {message}") from exc
 
     def _reject(self, expr: Any) -> None:
-        kind = expr.variant_name()
-        if kind in REJECTED:
-            raise InvalidInputError(
-                f"filter {self.text!r}: {kind} is not allowed in a row filter ({expr})"
-            )
-        for child in children(expr):
-            self._reject(child)
+        stack = [expr]
+        while stack:  # iterative: a long filter nests as deep as it has terms
+            node = stack.pop()
+            kind = node.variant_name()
+            if kind in REJECTED:
+                raise InvalidInputError(
+                    f"filter {self.text!r}: {kind} is not allowed in a row filter ({node})"
+                )
+            stack += children(node)
 
     # ------------------------------------------------------------------ the walk
 
@@ -198,9 +293,13 @@ class _Parser:
             node = expr.to_variant()
             op = node.op()
             if op in ("AND", "OR"):
+                combine = and_ if (op == "AND") != negate else or_
+                parts = _chain(expr, op)
+                if len(parts) > _SHORT:  # a long chain: iterate over it (built balanced)
+                    return combine(*(self._convert(part, negate) for part in parts))
                 left = self._convert(node.left(), negate)
                 right = self._convert(node.right(), negate)
-                return and_(left, right) if (op == "AND") != negate else or_(left, right)
+                return combine(left, right)
             if op in _COMPARISONS:
                 return self._comparison(expr, node.left(), op, node.right(), negate)
         elif kind in ("IsNull", "IsNotNull"):
@@ -407,6 +506,20 @@ _TRUTH_TESTS: dict[str, tuple[bool | None, bool]] = {
     "IsUnknown": (None, True),
     "IsNotUnknown": (None, False),
 }
+
+
+def _chain(expr: Any, op: str) -> list[Any]:
+    """The operands of a chain of ``op`` (AND or OR) binary expressions, left to right."""
+    found: list[Any] = []
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if node.variant_name() == "BinaryExpr" and node.to_variant().op() == op:
+            binary = node.to_variant()
+            stack += (binary.right(), binary.left())
+        else:
+            found.append(node)
+    return found
 
 
 def _session() -> datafusion.SessionContext:

@@ -2,28 +2,16 @@
 
 Every row that matches the predicate lies in a partition whose values match the projection
 (PyIceberg's ``inclusive_projection``), so the projection filters the ``__manifest`` without
-losing a leaf. Each transform projects what it can (a dispatch table here, keyed by the
-transform classes of :mod:`lance_partitioned.spec.transforms`):
-
-==============  ==============================================================================
-transform       projects
-==============  ==============================================================================
-identity        everything: the same test on the partition column
-year            ``=``, IN, ranges (``ts < X`` → ``year <= year(X - 1 unit)``)
-month/day/hour  ``=``, IN; a bounded range → the set of values it covers when smaller than the
-                domain; with year (and month, day) of the same source: ranges jointly, as
-                an interval of (year, month, day, hour) in lexicographic order
-bucket          ``=`` and IN, by hashing the literals
-truncate        strings: ``=``, IN, ranges, ``LIKE 'p%'`` (``len(p) >= W``: ``= p[:W]``,
-                shorter: ``LIKE 'p%'`` on the partition); numbers: ``=``, IN, ranges
-opaque          ``=`` and IN, evaluating the expression on the literal with DataFusion
-==============  ==============================================================================
+losing a leaf. The visitor groups the leaves of each conjunction by column and asks every
+partition field on that column: :meth:`~lance_partitioned.spec.transforms.Transform.project`
+for each leaf, :meth:`~lance_partitioned.spec.transforms.Transform.project_range` for the
+interval the comparisons allow, and, for fields that declare a joint order (year, month, day,
+hour), :func:`~lance_partitioned.expressions.joint.lexicographic` over them together. What
+each transform projects is written on its class.
 
 Comparisons (and ranges) within one conjunction are first merged into one interval per
-column: an empty interval projects to AlwaysFalse. NULL follows SQL: ``x IS NULL`` projects to
-``part IS NULL`` (every transform maps NULL to NULL), and any other test implies
-``part IS NOT NULL`` except for opaque expressions, which may map a value to NULL. A column
-with no partition field, and an :class:`Unknown`, project to AlwaysTrue.
+column: an empty interval projects to AlwaysFalse. A column with no partition field, and an
+:class:`Unknown`, project to AlwaysTrue.
 
 >>> import pyarrow as pa
 >>> from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
@@ -42,14 +30,11 @@ And(left=EqualTo(term='year', value=2025), right=EqualTo(term='month', value=6))
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import pyarrow as pa
 
 from lance_partitioned.errors import InvalidInputError, SchemaError
-from lance_partitioned.expressions import dateparts
-from lance_partitioned.expressions.ranges import FAILED, Interval, transform_literal
+from lance_partitioned.expressions import joint
+from lance_partitioned.expressions.ranges import Interval
 from lance_partitioned.expressions.tree import (
     AlwaysFalse,
     AlwaysTrue,
@@ -59,10 +44,8 @@ from lance_partitioned.expressions.tree import (
     GreaterThan,
     GreaterThanOrEqual,
     In,
-    IsNull,
     LessThan,
     LessThanOrEqual,
-    NotEqualTo,
     NotIn,
     NotNull,
     NotStartsWith,
@@ -76,17 +59,6 @@ from lance_partitioned.expressions.tree import (
 from lance_partitioned.expressions.visitors import bind, rewrite_not
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
-from lance_partitioned.spec.transforms import (
-    Bucket,
-    Day,
-    Hour,
-    Identity,
-    Month,
-    Opaque,
-    Transform,
-    Truncate,
-    Year,
-)
 
 __all__ = ["conjuncts", "project", "source_fields", "term_interval"]
 
@@ -158,21 +130,8 @@ def source_fields(
         source = schema.field_by_id(field_id).type
     except SchemaError:
         return [], None
-    fields = [
-        f
-        for f in spec.fields
-        if f.source_id == field_id and _applies(f.transform, source, f.result_type)
-    ]
+    fields = [f for f in spec.fields if f.source_id == field_id and f.transform.projects_on(source)]
     return fields, source
-
-
-def _applies(transform: Transform, source: pa.DataType, result: pa.DataType) -> bool:
-    if isinstance(transform, Opaque):
-        return True  # evaluated on demand; a failure projects to AlwaysTrue
-    try:
-        return transform.can_apply(source)
-    except Exception:  # a transform that cannot even say: prune nothing with it
-        return False
 
 
 def term_interval(leaves: list[Predicate], source: pa.DataType) -> Interval | None:
@@ -256,15 +215,16 @@ class _Projector:
         interval = term_interval(leaves, source)
         if interval is not None and interval.is_empty():
             return AlwaysFalse()
-        chain = dateparts.chain(fields)
+        chain = joint.chain(fields)
         parts: dict[Predicate, None] = {}
         if interval is not None and chain:
-            parts[self.bound(dateparts.lexicographic(chain, interval))] = None
+            parts[self.bound(joint.lexicographic(chain, interval))] = None
         for f in fields:
+            t, name, result = f.transform, f.name, f.result_type
             for leaf in leaves:
-                parts[self.bound(_project_leaf(f, leaf, source))] = None
+                parts[self.bound(t.project(name, leaf, source, result))] = None
             if interval is not None and f not in chain:
-                parts[self.bound(_project_interval(f, interval, source))] = None
+                parts[self.bound(t.project_range(name, interval, source, result))] = None
         return _without_implied(list(parts))
 
 
@@ -280,132 +240,3 @@ def _without_implied(parts: list[Predicate]) -> Predicate:
         leaf for leaf in flat if not (isinstance(leaf, NotNull) and leaf.term in tested)
     )
     return and_(*kept)
-
-
-def _project_interval(f: PartitionField, interval: Interval, source: pa.DataType) -> Predicate:
-    """A range on a monotonic transform, or the set of values a bounded range covers."""
-    t = f.transform
-    if isinstance(t, (Month, Day, Hour)):
-        return dateparts.covered(f.name, t, interval)
-    if not isinstance(t, (Year, Truncate)):
-        return AlwaysTrue()
-    if isinstance(t, Truncate) and t.string:
-        return _string_range(f.name, t.width, interval)
-
-    def image(value: Any) -> Any:
-        return transform_literal(t, value, source, f.result_type)
-
-    if interval.low is not None and interval.low == interval.high:
-        return EqualTo(f.name, image(interval.low))
-    parts: list[Predicate] = []
-    if interval.low is not None:
-        parts.append(GreaterThanOrEqual(f.name, image(interval.low)))
-    if interval.high is not None:
-        parts.append(LessThanOrEqual(f.name, image(interval.high)))
-    return and_(*parts)
-
-
-def _string_range(name: str, width: int, interval: Interval) -> Predicate:
-    """``left(x, W)`` is monotonic; a strict bound shorter than W stays strict."""
-    low, high = interval.low, interval.high
-    if low is not None and low == high and interval.low_inclusive and interval.high_inclusive:
-        return EqualTo(name, low[:width])
-    parts: list[Predicate] = []
-    if low is not None:
-        strict = not interval.low_inclusive and len(low) < width
-        parts.append(GreaterThan(name, low) if strict else GreaterThanOrEqual(name, low[:width]))
-    if high is not None:
-        strict = not interval.high_inclusive and len(high) <= width
-        parts.append(LessThan(name, high) if strict else LessThanOrEqual(name, high[:width]))
-    return and_(*parts)
-
-
-def _project_leaf(f: PartitionField, leaf: Predicate, source: pa.DataType) -> Predicate:
-    """The projection of one leaf through one field (ranges aside, see ``_project_interval``)."""
-    t, name = f.transform, f.name
-    if isinstance(leaf, IsNull):
-        return IsNull(name)
-    if isinstance(t, Opaque):
-        return _opaque(f, leaf, source)
-    projector = _LEAF_PROJECTIONS.get(type(t))
-    projected = None if projector is None else projector(f, leaf, source)
-    return NotNull(name) if projected is None else projected
-
-
-def _images(f: PartitionField, values: tuple[Any, ...], source: pa.DataType) -> list[Any] | None:
-    images = [transform_literal(f.transform, v, source, f.result_type) for v in values]
-    return None if any(i is FAILED for i in images) else list(dict.fromkeys(images))
-
-
-def _opaque(f: PartitionField, leaf: Predicate, source: pa.DataType) -> Predicate:
-    """Opaque expressions project ``=`` and IN only; they may map a value to NULL."""
-    if isinstance(leaf, EqualTo):
-        values: tuple[Any, ...] = (leaf.value,)
-    elif isinstance(leaf, In):
-        values = leaf.values
-    else:
-        return AlwaysTrue()
-    images = _images(f, values, source)
-    if images is None:
-        return AlwaysTrue()
-    kept = tuple(i for i in images if i is not None)
-    return or_(In(f.name, kept), IsNull(f.name) if None in images else AlwaysFalse())
-
-
-def _identity(f: PartitionField, leaf: Predicate, source: pa.DataType) -> Predicate | None:
-    if isinstance(leaf, NotNull):
-        return NotNull(f.name)
-    if isinstance(leaf, Comparison):
-        return type(leaf)(f.name, leaf.value)
-    if isinstance(leaf, (In, NotIn)):
-        return type(leaf)(f.name, leaf.values)
-    if isinstance(leaf, (StartsWith, NotStartsWith)):
-        return type(leaf)(f.name, leaf.prefix)
-    return None
-
-
-def _by_value(f: PartitionField, leaf: Predicate, source: pa.DataType) -> Predicate | None:
-    """``=`` (where no interval does it) and IN through the transform of each literal."""
-    values: tuple[Any, ...]
-    if isinstance(leaf, EqualTo) and isinstance(f.transform, Bucket):
-        values = (leaf.value,)
-    elif isinstance(leaf, In):
-        values = leaf.values
-    else:
-        return None
-    images = _images(f, values, source)
-    return None if images is None else In(f.name, tuple(images))
-
-
-def _truncate(f: PartitionField, leaf: Predicate, source: pa.DataType) -> Predicate | None:
-    t = f.transform
-    assert isinstance(t, Truncate)
-    if not t.string:
-        return _by_value(f, leaf, source)
-    width = t.width
-    if isinstance(leaf, StartsWith):
-        if len(leaf.prefix) >= width:
-            return EqualTo(f.name, leaf.prefix[:width])
-        return StartsWith(f.name, leaf.prefix)
-    if isinstance(leaf, NotStartsWith) and len(leaf.prefix) <= width:
-        return NotStartsWith(f.name, leaf.prefix)  # left(x, W) starts with p iff x does
-    # A partition value shorter than W is the whole source value.
-    if isinstance(leaf, NotEqualTo) and len(leaf.value) < width:
-        return NotEqualTo(f.name, leaf.value)
-    if isinstance(leaf, NotIn):
-        short = tuple(v for v in leaf.values if len(v) < width)
-        return NotIn(f.name, short) if short else None
-    return _by_value(f, leaf, source)
-
-
-_LEAF_PROJECTIONS: dict[
-    type[Transform], Callable[[PartitionField, Predicate, pa.DataType], Predicate | None]
-] = {
-    Identity: _identity,
-    Bucket: _by_value,
-    Truncate: _truncate,
-    Year: _by_value,
-    Month: _by_value,
-    Day: _by_value,
-    Hour: _by_value,
-}

@@ -7,7 +7,8 @@ read the same way. Identifiers are quoted with backticks (Lance reads ``"x"`` as
 ================  =====================================================================
 Python value      SQL
 ================  =====================================================================
-bool, int         ``true``, ``-5``
+bool, int         ``true``, ``-5``; the int64 minimum as ``CAST('-9223372036854775808' AS
+                  BIGINT)`` (Lance reads the bare number as minus a float)
 float             ``2.5``, ``1e+20``; NaN and infinities as ``CAST('NaN' AS DOUBLE)``
 Decimal           ``CAST('1.50' AS DECIMAL(3, 2))`` (Lance rejects a float for a decimal)
 str, bytes        ``'it''s'``, ``X'0102'``
@@ -32,8 +33,10 @@ import math
 from collections.abc import Callable
 from typing import Any, cast
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numpy.typing import NDArray
 
 from lance_partitioned.errors import InvalidInputError
 from lance_partitioned.expressions.tree import (
@@ -56,10 +59,15 @@ from lance_partitioned.expressions.tree import (
     Predicate,
     StartsWith,
     Unknown,
+    and_,
+    operands,
+    or_,
 )
 from lance_partitioned.expressions.visitors import rewrite_not
 
-__all__ = ["quote_identifier", "sql_literal", "to_arrow", "to_sql"]
+__all__ = ["filter_arrow", "quote_identifier", "sql_literal", "to_arrow", "to_sql"]
+
+_INT64_MIN = -(1 << 63)
 
 
 def quote_identifier(name: str) -> str:
@@ -101,6 +109,8 @@ def sql_literal(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
+        if value == _INT64_MIN:  # "-9223372036854775808" is minus 2^63: a float in Lance
+            return f"CAST('{value}' AS BIGINT)"
         return str(value)
     if isinstance(value, float):
         if math.isnan(value):
@@ -142,7 +152,8 @@ def _decimal_literal(value: decimal.Decimal) -> str:
 def to_sql(predicate: Predicate) -> str:
     """SQL for a (bound) predicate, read alike by DataFusion and Lance's ``filter=``.
 
-    NOT is pushed down first; an :class:`Unknown` is inserted verbatim, in parentheses.
+    NOT is pushed down first; an :class:`Unknown` is inserted verbatim, in parentheses. A chain
+    of ANDs (ORs) is written flat, ``(a) OR (b) OR (c)``, however it nests in the tree.
 
     Raises
     ------
@@ -158,6 +169,8 @@ def to_sql(predicate: Predicate) -> str:
     `ts` >= arrow_cast('2025-01-01T00:00:00.000000Z', 'Timestamp(Microsecond, Some("UTC"))')
     >>> to_sql(NotIn("x", ()) | IsNull("y"))
     '(`x` IS NOT NULL) OR (`y` IS NULL)'
+    >>> to_sql(IsNull("a") & (IsNull("b") & IsNull("c")))
+    '(`a` IS NULL) AND (`b` IS NULL) AND (`c` IS NULL)'
     """
     return _sql(rewrite_not(predicate))
 
@@ -167,9 +180,9 @@ def _sql(p: Predicate) -> str:
         return "true"
     if isinstance(p, AlwaysFalse):
         return "false"
-    if isinstance(p, (And, Or)):
-        op = "AND" if isinstance(p, And) else "OR"
-        return f"({_sql(p.left)}) {op} ({_sql(p.right)})"
+    if isinstance(p, (And, Or)):  # flat: Lance's parser nests no deeper than ~50
+        op = " AND " if isinstance(p, And) else " OR "
+        return op.join(f"({_sql(part)})" for part in operands(p, type(p)))
     if isinstance(p, IsNull):
         return f"{quote_identifier(p.term)} IS NULL"
     if isinstance(p, NotNull):
@@ -294,8 +307,12 @@ class _Arrow:
     def membership(self, p: In | NotIn) -> pc.Expression:
         field = pc.field(p.term)
         dtype = self.dtype(p.term)
+        members = list(p.values)
+        if self.is_float(p.term) and any(v == 0 for v in members):
+            # is_in hashes bits: -0.0 and 0.0 differ there, while SQL finds them equal
+            members += [0.0, -0.0]
         try:
-            values = pa.array(list(p.values), dtype)
+            values = pa.array(members, dtype)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as exc:
             raise InvalidInputError(
                 f"column {p.term!r}: the IN list {p.values!r} has no Arrow form: {exc}"
@@ -332,3 +349,78 @@ def _float_comparison(p: Comparison, field: pc.Expression, value: pa.Scalar) -> 
     if kind in (LessThan, LessThanOrEqual, EqualTo):
         return cast(pc.Expression, plain & ~nan)
     return cast(pc.Expression, plain)  # NaN != x is true, as IEEE says
+
+
+_EXPRESSION_LIMIT = 256
+"""Predicates of more nodes than this are not handed to pyarrow as one expression: it crashes
+(a stack overflow) on an OR of about 10,000 comparisons, balanced or not."""
+_ROW = "__lp_row__"
+
+
+def filter_arrow(
+    data: pa.Table | pa.RecordBatch, predicate: Predicate, *, unknown: bool | None = None
+) -> pa.Table | pa.RecordBatch:
+    """The rows of ``data`` where ``predicate`` is TRUE, as :func:`to_arrow` evaluates it.
+
+    A large predicate is evaluated by pieces: the rows where a chain of ORs (ANDs) is TRUE are
+    the union (intersection) of the rows where its operands are, each piece a pyarrow
+    expression of at most a few hundred nodes.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> from lance_partitioned.expressions.tree import EqualTo, or_
+    >>> table = pa.table({"x": list(range(1000))})
+    >>> wide = or_(*(EqualTo("x", v) for v in range(0, 1000, 3)))
+    >>> filter_arrow(table, wide).num_rows
+    334
+    """
+    predicate = rewrite_not(predicate)
+    if _size(predicate) <= _EXPRESSION_LIMIT:
+        return data.filter(to_arrow(predicate, data.schema, unknown=unknown))
+    name = _ROW
+    while name in data.schema.names:
+        name += "_"
+    numbered = data.append_column(name, pa.array(np.arange(data.num_rows, dtype=np.int64)))
+    rows = _true_rows(numbered, name, predicate, unknown)
+    return data.take(pa.array(rows, pa.int64()))
+
+
+def _size(predicate: Predicate) -> int:
+    count, stack = 0, [predicate]
+    while stack and count <= _EXPRESSION_LIMIT:
+        node = stack.pop()
+        count += 1
+        if isinstance(node, (And, Or)):
+            stack += (node.left, node.right)
+    return count
+
+
+def _true_rows(
+    data: pa.Table | pa.RecordBatch, row: str, p: Predicate, unknown: bool | None
+) -> NDArray[np.int64]:
+    """The sorted row numbers where ``p`` (NOT-free) is TRUE."""
+    if _size(p) <= _EXPRESSION_LIMIT or not isinstance(p, (And, Or)):
+        kept = data.filter(to_arrow(p, data.schema, unknown=unknown))
+        return np.asarray(kept.column(row).to_numpy(zero_copy_only=False), dtype=np.int64)
+    combine = and_ if isinstance(p, And) else or_
+    chunks: list[list[Predicate]] = [[]]
+    total = 0
+    for part in operands(p, type(p)):  # pieces of at most _EXPRESSION_LIMIT nodes
+        size = _size(part) + 1  # with its connective
+        if chunks[-1] and total + size > _EXPRESSION_LIMIT:
+            chunks.append([])
+            total = 0
+        chunks[-1].append(part)
+        total += size
+    found: NDArray[np.int64] | None = None
+    for chunk in chunks:  # a single part is not a chain of p's kind: the recursion ends
+        rows = _true_rows(data, row, combine(*chunk), unknown)
+        if found is None:
+            found = rows
+        elif isinstance(p, And):
+            found = np.intersect1d(found, rows, assume_unique=True)
+        else:
+            found = np.union1d(found, rows)
+    assert found is not None
+    return found

@@ -10,8 +10,14 @@ parses), only the inspection and conversion of what DataFusion hands back.
 from __future__ import annotations
 
 import datetime
+import os
+import queue
+import re
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import datafusion
 import pyarrow as pa
@@ -25,15 +31,20 @@ __all__ = [
     "children",
     "column_name",
     "columns_of",
+    "deep",
     "is_constant",
     "is_ilike",
     "is_volatile",
     "like_shape",
     "python_value",
+    "split_top_level",
+    "unwrap",
     "wrap",
 ]
 
 _EPOCH = datetime.datetime(1970, 1, 1)
+_STACK_BYTES = 256 << 20  # DataFusion recurses once per level of an expression
+_T = TypeVar("_T")
 # Functions whose value changes from row to row although they read no column.
 _VOLATILE = frozenset({"random", "uuid"})
 # Expressions that are not row filters at all.
@@ -251,13 +262,17 @@ def columns_of(expr: Any) -> set[str]:
     >>> sorted(columns_of(datafusion.col("a") + datafusion.col("b")))
     ['a', 'b']
     """
-    if expr.variant_name() == "Column":
-        return {column_name(expr)}
-    if expr.variant_name() in REJECTED:
-        return {"?"}  # never a constant
     found: set[str] = set()
-    for child in children(expr):
-        found |= columns_of(child)
+    stack = [expr]
+    while stack:  # iterative: a filter of 10,000 terms nests 10,000 deep
+        node = stack.pop()
+        kind = node.variant_name()
+        if kind == "Column":
+            found.add(column_name(node))
+        elif kind in REJECTED:
+            found.add("?")  # never a constant
+        else:
+            stack += children(node)
     return found
 
 
@@ -269,13 +284,17 @@ def is_volatile(expr: Any) -> bool:
     >>> is_volatile(functions.random()), is_volatile(datafusion.lit(1))
     (True, False)
     """
-    if expr.variant_name() == "ScalarFunction":
-        try:
-            if str(expr.rex_call_operator()).lower() in _VOLATILE:
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if node.variant_name() == "ScalarFunction":
+            try:
+                if str(node.rex_call_operator()).lower() in _VOLATILE:
+                    return True
+            except Exception:
                 return True
-        except Exception:
-            return True
-    return any(is_volatile(child) for child in children(expr))
+        stack += children(node)
+    return False
 
 
 def is_constant(expr: Any) -> bool:
@@ -300,3 +319,129 @@ def is_ilike(expr: Any, column: Any) -> bool:
     head = wrap(column).canonical_name()
     text = wrap(expr).canonical_name()
     return text.startswith((f"{head} ILIKE ", f"{head} NOT ILIKE "))
+
+
+class _DeepThread:
+    """One daemon thread with a large stack that runs submitted calls in order."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()  # a forked child has no such thread: it starts its own
+        self.calls: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+        previous = threading.stack_size(_STACK_BYTES)
+        try:
+            self.thread = threading.Thread(target=self.run, name="lp-deep-stack", daemon=True)
+            self.thread.start()
+        finally:
+            threading.stack_size(previous)
+
+    def run(self) -> None:
+        while True:
+            call, future = self.calls.get()
+            try:
+                future.set_result(call())
+            except BaseException as exc:  # handed to the caller
+                future.set_exception(exc)
+            del call, future  # free what the call built (a deep tree) on this thread
+
+
+_deep_lock = threading.Lock()
+_deep: _DeepThread | None = None
+
+
+def deep(call: Callable[[], _T]) -> _T:
+    """Run ``call`` on a thread with a 256 MB stack and return its result (or raise its error).
+
+    DataFusion parses, plans and frees an expression recursively, one stack frame (or more) per
+    level: ``a OR b OR …`` of 10,000 terms overflows the 8 MB stack of a main thread and
+    crashes the process. Every use of DataFusion on user filters goes through here. Calls are
+    serialised; a call made from the deep thread itself runs at once.
+
+    >>> deep(lambda: 6 * 7)
+    42
+    """
+    global _deep
+    if threading.current_thread().name == "lp-deep-stack":
+        return call()
+    with _deep_lock:
+        if _deep is None or _deep.pid != os.getpid():
+            _deep = _DeepThread()
+        worker = _deep
+    future: Future[_T] = Future()
+    worker.calls.put((call, future))
+    return future.result()
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_OPENERS = {"case": 1, "end": -1}
+
+
+def split_top_level(text: str, keyword: str) -> list[str] | None:
+    """``text`` cut at ``keyword`` (``AND`` or ``OR``) outside parentheses, quotes and CASE.
+
+    The AND of ``BETWEEN x AND y`` is not a cut. None when the text holds something this
+    small lexer does not follow (comments, backslash escapes, unbalanced quotes or
+    parentheses): the caller then parses the text whole.
+
+    >>> split_top_level("a = 'x OR y' OR (b OR c) OR d BETWEEN 1 AND 2", "OR")
+    ["a = 'x OR y' ", ' (b OR c) ', ' d BETWEEN 1 AND 2']
+    >>> split_top_level("d BETWEEN 1 AND 2 AND e", "AND")
+    ['d BETWEEN 1 AND 2 ', ' e']
+    """
+    if "--" in text or "/*" in text or "\\" in text:
+        return None
+    pieces: list[str] = []
+    start = depth = between = 0
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "'\"`":
+            close = text.find(ch, i + 1)
+            while close != -1 and close + 1 < n and text[close + 1] == ch and ch != "`":
+                close = text.find(ch, close + 2)  # a doubled quote inside the string
+            if close == -1:
+                return None
+            i = close + 1
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif ch.isalpha() or ch == "_":
+            word = _WORD.match(text, i)
+            assert word is not None
+            lowered = word.group().lower()
+            if i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_."):
+                pass  # inside an identifier or a number such as 1e5
+            elif lowered in _OPENERS:
+                depth += _OPENERS[lowered]
+            elif depth == 0 and lowered == "between":
+                between += 1
+            elif depth == 0 and lowered == keyword.lower():
+                if keyword.lower() == "and" and between:
+                    between -= 1
+                else:
+                    pieces.append(text[start:i])
+                    start = word.end()
+            i = word.end()
+            continue
+        i += 1
+    if depth != 0:
+        return None
+    pieces.append(text[start:])
+    return pieces
+
+
+def unwrap(text: str) -> str | None:
+    """The inside of ``text`` when one pair of parentheses encloses all of it, else None.
+
+    >>> unwrap(" (a OR (b)) "), unwrap("(a) OR (b)")
+    ('a OR (b)', None)
+    """
+    body = text.strip()
+    if not body.startswith("(") or not body.endswith(")"):
+        return None
+    inner = body[1:-1]
+    pieces = split_top_level(f"x{inner}", "\0")  # checks the inside is balanced on its own
+    return inner if pieces is not None else None

@@ -44,6 +44,7 @@ __all__ = [
     "UnaryPredicate",
     "Unknown",
     "and_",
+    "operands",
     "or_",
 ]
 
@@ -209,25 +210,62 @@ class Unknown(Predicate):
     columns: tuple[str, ...] = ()
 
 
+_BALANCED = 32
+"""Chains of more operands than this are built as balanced trees (depth log2 n), so that the
+recursive visitors stay shallow whatever the length of a filter."""
+
+
+def operands(predicate: Predicate, kind: type[And] | type[Or]) -> list[Predicate]:
+    """The operands of a chain of ``kind`` nodes, left to right (iterative: any depth).
+
+    >>> from lance_partitioned.expressions.tree import IsNull, Or, operands
+    >>> operands(IsNull("a") | (IsNull("b") | IsNull("c")), Or)
+    [IsNull(term='a'), IsNull(term='b'), IsNull(term='c')]
+    """
+    found: list[Predicate] = []
+    stack = [predicate]
+    while stack:
+        node = stack.pop()
+        if type(node) is kind:
+            stack.append(node.right)
+            stack.append(node.left)
+        else:
+            found.append(node)
+    return found
+
+
+def _chain(kind: type[And] | type[Or], parts: list[Predicate]) -> Predicate:
+    if len(parts) <= _BALANCED:
+        result = parts[0]
+        for part in parts[1:]:
+            result = kind(result, part)
+        return result
+    middle = len(parts) // 2
+    return kind(_chain(kind, parts[:middle]), _chain(kind, parts[middle:]))
+
+
 def and_(*predicates: Predicate) -> Predicate:
     """The conjunction, folding constants: ``and_()`` is AlwaysTrue.
+
+    A few operands chain to the left; many form a balanced tree.
 
     >>> from lance_partitioned.expressions.tree import AlwaysTrue, IsNull, and_
     >>> and_(AlwaysTrue(), IsNull("x"))
     IsNull(term='x')
     """
-    result: Predicate = AlwaysTrue()
+    kept: list[Predicate] = []
     for predicate in predicates:
-        if isinstance(predicate, AlwaysFalse) or isinstance(result, AlwaysFalse):
+        if isinstance(predicate, AlwaysFalse):
             return AlwaysFalse()
-        if isinstance(predicate, AlwaysTrue):
-            continue
-        result = predicate if isinstance(result, AlwaysTrue) else And(result, predicate)
-    return result
+        if not isinstance(predicate, AlwaysTrue):
+            kept.append(predicate)
+    return _chain(And, kept) if kept else AlwaysTrue()
 
 
 def or_(*predicates: Predicate) -> Predicate:
     """The disjunction, folding constants: ``or_()`` is AlwaysFalse.
+
+    A few operands chain to the left; many form a balanced tree.
 
     >>> from lance_partitioned.expressions.tree import AlwaysFalse, AlwaysTrue, IsNull, or_
     >>> or_(AlwaysFalse(), IsNull("x"))
@@ -235,11 +273,10 @@ def or_(*predicates: Predicate) -> Predicate:
     >>> or_(IsNull("x"), AlwaysTrue())
     AlwaysTrue()
     """
-    result: Predicate = AlwaysFalse()
+    kept: list[Predicate] = []
     for predicate in predicates:
-        if isinstance(predicate, AlwaysTrue) or isinstance(result, AlwaysTrue):
+        if isinstance(predicate, AlwaysTrue):
             return AlwaysTrue()
-        if isinstance(predicate, AlwaysFalse):
-            continue
-        result = predicate if isinstance(result, AlwaysFalse) else Or(result, predicate)
-    return result
+        if not isinstance(predicate, AlwaysFalse):
+            kept.append(predicate)
+    return _chain(Or, kept) if kept else AlwaysFalse()

@@ -53,10 +53,13 @@ from lance_partitioned.expressions.tree import (
     StartsWith,
     Unknown,
     and_,
+    operands,
     or_,
 )
 
 __all__ = ["bind", "rewrite_not", "terms"]
+
+_SHORT = 32  # chains up to this length keep their shape through rewrite_not
 
 _NEGATED: dict[type[Predicate], type[Predicate]] = {
     EqualTo: NotEqualTo,
@@ -71,7 +74,9 @@ _NEGATED: dict[type[Predicate], type[Predicate]] = {
 def rewrite_not(predicate: Predicate) -> Predicate:
     """Push every NOT down to the leaves, so the result contains no :class:`Not`.
 
-    ``Not(Unknown(sql))`` becomes ``Unknown("NOT (sql)")``. Constants are folded.
+    ``Not(Unknown(sql))`` becomes ``Unknown("NOT (sql)")``. Constants are folded. A long chain
+    of ANDs (ORs) is walked iteratively and rebuilt balanced, so that every visitor after this
+    one recurses about log2(n) deep, whatever the length of the filter.
 
     Examples
     --------
@@ -88,8 +93,11 @@ def _push(p: Predicate, negate: bool) -> Predicate:
     if isinstance(p, Not):
         return _push(p.child, not negate)
     if isinstance(p, (And, Or)):
-        left, right = _push(p.left, negate), _push(p.right, negate)
-        return and_(left, right) if isinstance(p, And) != negate else or_(left, right)
+        combine = and_ if isinstance(p, And) != negate else or_
+        parts = operands(p, type(p))
+        if len(parts) > _SHORT:  # a long chain: iterate over it, rebuild it balanced
+            return combine(*(_push(part, negate) for part in parts))
+        return combine(_push(p.left, negate), _push(p.right, negate))
     if not negate:
         return p
     if isinstance(p, AlwaysTrue):
@@ -122,14 +130,21 @@ def terms(predicate: Predicate) -> set[str]:
     >>> sorted(terms(EqualTo("a", 1) | IsNull("b") | Unknown("c > 1", ("c",))))
     ['a', 'b', 'c']
     """
-    if isinstance(predicate, (And, Or)):
-        return terms(predicate.left) | terms(predicate.right)
-    if isinstance(predicate, Not):
-        return terms(predicate.child)
-    if isinstance(predicate, Unknown):
-        return set(predicate.columns)
-    term = getattr(predicate, "term", None)
-    return {term} if isinstance(term, str) else set()
+    found: set[str] = set()
+    stack = [predicate]
+    while stack:  # iterative: any depth
+        node = stack.pop()
+        if isinstance(node, (And, Or)):
+            stack += (node.left, node.right)
+        elif isinstance(node, Not):
+            stack.append(node.child)
+        elif isinstance(node, Unknown):
+            found.update(node.columns)
+        else:
+            term = getattr(node, "term", None)
+            if isinstance(term, str):
+                found.add(term)
+    return found
 
 
 def bind(predicate: Predicate, schema: pa.Schema) -> Predicate:

@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 
 from lance_partitioned import errors
+from lance_partitioned.spec import nested
 from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import (
     RESERVED_NAMES,
@@ -186,36 +187,22 @@ def _check_sibling(schema: NamespaceSchema, siblings: Sequence[pa.Field], name: 
 
 def _shift_ids(field: pa.Field, offset: int) -> pa.Field:
     """``field`` with every ``lance:field_id`` below it increased by ``offset``."""
-    metadata = dict(field.metadata or {})
-    if _ID in metadata:
-        metadata[_ID] = str(int(metadata[_ID]) + offset).encode()
-    dtype = field.type
-    if pa.types.is_struct(dtype):
-        dtype = pa.struct([_shift_ids(c, offset) for c in _children(field)])
-    elif pa.types.is_map(dtype):
-        key, item = _shift_ids(dtype.key_field, offset), _shift_ids(dtype.item_field, offset)
-        dtype = pa.map_(key, item, keys_sorted=dtype.keys_sorted)
-    elif pa.types.is_list(dtype):
-        dtype = pa.list_(_shift_ids(dtype.value_field, offset))
-    elif pa.types.is_large_list(dtype):
-        dtype = pa.large_list(_shift_ids(dtype.value_field, offset))
-    elif pa.types.is_fixed_size_list(dtype) and pa.types.is_struct(dtype.value_type):
-        dtype = pa.list_(_shift_ids(dtype.value_field, offset), dtype.list_size)
-    return field.with_type(dtype).with_metadata(metadata)
+
+    def shift(f: pa.Field) -> pa.Field:
+        metadata = dict(f.metadata or {})
+        if _ID in metadata:
+            metadata[_ID] = str(int(metadata[_ID]) + offset).encode()
+        return f.with_metadata(metadata)
+
+    return nested.map_field(field, shift)
 
 
 def _nested(field: pa.Field) -> list[pa.Field]:
     """The fields directly below ``field`` that carry ids (a vector's element carries none)."""
-    dtype = field.type
-    if pa.types.is_struct(dtype):
-        return _children(field)
-    if pa.types.is_map(dtype):
-        return [dtype.key_field, dtype.item_field]
-    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
-        return [dtype.value_field]
-    if pa.types.is_fixed_size_list(dtype) and pa.types.is_struct(dtype.value_type):
-        return [dtype.value_field]
-    return []
+    below = nested.children(field.type)
+    if pa.types.is_map(field.type):
+        return nested.children(below[0].type)  # key and value: the entries' id is implicit
+    return below
 
 
 def _reject_reserved_metadata(field: pa.Field, label: str) -> None:

@@ -38,6 +38,7 @@ from typing import Any, cast
 import pyarrow as pa
 
 from lance_partitioned.errors import SchemaError
+from lance_partitioned.spec import nested
 from lance_partitioned.spec.types import field_from_json, field_to_json
 
 __all__ = ["DEPRECATED_KEY", "FIELD_ID_KEY", "NamespaceSchema"]
@@ -67,48 +68,6 @@ def _raw_id(field: pa.Field) -> bytes | None:
 def _marked_deprecated(field: pa.Field) -> bool:
     value = (field.metadata or {}).get(_DEPRECATED_BYTES)
     return value is not None and value.decode("utf-8", "replace").strip().lower() == "true"
-
-
-def _children(dtype: pa.DataType) -> tuple[str, list[pa.Field]]:
-    """The kind of container ``dtype`` is and its child fields (none for a primitive)."""
-    if pa.types.is_struct(dtype):
-        return "struct", [dtype.field(i) for i in range(dtype.num_fields)]
-    if pa.types.is_map(dtype):
-        return "map", [dtype.field(0)]
-    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
-        return "list", [dtype.value_field]
-    if pa.types.is_fixed_size_list(dtype) and pa.types.is_struct(dtype.value_type):
-        return "list", [dtype.value_field]
-    return "leaf", []  # fixed-size lists of anything but structs included (Lance's vectors)
-
-
-def _is_vector(dtype: pa.DataType) -> bool:
-    """A fixed-size list whose element Lance does not count as a field."""
-    return bool(pa.types.is_fixed_size_list(dtype) and not pa.types.is_struct(dtype.value_type))
-
-
-def _walk(schema: pa.Schema) -> Iterator[tuple[pa.Field, tuple[str, ...], str, int]]:
-    """Every field in pre-order, with its path, the kind of its parent and the parent's index.
-
-    The parent kind is ``schema``, ``struct``, ``list``, ``map`` (the child is the entries
-    field) or ``entries`` (the child is a map's key or value); the index is the parent's
-    position in this pre-order sequence (-1 for top-level fields).
-    """
-    counter = itertools.count()
-
-    def visit(
-        field: pa.Field, path: tuple[str, ...], parent: str, parent_index: int
-    ) -> Iterator[tuple[pa.Field, tuple[str, ...], str, int]]:
-        index = next(counter)
-        yield field, path, parent, parent_index
-        kind, children = _children(field.type)
-        if parent == "map":
-            kind = "entries"
-        for child in children:
-            yield from visit(child, (*path, child.name), kind, index)
-
-    for field in schema:
-        yield from visit(field, (field.name,), "schema", -1)
 
 
 def _dotted(path: tuple[str, ...]) -> str:
@@ -171,7 +130,7 @@ class NamespaceSchema:
         nodes: list[_Node] = []
         by_id: dict[int, _Node] = {}
         live_siblings: set[tuple[int, str]] = set()
-        for field, path, parent, parent_index in _walk(arrow_schema):
+        for field, path, parent, parent_index in nested.walk(arrow_schema):
             if parent == "map":  # the entries field: pyarrow keeps no metadata on it
                 field_id = nodes[parent_index].field_id + 1
             else:
@@ -192,7 +151,7 @@ class NamespaceSchema:
                 if (parent_index, field.name) in live_siblings:
                     raise SchemaError(f"two live fields are named {_dotted(path)!r}")
                 live_siblings.add((parent_index, field.name))
-            if _is_vector(field.type) and _raw_id(field.type.value_field) is not None:
+            if nested.is_vector(field.type) and _raw_id(field.type.value_field) is not None:
                 raise SchemaError(
                     f"field {_dotted(path)!r} is a fixed-size list of {field.type.value_type}: "
                     f"its element is not a schema field and cannot carry a {FIELD_ID_KEY}"
@@ -250,7 +209,7 @@ class NamespaceSchema:
         >>> [(s.name_of(i), i) for i in range(s.max_field_id + 1)]
         [('id', 0), ('s', 1), ('s.a', 2), ('s.b', 3), ('x', 4)]
         """
-        walked = [(f, p) for f, p, parent, _ in _walk(schema) if parent != "map"]
+        walked = [(n.field, n.path) for n in nested.walk(schema) if n.parent != "map"]
         with_id = [p for f, p in walked if _raw_id(f) is not None]
         without = [p for f, p in walked if _raw_id(f) is None]
         if not without:
@@ -487,32 +446,22 @@ class NamespaceSchema:
 
 
 def _assign_ids(field: pa.Field, counter: Iterator[int]) -> pa.Field:
-    """``field`` with ids assigned to it and its descendants in pre-order."""
+    """``field`` with ids assigned to it and its descendants in pre-order (a map's entries
+    field takes one, implicitly: pyarrow keeps no metadata on it)."""
     metadata = {**(field.metadata or {}), _FIELD_ID_BYTES: str(next(counter)).encode()}
-    dtype = field.type
-    if pa.types.is_struct(dtype):
-        dtype = pa.struct([_assign_ids(dtype.field(i), counter) for i in range(dtype.num_fields)])
-    elif pa.types.is_map(dtype):
-        next(counter)  # the entries field
-        key = _assign_ids(dtype.key_field, counter)
-        item = _assign_ids(dtype.item_field, counter)
-        dtype = pa.map_(key, item, keys_sorted=dtype.keys_sorted)
-    elif pa.types.is_list(dtype):
-        dtype = pa.list_(_assign_ids(dtype.value_field, counter))
-    elif pa.types.is_large_list(dtype):
-        dtype = pa.large_list(_assign_ids(dtype.value_field, counter))
-    elif pa.types.is_fixed_size_list(dtype) and pa.types.is_struct(dtype.value_type):
-        dtype = pa.list_(_assign_ids(dtype.value_field, counter), dtype.list_size)
-    return field.with_type(dtype).with_metadata(metadata)
+    below = [_assign_ids(child, counter) for child in nested.children(field.type)]
+    return field.with_type(nested.rebuild(field.type, below)).with_metadata(metadata)
 
 
 def _drop_deprecated(field: pa.Field) -> pa.Field:
-    dtype = field.type
-    if not pa.types.is_struct(dtype):
-        return field
-    children = [dtype.field(i) for i in range(dtype.num_fields)]
-    kept = [_drop_deprecated(c) for c in children if not _marked_deprecated(c)]
-    return field.with_type(pa.struct(kept))
+    """``field`` without the deprecated struct children at any depth below it."""
+
+    def drop(f: pa.Field) -> pa.Field:
+        if not pa.types.is_struct(f.type):
+            return f
+        return f.with_type(pa.struct([c for c in f.type if not _marked_deprecated(c)]))
+
+    return nested.map_field(field, drop)
 
 
 def _without_deprecated(schema: pa.Schema) -> pa.Schema:

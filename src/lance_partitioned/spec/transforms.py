@@ -1,9 +1,18 @@
 """Partition transforms: the Appendix D expressions of spec 000 as classes.
 
-Each recognised form of Appendix D is a :class:`Transform` with a vectorised fast path
-(:meth:`Transform.apply`) and the DataFusion reference path (:meth:`Transform.apply_reference`);
-the two agree on every value (the property tests check it). Any other expression is an
-:class:`Opaque` transform, evaluated by DataFusion only.
+A transform carries the whole meaning of a partition expression (PyIceberg's model): how it
+computes partition values (:meth:`Transform.apply`, a vectorised fast path, and
+:meth:`Transform.apply_reference`, DataFusion, which it must agree with), its
+:meth:`~Transform.result_type`, the sources it accepts (:meth:`~Transform.can_apply`), whether
+it :attr:`~Transform.preserves_order`, and what pruning needs: the image of one literal
+(:meth:`~Transform.apply_literal`), the inclusive projection of a predicate leaf
+(:meth:`~Transform.project`: ``=``, ``IN``, ``LIKE 'p%'``, ``IS NULL``, …) and of a range of
+source values (:meth:`~Transform.project_range`), and what one partition value proves about
+the rows of its partition (:meth:`~Transform.preimage`, from which the residual follows).
+Transforms whose values together order their source lexicographically (year, month, day, hour)
+declare it (:attr:`~Transform.joint`), so ranges project through them jointly.
+:mod:`lance_partitioned.expressions` walks predicates and asks the transform; it never asks
+which transform it has.
 
 ============================  ============================  ============  ====================
 class                         expression                    result type   sources
@@ -18,10 +27,31 @@ class                         expression                    result type   source
 ``Truncate(W, string=True)``  ``left(col, W)``              utf8          utf8, large, view
 ============================  ============================  ============  ====================
 
+What each projects (every transform maps NULL to NULL, so ``x IS NULL`` projects to
+``part IS NULL``; any other test implies ``part IS NOT NULL`` except through an opaque
+expression, which may map a value to NULL):
+
+==============  ==============================================================================
+transform       projects
+==============  ==============================================================================
+identity        everything: the same test on the partition column
+year            ``=``, IN, ranges (``ts < X`` → ``year <= year(X - 1 unit)``)
+month/day/hour  ``=``, IN; a bounded range → the set of values it covers when smaller than the
+                domain; with year (and month, day) of the same source: ranges jointly, as
+                an interval of (year, month, day, hour) in lexicographic order
+bucket          ``=`` and IN, by hashing the literals
+truncate        strings: ``=``, IN, ranges, ``LIKE 'p%'`` (``len(p) >= W``: ``= p[:W]``,
+                shorter: ``LIKE 'p%'`` on the partition); numbers: ``=``, IN, ranges
+opaque          ``=`` and IN, evaluating the expression on the literal with DataFusion
+==============  ==============================================================================
+
 Date parts of a timestamp are computed on its UTC instant, whatever its time zone.
 ``Truncate`` follows the expression's SQL semantics: ``%`` is the truncated remainder, so
 negative values truncate toward zero (``-3 - (-3 % 10) = 0``). ``left`` counts characters
 (code points), and always returns utf8.
+
+:func:`parse_transform` is the one place that chooses a class for an expression; a transform
+defined elsewhere joins it with :func:`register_transform`.
 
 >>> import pyarrow as pa
 >>> t = parse_transform("abs(hash(col)) % 16")
@@ -34,46 +64,107 @@ negative values truncate toward zero (``-3 - (-3 % 10) = 0``). ``left`` counts c
 from __future__ import annotations
 
 import abc
+import decimal
+import functools
 import re
 from collections.abc import Callable
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Protocol, cast
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-from lance_partitioned.errors import PartitionSpecError, TransformError
+from lance_partitioned.errors import LancePartitionedError, PartitionSpecError, TransformError
+from lance_partitioned.expressions.ranges import (
+    FAILED,
+    Interval,
+    Preimage,
+    truncate_range,
+)
+from lance_partitioned.expressions.tree import (
+    AlwaysFalse,
+    AlwaysTrue,
+    Comparison,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    NotEqualTo,
+    NotIn,
+    NotNull,
+    NotStartsWith,
+    Predicate,
+    StartsWith,
+    and_,
+    or_,
+)
+from lance_partitioned.spec.calendar import CALENDAR, cyclic_values
 from lance_partitioned.spec.evaluate import bind_type, cast_result, evaluate
-from lance_partitioned.spec.hashing import bucket_array, can_hash
+from lance_partitioned.spec.fastpath import (
+    MAX_TABLE as _MAX_TABLE,
+)
+from lance_partitioned.spec.fastpath import (
+    SAFE_DAYS,
+    Instants,
+    is_string,
+    truncate_number,
+)
+from lance_partitioned.spec.fastpath import (
+    is_ascii as _is_ascii,
+)
+from lance_partitioned.spec.hashing import bucket_array, bucket_scalar, can_hash
 
 __all__ = [
     "Bucket",
     "Day",
     "Hour",
     "Identity",
+    "Lexicographic",
     "Month",
     "Opaque",
     "Transform",
     "Truncate",
     "Year",
     "parse_transform",
+    "register_transform",
+    "unregister_transform",
 ]
 
 _MAX_PARAMETER = (1 << 63) - 1
-_BLOCK = 1 << 16
-# A lookup table of date parts is used when a column spans fewer days (or hours) than this.
-_MAX_TABLE = 1 << 22
-# The fast path of date parts covers days in [-_SAFE_DAYS, _SAFE_DAYS] (pyarrow is exact there).
-_SAFE_DAYS = 10_000_000
-_UNITS_PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
+
+
+class Lexicographic(Protocol):
+    """A family of transforms whose values, taken by rank, order their source lexicographically.
+
+    A transform declares ``joint = (family, rank)``; the fields of one source with ranks
+    0, 1, … project ranges jointly (``ts`` in June 2025 is ``year = 2025 AND month = 6``).
+    :data:`lance_partitioned.spec.calendar.CALENDAR` is the family of year, month, day, hour.
+    """
+
+    def key(self, value: Any, count: int) -> tuple[Any, ...]:
+        """The values of the first ``count`` ranks for one bound source literal."""
+
+    def is_first(self, parts: tuple[Any, ...], index: int) -> bool:
+        """Whether ``parts[index:]`` are the least values within the prefix ``parts[:index]``."""
+
+    def is_last(self, parts: tuple[Any, ...], index: int) -> bool:
+        """Whether ``parts[index:]`` are the greatest values within ``parts[:index]``."""
+
+    def cell(self, parts: tuple[Any, ...], source: pa.DataType) -> Interval | None:
+        """The source values whose leading ranks are ``parts`` (None: not representable)."""
 
 
 class Transform(abc.ABC):
-    """A partition expression: how a source column maps to a partition value.
+    """A partition expression: how a source column maps to a partition value, and back.
 
     Subclasses define :attr:`expression`, :meth:`result_type`, :meth:`can_apply` and the fast
-    path ``_apply``; equality and hashing are by class and parameters.
+    path ``_apply``; the pruning methods have conservative defaults (``=`` and IN by the image
+    of each literal, ranges only when :attr:`preserves_order`) that a subclass refines.
+    Equality and hashing are by class and ``_parameters()``.
 
     >>> import pyarrow as pa
     >>> t: Transform = Month()
@@ -82,6 +173,12 @@ class Transform(abc.ABC):
     >>> Month() == Month(), Bucket(4) == Bucket(8)
     (True, False)
     """
+
+    preserves_order: ClassVar[bool] = False
+    """Whether ``a <= b`` implies ``t(a) <= t(b)`` (NULL aside): ranges project as ranges."""
+
+    joint: ClassVar[tuple[Lexicographic, int] | None] = None
+    """``(family, rank)`` if the transform's values order its source jointly with others."""
 
     @property
     @abc.abstractmethod
@@ -146,6 +243,140 @@ class Transform(abc.ABC):
                 f"column of type {source}"
             )
 
+    # ------------------------------------------------------------------ pruning
+
+    def projects_on(self, source: pa.DataType) -> bool:
+        """Whether predicates on a source of this type project through the transform.
+
+        >>> import pyarrow as pa
+        >>> Year().projects_on(pa.date32()), Year().projects_on(pa.utf8())
+        (True, False)
+        """
+        try:
+            return self.can_apply(source)
+        except Exception:  # a transform that cannot even say: prune nothing with it
+            return False
+
+    def apply_literal(self, value: Any, source: pa.DataType, result: pa.DataType) -> Any:
+        """The partition value of one bound literal (None for NULL), or ``FAILED``.
+
+        Results are cached: residuals ask for the same literals once per partition.
+
+        >>> import pyarrow as pa
+        >>> Bucket(16).apply_literal(1, pa.int64(), pa.int64())
+        11
+        >>> Truncate(10).apply_literal(-13, pa.int64(), pa.int64())
+        -10
+        """
+        try:
+            return _cached_literal(self, type(value).__qualname__, value, source, result)
+        except TypeError:  # an unhashable literal
+            return self._safe_literal(value, source, result)
+
+    def _safe_literal(self, value: Any, source: pa.DataType, result: pa.DataType) -> Any:
+        try:
+            return self._literal(value, source, result)
+        except (LancePartitionedError, pa.ArrowException, TypeError, ValueError, OverflowError):
+            return FAILED
+
+    def _literal(self, value: Any, source: pa.DataType, result: pa.DataType) -> Any:
+        """The image of one literal; by default the fast path on a one-value column."""
+        column = self.apply(pa.array([value], source))
+        return cast_result(column, result, self.expression)[0].as_py()
+
+    def images(
+        self, values: tuple[Any, ...], source: pa.DataType, result: pa.DataType
+    ) -> list[Any] | None:
+        """The distinct images of ``values`` in order, None if the transform fails on one."""
+        images = [self.apply_literal(v, source, result) for v in values]
+        return None if any(i is FAILED for i in images) else list(dict.fromkeys(images))
+
+    def project(
+        self, name: str, leaf: Predicate, source: pa.DataType, result: pa.DataType
+    ) -> Predicate:
+        """The inclusive projection of one bound leaf onto the partition column ``name``.
+
+        Every row that satisfies ``leaf`` has a partition value that satisfies the result.
+        Ranges are projected jointly per conjunction by :meth:`project_range`; here a range
+        leaf only says that the value is not NULL.
+
+        >>> import pyarrow as pa
+        >>> from lance_partitioned.expressions.tree import EqualTo, In, IsNull
+        >>> Bucket(16).project("b", EqualTo("x", 1), pa.int64(), pa.int64())
+        In(term='b', values=(11,))
+        >>> Year().project("y", IsNull("x"), pa.date32(), pa.int32())
+        IsNull(term='y')
+        """
+        if isinstance(leaf, IsNull):
+            return IsNull(name)  # every transform maps NULL to NULL
+        projected = self._project_leaf(name, leaf, source, result)
+        return NotNull(name) if projected is None else projected
+
+    def _project_leaf(
+        self, name: str, leaf: Predicate, source: pa.DataType, result: pa.DataType
+    ) -> Predicate | None:
+        """``=`` and IN through the image of each literal (None: only IS NOT NULL)."""
+        return self._by_value(name, leaf, source, result, equal=True)
+
+    def _by_value(
+        self, name: str, leaf: Predicate, source: pa.DataType, result: pa.DataType, equal: bool
+    ) -> Predicate | None:
+        values: tuple[Any, ...]
+        if equal and isinstance(leaf, EqualTo):
+            values = (leaf.value,)
+        elif isinstance(leaf, In):
+            values = leaf.values
+        else:
+            return None
+        images = self.images(values, source, result)
+        return None if images is None else In(name, tuple(images))
+
+    def project_range(
+        self, name: str, interval: Interval, source: pa.DataType, result: pa.DataType
+    ) -> Predicate:
+        """The inclusive projection of ``source`` values in a (closed) ``interval``.
+
+        By default the images of the bounds when the transform :attr:`preserves_order`,
+        else nothing (AlwaysTrue).
+
+        >>> import datetime, pyarrow as pa
+        >>> june = Interval(datetime.date(2025, 6, 1), True, datetime.date(2026, 6, 30), True)
+        >>> print(Year().project_range("y", june, pa.date32(), pa.int32()))
+        And(left=GreaterThanOrEqual(term='y', value=2025), right=LessThanOrEqual(term='y', ...))
+        """
+        if not self.preserves_order:
+            return AlwaysTrue()
+        low = None if interval.low is None else self.apply_literal(interval.low, source, result)
+        if interval.low is not None and interval.low == interval.high:
+            return AlwaysTrue() if low is FAILED else EqualTo(name, low)
+        high = None if interval.high is None else self.apply_literal(interval.high, source, result)
+        if low is FAILED or high is FAILED:
+            return AlwaysTrue()
+        parts: list[Predicate] = []
+        if low is not None:
+            parts.append(GreaterThanOrEqual(name, low))
+        if high is not None:
+            parts.append(LessThanOrEqual(name, high))
+        return and_(*parts)
+
+    def preimage(self, value: Any, source: pa.DataType, result: pa.DataType) -> Preimage:
+        """What the partition value ``value`` (None for NULL) proves about the source values.
+
+        By default: nothing from NULL; from any other value, that the source is not NULL
+        (NULL maps to NULL) and that literals mapping elsewhere match no row.
+
+        >>> import pyarrow as pa
+        >>> Truncate(10).preimage(20, pa.int64(), pa.int64()).interval
+        Interval(low=20, low_inclusive=True, high=29, high_inclusive=True)
+        >>> Bucket(4).preimage(None, pa.int64(), pa.int64()).null
+        True
+        """
+        if value is None:
+            return Preimage()
+        return Preimage(null=False, image=True)
+
+    # ------------------------------------------------------------------ identity
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Transform) or type(other) is not type(self):
             return NotImplemented
@@ -158,6 +389,14 @@ class Transform(abc.ABC):
         return f"{type(self).__name__}({', '.join(repr(p) for p in self._parameters())})"
 
 
+@functools.lru_cache(maxsize=4096)
+def _cached_literal(
+    transform: Transform, kind: str, value: Any, source: pa.DataType, result: pa.DataType
+) -> Any:
+    # ``kind`` keeps 1, 1.0 and True apart (they hash alike)
+    return transform._safe_literal(value, source, result)
+
+
 class Identity(Transform):
     """``col``: the source value itself.
 
@@ -167,6 +406,8 @@ class Identity(Transform):
     >>> Identity().result_type(pa.date32())
     DataType(date32[day])
     """
+
+    preserves_order = True
 
     @property
     def expression(self) -> str:
@@ -181,16 +422,43 @@ class Identity(Transform):
     def _apply(self, values: pa.Array) -> pa.Array:
         return values
 
+    def apply_literal(self, value: Any, source: pa.DataType, result: pa.DataType) -> Any:
+        return value
+
+    def _project_leaf(
+        self, name: str, leaf: Predicate, source: pa.DataType, result: pa.DataType
+    ) -> Predicate | None:
+        """The same test on the partition column."""
+        if isinstance(leaf, NotNull):
+            return NotNull(name)
+        if isinstance(leaf, Comparison):
+            return type(leaf)(name, leaf.value)
+        if isinstance(leaf, (In, NotIn)):
+            return type(leaf)(name, leaf.values)
+        if isinstance(leaf, (StartsWith, NotStartsWith)):
+            return type(leaf)(name, leaf.prefix)
+        return None
+
+    def project_range(
+        self, name: str, interval: Interval, source: pa.DataType, result: pa.DataType
+    ) -> Predicate:
+        return AlwaysTrue()  # each comparison already projects exactly
+
+    def preimage(self, value: Any, source: pa.DataType, result: pa.DataType) -> Preimage:
+        return Preimage(null=True) if value is None else Preimage(null=False, exact=value)
+
 
 class _DatePart(Transform):
     """``date_part('<part>', col)`` on the UTC instant, as int32.
 
-    The fast path covers days within ``_SAFE_DAYS`` of the epoch (about years -25000 to 29000),
+    The fast path covers days within ``SAFE_DAYS`` of the epoch (about years -25000 to 29000),
     where pyarrow's calendar arithmetic is exact; a column reaching beyond goes to DataFusion,
-    which answers NULL past its own range (chrono's years -262143 to 262142).
+    which answers NULL past its own range (chrono's years -262143 to 262142). So a NULL date
+    part proves nothing about its rows.
     """
 
     _part: ClassVar[str]
+    _rank: ClassVar[int]
     _dates: ClassVar[bool] = True
     _per_day: ClassVar[int] = 1  # table entries per day
 
@@ -208,7 +476,7 @@ class _DatePart(Transform):
     def _kernel(self, values: pa.Array) -> pa.Array:
         return getattr(pc, self._part)(values)
 
-    def _table(self, instants: _Instants) -> tuple[int, NDArray[np.int32]] | None:
+    def _table(self, instants: Instants) -> tuple[int, NDArray[np.int32]] | None:
         """The part for each day the column spans (first day, values), or None if too many."""
         low, high = instants.span(instants.per_day)
         if high - low >= _MAX_TABLE:
@@ -220,14 +488,30 @@ class _DatePart(Transform):
         values = values.cast(bind_type(values.type))  # tz-aware -> the UTC instant, zero-copy
         if values.null_count == len(values):
             return pa.nulls(len(values), pa.int32())
-        instants = _Instants(values)
+        instants = Instants(values)
         low, high = instants.span(instants.per_day)
-        if low < -_SAFE_DAYS or high > _SAFE_DAYS:
+        if low < -SAFE_DAYS or high > SAFE_DAYS:
             return evaluate(self.expression, values)
         table = self._table(instants)
         if table is None:
             return self._kernel(values)
         return instants.lookup(instants.per_day // self._per_day, *table)
+
+    def _literal(self, value: Any, source: pa.DataType, result: pa.DataType) -> Any:
+        return CALENDAR.key(value, self._rank + 1)[-1]
+
+    def _project_leaf(
+        self, name: str, leaf: Predicate, source: pa.DataType, result: pa.DataType
+    ) -> Predicate | None:
+        return self._by_value(name, leaf, source, result, equal=False)  # ``=`` is a range
+
+    def project_range(
+        self, name: str, interval: Interval, source: pa.DataType, result: pa.DataType
+    ) -> Predicate:
+        if self.preserves_order:
+            return super().project_range(name, interval, source, result)
+        values = cyclic_values(self._part, interval)  # month-of-year etc.: the values covered
+        return NotNull(name) if values is None else In(name, values)
 
 
 class Year(_DatePart):
@@ -239,6 +523,9 @@ class Year(_DatePart):
     """
 
     _part = "year"
+    _rank = 0
+    preserves_order = True
+    joint = (CALENDAR, 0)
 
 
 class Month(_DatePart):
@@ -250,6 +537,8 @@ class Month(_DatePart):
     """
 
     _part = "month"
+    _rank = 1
+    joint = (CALENDAR, 1)
 
 
 class Day(_DatePart):
@@ -261,6 +550,8 @@ class Day(_DatePart):
     """
 
     _part = "day"
+    _rank = 2
+    joint = (CALENDAR, 2)
 
 
 class Hour(_DatePart):
@@ -277,62 +568,16 @@ class Hour(_DatePart):
     """
 
     _part = "hour"
+    _rank = 3
     _dates = False
     _per_day = 24
+    joint = (CALENDAR, 3)
 
-    def _table(self, instants: _Instants) -> tuple[int, NDArray[np.int32]] | None:
+    def _table(self, instants: Instants) -> tuple[int, NDArray[np.int32]] | None:
         low, high = instants.span(instants.per_day // 24)
         if high - low >= _MAX_TABLE:
             return None
         return low, (np.arange(low, high + 1, dtype=np.int64) % 24).astype(np.int32)
-
-
-class _Instants:
-    """The integer storage of a date or tz-naive timestamp column, and its range."""
-
-    def __init__(self, values: pa.Array) -> None:
-        t = pa.types
-        dtype = values.type
-        if t.is_date32(dtype):
-            self.per_day, storage = 1, pa.int32()
-        elif t.is_date64(dtype):
-            self.per_day, storage = 86_400_000, pa.int64()
-        else:
-            self.per_day, storage = _UNITS_PER_DAY[dtype.unit], pa.int64()
-        self.values = values
-        self.raw = values.view(storage)
-        bounds = pc.min_max(self.raw)
-        self.min, self.max = int(bounds["min"].as_py()), int(bounds["max"].as_py())
-
-    def span(self, per: int) -> tuple[int, int]:
-        """The first and last ``value // per`` of the valid values."""
-        return self.min // per, self.max // per
-
-    def lookup(self, per: int, low: int, table: NDArray[np.int32]) -> pa.Array:
-        """``table[value // per - low]`` for every row, as int32 with the column's NULLs.
-
-        A column's days (or hours) usually span a few thousand values: a date part computed
-        once per day and gathered is several times faster than per-row calendar arithmetic.
-        """
-        raw = self.raw
-        data = np.frombuffer(raw.buffers()[1], dtype=raw.type.to_pandas_dtype())
-        data = data[raw.offset : raw.offset + len(raw)]
-        buffer = pa.allocate_buffer(max(4 * len(raw), 1))  # Arrow's pool: no fresh page faults
-        out = np.frombuffer(buffer, dtype=np.int32, count=len(raw))
-        index = np.empty(min(len(raw), _BLOCK), np.int64)
-        for start in range(0, len(raw), _BLOCK):
-            stop = min(start + _BLOCK, len(raw))
-            block = index[: stop - start]
-            if per == 1:
-                np.subtract(data[start:stop], np.int64(low), out=block)
-            else:
-                np.floor_divide(data[start:stop], per, out=block)
-                np.subtract(block, low, out=block)
-            # NULL slots hold arbitrary values: clip keeps them in bounds, the mask hides them.
-            np.take(table, block, mode="clip", out=out[start:stop])
-        nulls = self.values.null_count
-        validity = pc.is_valid(self.values).buffers()[1] if nulls else None
-        return pa.Array.from_buffers(pa.int32(), len(raw), [validity, buffer], nulls)
 
 
 class Bucket(Transform):
@@ -380,6 +625,14 @@ class Bucket(Transform):
     def _parameters(self) -> tuple[Any, ...]:
         return (self.num_buckets,)
 
+    def _literal(self, value: Any, source: pa.DataType, result: pa.DataType) -> Any:
+        return bucket_scalar(value, source, self.num_buckets)
+
+    def preimage(self, value: Any, source: pa.DataType, result: pa.DataType) -> Preimage:
+        if value is None:
+            return Preimage(null=True)  # only NULL hashes to NULL
+        return Preimage(null=False, image=True)
+
 
 class Truncate(Transform):
     """``col - (col % W)`` for numbers, ``left(col, W)`` for strings.
@@ -409,6 +662,8 @@ class Truncate(Transform):
     ['hé', 'a', None]
     """
 
+    preserves_order = True
+
     def __init__(self, width: int, *, string: bool = False) -> None:
         self.width = _positive("truncate", "width", width)
         self.string = bool(string)
@@ -420,7 +675,7 @@ class Truncate(Transform):
         >>> Truncate.for_type(4, pa.utf8()), Truncate.for_type(4, pa.int64())
         (Truncate(4, string=True), Truncate(4))
         """
-        return cls(width, string=_is_string(source_type))
+        return cls(width, string=is_string(source_type))
 
     @property
     def expression(self) -> str:
@@ -433,13 +688,13 @@ class Truncate(Transform):
 
     def can_apply(self, source: pa.DataType) -> bool:
         if self.string:
-            return _is_string(source)
+            return is_string(source)
         t = pa.types
         return bool(t.is_integer(source) or t.is_decimal128(source) or t.is_decimal256(source))
 
     def _apply(self, values: pa.Array) -> pa.Array:
         if not self.string:
-            return _truncate_number(values, self.width)
+            return truncate_number(values, self.width)
         if pa.types.is_string_view(values.type):
             values = values.cast(pa.utf8())
         if _is_ascii(values):  # characters are bytes: a byte slice is several times faster
@@ -453,49 +708,66 @@ class Truncate(Transform):
     def __repr__(self) -> str:
         return f"Truncate({self.width}, string=True)" if self.string else f"Truncate({self.width})"
 
+    def _literal(self, value: Any, source: pa.DataType, result: pa.DataType) -> Any:
+        width = self.width
+        if isinstance(value, str):
+            return value[:width]
+        if isinstance(value, decimal.Decimal):
+            with decimal.localcontext() as ctx:
+                ctx.prec = 200
+                return (value - value % width).quantize(value)  # % keeps the dividend's sign
+        magnitude = abs(value) // width * width
+        return magnitude if value >= 0 else -magnitude
 
-def _is_string(dtype: pa.DataType) -> bool:
-    t = pa.types
-    return bool(t.is_string(dtype) or t.is_large_string(dtype) or t.is_string_view(dtype))
+    def _project_leaf(
+        self, name: str, leaf: Predicate, source: pa.DataType, result: pa.DataType
+    ) -> Predicate | None:
+        if not self.string:
+            return self._by_value(name, leaf, source, result, equal=False)  # ``=`` is a range
+        width = self.width
+        if isinstance(leaf, StartsWith):
+            if len(leaf.prefix) >= width:
+                return EqualTo(name, leaf.prefix[:width])
+            return StartsWith(name, leaf.prefix)
+        if isinstance(leaf, NotStartsWith) and len(leaf.prefix) <= width:
+            return NotStartsWith(name, leaf.prefix)  # left(x, W) starts with p iff x does
+        # A partition value shorter than W is the whole source value.
+        if isinstance(leaf, NotEqualTo) and len(leaf.value) < width:
+            return NotEqualTo(name, leaf.value)
+        if isinstance(leaf, NotIn):
+            short = tuple(v for v in leaf.values if len(v) < width)
+            return NotIn(name, short) if short else None
+        return self._by_value(name, leaf, source, result, equal=False)
 
+    def project_range(
+        self, name: str, interval: Interval, source: pa.DataType, result: pa.DataType
+    ) -> Predicate:
+        if not self.string:
+            return super().project_range(name, interval, source, result)
+        # ``left(x, W)`` is monotonic; a strict bound shorter than W stays strict.
+        width = self.width
+        low, high = interval.low, interval.high
+        if low is not None and low == high and interval.low_inclusive and interval.high_inclusive:
+            return EqualTo(name, low[:width])
+        parts: list[Predicate] = []
+        if low is not None:
+            strict = not interval.low_inclusive and len(low) < width
+            parts.append(
+                GreaterThan(name, low) if strict else GreaterThanOrEqual(name, low[:width])
+            )
+        if high is not None:
+            strict = not interval.high_inclusive and len(high) <= width
+            parts.append(LessThan(name, high) if strict else LessThanOrEqual(name, high[:width]))
+        return and_(*parts)
 
-def _is_ascii(values: pa.Array) -> bool:
-    """Whether every byte that the (utf8 or large_utf8) values span is below 0x80."""
-    if len(values) == 0:
-        return True
-    large = pa.types.is_large_string(values.type)
-    count = values.offset + len(values) + 1
-    offsets = np.frombuffer(values.buffers()[1], np.int64 if large else np.int32, count=count)
-    first, last = int(offsets[values.offset]), int(offsets[-1])
-    data = values.buffers()[2]
-    return first == last or int(np.frombuffer(data, np.uint8)[first:last].max()) < 0x80
-
-
-def _truncate_number(values: pa.Array, width: int) -> pa.Array:
-    """``values - (values % width)`` with the truncated ``%``: round toward zero to a multiple."""
-    dtype = values.type
-    if pa.types.is_decimal(dtype):
-        if dtype.precision <= dtype.scale or width >= 10 ** (dtype.precision - dtype.scale):
-            return pc.subtract(values, values)  # |x| < W for every x: x % W == x
-        multiple = pa.scalar(width, pa.decimal128(19, 0))
-    else:
-        if width > _max_magnitude(dtype):
-            wider = pa.uint64() if pa.types.is_unsigned_integer(dtype) else pa.int64()
-            if width > _max_magnitude(wider):
-                return pc.subtract(values, values)
-            values = values.cast(wider)
-        multiple = pa.scalar(width, values.type)
-    try:
-        return pc.round_to_multiple(values, multiple=multiple, round_mode="towards_zero")
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise TransformError(
-            f"partition expression 'col - (col % {width})' fails on a column of type {dtype}: {exc}"
-        ) from exc
-
-
-def _max_magnitude(dtype: pa.DataType) -> int:
-    bits = int(dtype.bit_width)
-    return (1 << bits) - 1 if pa.types.is_unsigned_integer(dtype) else (1 << (bits - 1)) - 1
+    def preimage(self, value: Any, source: pa.DataType, result: pa.DataType) -> Preimage:
+        if value is None:
+            return Preimage(null=True)
+        if not self.string:
+            return Preimage(null=False, interval=truncate_range(value, self.width, source))
+        if len(value) < self.width:
+            return Preimage(null=False, exact=value)  # a short value is the whole source value
+        return Preimage(null=False, prefix=value)
 
 
 def _positive(transform: str, what: str, value: int) -> int:
@@ -508,6 +780,9 @@ def _positive(transform: str, what: str, value: int) -> int:
 
 class Opaque(Transform):
     """Any other DataFusion expression over ``col``, evaluated by DataFusion only.
+
+    It projects ``=`` and IN only, evaluating itself on the literals, and may map a value to
+    NULL: a NULL partition value proves nothing, nor does a non-NULL one about NULLs.
 
     Parameters
     ----------
@@ -566,24 +841,111 @@ class Opaque(Transform):
             return f"Opaque({self._expression!r})"
         return f"Opaque({self._expression!r}, {self.declared_type})"
 
+    def projects_on(self, source: pa.DataType) -> bool:
+        return True  # evaluated on demand; a failure projects to AlwaysTrue
+
+    def _literal(self, value: Any, source: pa.DataType, result: pa.DataType) -> Any:
+        return evaluate(self._expression, pa.array([value], source), result)[0].as_py()
+
+    def project(
+        self, name: str, leaf: Predicate, source: pa.DataType, result: pa.DataType
+    ) -> Predicate:
+        if isinstance(leaf, IsNull):
+            return IsNull(name)
+        if isinstance(leaf, EqualTo):
+            values: tuple[Any, ...] = (leaf.value,)
+        elif isinstance(leaf, In):
+            values = leaf.values
+        else:
+            return AlwaysTrue()
+        images = self.images(values, source, result)
+        if images is None:
+            return AlwaysTrue()
+        kept = tuple(i for i in images if i is not None)
+        return or_(In(name, kept), IsNull(name) if None in images else AlwaysFalse())
+
+    def preimage(self, value: Any, source: pa.DataType, result: pa.DataType) -> Preimage:
+        return Preimage() if value is None else Preimage(image=True)
+
+
+# ---------------------------------------------------------------------------------- parsing
+
+Builder = Callable[[re.Match[str]], Transform]
+"""Builds a transform from the match of its form (see :func:`register_transform`)."""
 
 _PARTS: dict[str, type[_DatePart]] = {"year": Year, "month": Month, "day": Day, "hour": Hour}
-# Each Appendix D form without whitespace, in lower case, and how to build its transform.
-_FORMS: tuple[tuple[re.Pattern[str], Callable[[str], Transform]], ...] = (
-    (re.compile(r"col"), lambda _: Identity()),
-    (re.compile(r"date_part\('(year|month|day|hour)',col\)"), lambda part: _PARTS[part]()),
-    (re.compile(r"abs\(hash\(col\)\)%([0-9]+)"), lambda n: Bucket(int(n))),
-    (re.compile(r"left\(col,([0-9]+)\)"), lambda w: Truncate(int(w), string=True)),
-    (re.compile(r"col-\(col%([0-9]+)\)"), lambda w: Truncate(int(w))),
+# Each form without whitespace, in lower case, and how to build its transform.
+_BUILT_IN: tuple[tuple[str, Builder], ...] = (
+    (r"col", lambda _: Identity()),
+    (r"date_part\('(year|month|day|hour)',col\)", lambda m: _PARTS[m.group(1)]()),
+    (r"abs\(hash\(col\)\)%([0-9]+)", lambda m: Bucket(int(m.group(1)))),
+    (r"left\(col,([0-9]+)\)", lambda m: Truncate(int(m.group(1)), string=True)),
+    (r"col-\(col%([0-9]+)\)", lambda m: Truncate(int(m.group(1)))),
 )
+_FORMS: dict[str, tuple[re.Pattern[str], Builder]] = {
+    pattern: (re.compile(pattern), build) for pattern, build in _BUILT_IN
+}
+
+
+def register_transform(pattern: str, build: Builder) -> None:
+    """Make :func:`parse_transform` recognise a form as a transform class of your own.
+
+    Parameters
+    ----------
+    pattern : str
+        A regular expression that the *whole* expression must match once whitespace is
+        removed and letters are lower-cased (``date_trunc\\('week',col\\)``). Forms are tried
+        in registration order, the built-in ones first; registering a pattern again replaces
+        its builder.
+    build : callable
+        Called with the ``re.Match``; returns the :class:`Transform`.
+
+    Raises
+    ------
+    PartitionSpecError
+        If ``pattern`` is not a valid regular expression or one of the built-in forms.
+
+    Examples
+    --------
+    >>> class Sign(Identity):  # a toy: a transform is one class
+    ...     @property
+    ...     def expression(self) -> str:
+    ...         return "signum(col)"
+    >>> register_transform(r"signum\\(col\\)", lambda m: Sign())
+    >>> parse_transform("SIGNUM( col )")
+    Sign()
+    >>> unregister_transform(r"signum\\(col\\)")
+    >>> parse_transform("signum(col)")
+    Opaque('signum(col)')
+    """
+    if pattern in dict(_BUILT_IN):
+        raise PartitionSpecError(f"{pattern!r} is a built-in partition expression form")
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise PartitionSpecError(f"not a regular expression: {pattern!r}: {exc}") from exc
+    _FORMS[pattern] = (compiled, build)
+
+
+def unregister_transform(pattern: str) -> None:
+    """Forget a form registered with :func:`register_transform` (nothing if unknown).
+
+    Raises
+    ------
+    PartitionSpecError
+        If ``pattern`` is one of the built-in forms.
+    """
+    if pattern in dict(_BUILT_IN):
+        raise PartitionSpecError(f"{pattern!r} is a built-in partition expression form")
+    _FORMS.pop(pattern, None)
 
 
 def parse_transform(expression: str, result_type: pa.DataType | None = None) -> Transform:
-    """The transform of a partition expression: an Appendix D form, or :class:`Opaque`.
+    """The transform of a partition expression: a known form, or :class:`Opaque`.
 
-    Forms are recognised ignoring whitespace and case. ``result_type`` is only used for
-    :class:`Opaque`; for a recognised form the caller compares the declared type with
-    :meth:`Transform.result_type`.
+    Forms (Appendix D's, then registered ones) are recognised ignoring whitespace and case.
+    ``result_type`` is only used for :class:`Opaque`; for a recognised form the caller
+    compares the declared type with :meth:`Transform.result_type`.
 
     Raises
     ------
@@ -602,8 +964,8 @@ def parse_transform(expression: str, result_type: pa.DataType | None = None) -> 
     Opaque("date_trunc('day', col)")
     """
     text = re.sub(r"\s+", "", expression).lower()
-    for pattern, build in _FORMS:
+    for pattern, build in list(_FORMS.values()):
         match = pattern.fullmatch(text)
         if match:
-            return build(match.group(match.lastindex or 0))
+            return build(match)
     return Opaque(expression, result_type)

@@ -3,13 +3,12 @@
 A partition's values guarantee facts about its rows (pyarrow.dataset calls them the
 fragment's *guarantee*): ``country = 'US'`` pins the column, ``year = 2025`` bounds the
 timestamps to 2025, ``id_t = 20`` (``truncate[10]``) bounds ``id`` to [20, 29], a bucket or
-an opaque value rules out literals that map elsewhere. A condition the guarantee decides
-becomes AlwaysTrue or AlwaysFalse; the rest stays. The residual is sound: on the partition's
-rows it matches exactly the rows the predicate matches. AlwaysFalse means the partition can be
-skipped.
-
-A NULL date part (year, month, day, hour) proves nothing: DataFusion also returns NULL for
-dates beyond its calendar, so such a partition may hold non-NULL values.
+an opaque value rules out literals that map elsewhere. Each transform says what one of its
+values proves (:meth:`~lance_partitioned.spec.transforms.Transform.preimage`); the fields that
+order a source jointly (year, month, …) bound it to the cell of their leading values. A
+condition the guarantee decides becomes AlwaysTrue or AlwaysFalse; the rest stays. The
+residual is sound: on the partition's rows it matches exactly the rows the predicate matches.
+AlwaysFalse means the partition can be skipped.
 
 >>> import pyarrow as pa
 >>> from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
@@ -33,9 +32,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from lance_partitioned.expressions import ranges
+from lance_partitioned.expressions import joint
 from lance_partitioned.expressions.projection import source_fields
-from lance_partitioned.expressions.ranges import FAILED, PARTS, Interval, transform_literal
+from lance_partitioned.expressions.ranges import FAILED, NOTHING, Interval
 from lance_partitioned.expressions.tree import (
     AlwaysFalse,
     AlwaysTrue,
@@ -62,7 +61,7 @@ from lance_partitioned.expressions.tree import (
 from lance_partitioned.expressions.visitors import rewrite_not
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
-from lance_partitioned.spec.transforms import Bucket, Identity, Opaque, Transform, Truncate
+from lance_partitioned.spec.transforms import Transform
 
 __all__ = ["residual"]
 
@@ -204,7 +203,7 @@ class _Guarantee:
             return None
         positive = isinstance(leaf, (EqualTo, In))
         for transform, result, value in self.images:
-            images = [transform_literal(transform, v, self.source, result) for v in values]
+            images = [transform.apply_literal(v, self.source, result) for v in values]
             if FAILED in images:
                 continue
             if all(i is not None and i != value for i in images):
@@ -241,33 +240,29 @@ def _guarantee(
     if not fields or source is None:
         return None
     g = _Guarantee(source)
-    chain: list[int] = []
     for f in fields:
         t, value = f.transform, values[f.name]
-        if value is None:
-            # identity, truncate and bucket map only NULL to NULL
-            g.is_null |= isinstance(t, (Identity, Truncate, Bucket))
-            continue
-        if not isinstance(t, Opaque):
+        known = t.preimage(value, source, f.result_type)
+        if known.null is True:
+            g.is_null = True
+        elif known.null is False:
             g.not_null = True
-        if isinstance(t, Identity):
-            g.exact.append(value)
-        elif isinstance(t, Truncate) and t.string:
-            if len(value) < t.width:
-                g.exact.append(value)  # a short value is the whole source value
-            else:
-                g.prefix = value
-        elif isinstance(t, Truncate):
-            _narrow(g, ranges.truncate_range(value, t.width, source))
-        else:  # bucket, opaque, date parts: literals that map elsewhere are ruled out
+        if known.exact is not NOTHING:
+            g.exact.append(known.exact)
+        if known.prefix is not None:
+            g.prefix = known.prefix
+        if known.interval is not None:
+            _narrow(g, known.interval)
+        if known.image:  # literals that map elsewhere are ruled out
             g.images.append((t, f.result_type, value))
-    for part in PARTS:  # year, then month, day, hour: the cell of the leading parts
-        found = next((f for f in fields if type(f.transform) is part), None)
-        if found is None or values[found.name] is None:
+    chain = joint.chain(fields)  # year, then month, day, hour: the cell of the leading parts
+    parts: list[Any] = []
+    for f in chain:
+        if values[f.name] is None:
             break
-        chain.append(values[found.name])
-    if chain:
-        cell = ranges.cell_range(tuple(chain), source)
+        parts.append(values[f.name])
+    if parts:
+        cell = joint.family(chain).cell(tuple(parts), source)
         if cell is not None:
             _narrow(g, cell)
     if g.is_null and g.not_null:
