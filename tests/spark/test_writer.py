@@ -255,3 +255,62 @@ def test_unsupported_type_fails_at_job_start(spark: SparkSession, tmp_path: Path
     with pytest.raises(Exception, match="column 'age'"):
         save(df, uri, partition_by="id")
     assert not os.path.exists(os.path.join(uri, "__manifest"))
+
+
+OVERWRITE_MODE_CONF = "spark.sql.sources.partitionOverwriteMode"
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    ("conf", "option"),
+    [(None, None), ("dynamic", None), ("dynamic", "static"), ("static", "dynamic")],
+)
+def test_partition_overwrite_mode_as_parquet(
+    spark: SparkSession, tmp_path: Path, conf: str | None, option: str | None
+) -> None:
+    """``spark.sql.sources.partitionOverwriteMode`` and the write option of the same name
+    (which wins) decide what mode('overwrite') replaces, as for Spark's file sources."""
+    first = events(spark, 0, 24)  # 3 countries
+    second = events(spark, 100, 101)  # one row, in one country
+    lance_uri, parquet_uri = str(tmp_path / "lance"), str(tmp_path / "parquet")
+    first.write.format("lance_partitioned").mode("append").option("partition_by", "country").save(
+        lance_uri
+    )
+    first.write.partitionBy("country").parquet(parquet_uri)
+    if conf is not None:
+        spark.conf.set(OVERWRITE_MODE_CONF, conf)
+    try:
+        lance_writer = second.write.format("lance_partitioned").mode("overwrite")
+        parquet_writer = second.write.mode("overwrite").partitionBy("country")
+        if option is not None:
+            lance_writer = lance_writer.option("partitionOverwriteMode", option)
+            parquet_writer = parquet_writer.option("partitionOverwriteMode", option)
+        lance_writer.save(lance_uri)
+        parquet_writer.parquet(parquet_uri)
+    finally:
+        spark.conf.unset(OVERWRITE_MODE_CONF)
+    expected = sorted(r.id for r in spark.read.parquet(parquet_uri).collect())
+    assert ids(lp.PartitionedNamespace.open(lance_uri)) == expected
+    dynamic = (option or conf) == "dynamic"
+    assert len(expected) == (17 if dynamic else 1)
+
+
+def test_partition_overwrite_mode_option(tmp_path: Path) -> None:
+    uri = str(tmp_path)
+    plan(uri, partition_by="country").commit([])
+    assert plan(uri, "overwrite", partitionOverwriteMode="DYNAMIC").job.mode == (
+        "overwrite_partitions"
+    )
+    assert plan(uri, "overwrite", partitionOverwriteMode="static").job.mode == "overwrite"
+    assert plan(uri, "overwrite").job.mode is None  # the tasks read the session's setting
+    assert plan(uri, partitionOverwriteMode="dynamic").job.mode == "append"
+    with pytest.raises(errors.InvalidInputError, match="contradict"):
+        plan(uri, "overwrite", overwrite="partitions", partitionOverwriteMode="static")
+    with pytest.raises(errors.InvalidInputError, match="'static'"):
+        plan(uri, "overwrite", partitionOverwriteMode="sometimes")
+    # a task outside Spark reads no session setting: a static overwrite, as Spark's default
+    writer = plan(uri, "overwrite")
+    staged = writer.write(iter([batch(range(3))]))
+    assert staged.mode == "overwrite"
+    with pytest.raises(errors.InvalidInputError, match="ran no Spark task"):
+        writer.commit([])

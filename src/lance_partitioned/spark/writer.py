@@ -78,8 +78,9 @@ class WriteJob:
         Passed to every Lance call.
     manifest_version : int
         The ``__manifest`` version the tasks stage against (schema, spec, leaf locations).
-    mode : {"append", "overwrite", "overwrite_partitions"}
-        How the commit applies the data.
+    mode : {"append", "overwrite", "overwrite_partitions"} or None
+        How the commit applies the data; None: an overwrite whose kind each task reads from
+        the session's ``spark.sql.sources.partitionOverwriteMode``.
     write_options : WriteOptions
         Buffering and file-size knobs of each task.
     planned_at : float
@@ -89,7 +90,7 @@ class WriteJob:
     uri: str
     storage_options: tuple[tuple[str, str], ...]
     manifest_version: int
-    mode: WriteMode
+    mode: WriteMode | None
     write_options: WriteOptions
     planned_at: float
 
@@ -112,23 +113,53 @@ class StagedWrite(WriterCommitMessage):
         Rows the task staged.
     pending : PendingWrite or None
         The leaves it staged, with their fragment metadata.
+    mode : {"append", "overwrite", "overwrite_partitions"}
+        The write mode the task staged for.
     """
 
     partition_id: int
     attempt: int
     rows: int
     pending: PendingWrite | None
+    mode: WriteMode = "append"
 
 
-def _mode(options: SourceOptions, overwrite: bool) -> WriteMode:
-    if options.overwrite is None:
-        return "overwrite" if overwrite else "append"
+#: The session setting of Spark's file sources that :func:`_mode` honours as they do.
+OVERWRITE_MODE_CONF = "spark.sql.sources.partitionOverwriteMode"
+
+
+def _mode(options: SourceOptions, overwrite: bool) -> WriteMode | None:
+    """The write mode, or None when it depends on the session's ``OVERWRITE_MODE_CONF``.
+
+    PySpark does not pass the session configuration to the Python worker that plans a write,
+    but Spark sets every explicitly set SQL setting as a local property of the job's tasks:
+    each task reads it (:func:`_task_mode`) and the commit checks they agree.
+    """
+    dynamic = options.partition_overwrite_mode
     if not overwrite:
-        raise errors.InvalidInputError(
-            f"option overwrite={options.overwrite!r} needs .mode('overwrite'); this write is an "
-            "append"
-        )
-    return "overwrite_partitions"
+        if options.overwrite is not None:
+            raise errors.InvalidInputError(
+                f"option overwrite={options.overwrite!r} needs .mode('overwrite'); this write "
+                "is an append"
+            )
+        return "append"
+    if options.overwrite is not None:
+        if dynamic == "static":
+            raise errors.InvalidInputError(
+                "options overwrite='partitions' and partitionOverwriteMode='static' "
+                "contradict each other: drop one"
+            )
+        return "overwrite_partitions"
+    if dynamic is None:
+        return None
+    return "overwrite_partitions" if dynamic == "dynamic" else "overwrite"
+
+
+def _task_mode() -> WriteMode:
+    """The overwrite mode the session's ``OVERWRITE_MODE_CONF`` asks for (in a task)."""
+    context = TaskContext.get()
+    value = None if context is None else context.getLocalProperty(OVERWRITE_MODE_CONF)
+    return "overwrite_partitions" if (value or "").strip().lower() == "dynamic" else "overwrite"
 
 
 def _describe(ns: PartitionedNamespace) -> str:
@@ -190,6 +221,12 @@ def plan_write(
             f"option version={options.version} is for reads (time travel); a write always "
             "goes on top of the latest __manifest version"
         )
+    for name, value in (("filter", options.filter), ("columns", options.columns)):
+        if value is not None:
+            raise errors.InvalidInputError(
+                f"option {name} is for reads; a write stores every row and column of the "
+                "DataFrame (filter or select the DataFrame instead)"
+            )
     mode = _mode(options, overwrite)
     arrow_schema = arrow_schema_for(schema)
     ns = _open_or_create(options, arrow_schema)
@@ -225,9 +262,10 @@ class LancePartitionedWriter(DataSourceArrowWriter):
         context = TaskContext.get()
         partition_id = context.partitionId() if context is not None else 0
         attempt = context.attemptNumber() if context is not None else 0
+        mode = self.job.mode or _task_mode()
         first = next(iterator, None)
         if first is None:
-            return StagedWrite(partition_id, attempt, 0, None)
+            return StagedWrite(partition_id, attempt, 0, None, mode)
         manifest = self.job.manifest()
         snapshot = manifest.snapshot(self.job.manifest_version)
         reader = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], iterator))
@@ -235,18 +273,19 @@ class LancePartitionedWriter(DataSourceArrowWriter):
             manifest,
             snapshot,
             reader,
-            mode=self.job.mode,
+            mode=mode,
             target=leaf_schema(snapshot.metadata.schema),
             options=self.job.write_options,
         )
         rows = sum(leaf.rows for leaf in pending.leaves)
-        return StagedWrite(partition_id, attempt, rows, pending)
+        return StagedWrite(partition_id, attempt, rows, pending, mode)
 
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """Make every task's staged data visible in one ``__manifest`` commit (driver)."""
         manifest = self.job.manifest()
+        mode = self._mode(messages)
         staged = [m.pending for m in _staged(messages) if m.pending is not None]
-        if not staged and self.job.mode != "overwrite":
+        if not staged and mode != "overwrite":
             log.info("nothing to commit to %s: the job wrote no rows", self.job.uri)
             return
         snapshot = manifest.snapshot(self.job.manifest_version)
@@ -259,7 +298,7 @@ class LancePartitionedWriter(DataSourceArrowWriter):
                 leaf_schema=target,
                 leaves=[],
                 namespaces={},
-                mode=self.job.mode,
+                mode=mode,
             )
         result = commit_write(manifest, pending)
         log.info(
@@ -268,6 +307,24 @@ class LancePartitionedWriter(DataSourceArrowWriter):
             len(result.leaf_versions),
             self.job.uri,
             result.version,
+        )
+
+    def _mode(self, messages: Sequence[WriterCommitMessage | None]) -> WriteMode:
+        """The job's write mode: planned, or as its tasks read it from the session."""
+        if self.job.mode is not None:
+            return self.job.mode
+        modes = {m.mode for m in _staged(messages)}
+        if len(modes) == 1:
+            return modes.pop()
+        if not modes:
+            raise errors.InvalidInputError(
+                f"this overwrite of {self.job.uri!r} ran no Spark task, so it cannot tell "
+                f"whether the session's {OVERWRITE_MODE_CONF} asks for a static or a dynamic "
+                "overwrite: say it with .option('partitionOverwriteMode', 'static' or "
+                "'dynamic')"
+            )
+        raise errors.InternalError(
+            f"the tasks of one job disagree on {OVERWRITE_MODE_CONF}: {sorted(modes)}"
         )
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
