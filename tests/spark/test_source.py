@@ -65,3 +65,46 @@ def test_options_on_a_real_session(spark: SparkSession, tmp_path: Path) -> None:
     with pytest.raises(Exception, match="unknown option 'mergeschema'"):
         df.write.format("lance_partitioned").mode("append").option("mergeSchema", "true").save(uri)
     assert lp.PartitionedNamespace.open(uri).count_rows() == 3
+
+
+CATALOG_HELP = r"CREATE TEMPORARY VIEW v USING lance_partitioned OPTIONS \(path 'uri'\)"
+
+
+@pytest.mark.spark
+def test_catalog_tables_fail_at_once_saying_what_works(spark: SparkSession, tmp_path: Path) -> None:
+    """PySpark hands a Python data source no options for catalog tables (not even their
+    location): every use of one fails, with the ways that work."""
+    uri = str(tmp_path / "ns")
+    df = spark.createDataFrame([(1, "US")], "id long, country string")
+    attempts = {
+        "saveAsTable": lambda: (
+            df.write.format("lance_partitioned")
+            .mode("append")
+            .option("partition_by", "country")
+            .saveAsTable("lp_saved")
+        ),
+        "writeTo": lambda: df.writeTo("lp_written").using("lance_partitioned").create(),
+        "CREATE TABLE AS": lambda: spark.sql(
+            f"CREATE TABLE lp_ctas USING lance_partitioned LOCATION '{uri}' AS SELECT 1 AS id"
+        ),
+        "INSERT INTO": lambda: spark.sql("INSERT INTO lp_created VALUES (1)"),
+        "SELECT": lambda: spark.table("lp_created").collect(),
+        "a table saved with a path": lambda: spark.table("lp_pathed").collect(),
+    }
+    try:
+        spark.sql(f"CREATE TABLE lp_created (id long) USING lance_partitioned LOCATION '{uri}'")
+        # with an explicit path the data is written (PySpark passes the path to the write),
+        # but the table registered with it cannot be read
+        df.write.format("lance_partitioned").mode("append").option(
+            "partition_by", "country"
+        ).option("path", str(tmp_path / "pathed")).saveAsTable("lp_pathed")
+        for way, attempt in attempts.items():
+            with pytest.raises(Exception, match=CATALOG_HELP) as info:
+                attempt()
+            assert "catalog tables" in str(info.value), way
+    finally:
+        for table in ("lp_saved", "lp_written", "lp_ctas", "lp_created", "lp_pathed"):
+            spark.sql(f"DROP TABLE IF EXISTS {table}")
+    assert not (tmp_path / "ns" / "__manifest").exists()
+    pathed = spark.read.format("lance_partitioned").load(str(tmp_path / "pathed"))
+    assert [tuple(r) for r in pathed.collect()] == [(1, "US")]

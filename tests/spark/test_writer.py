@@ -81,7 +81,8 @@ def test_first_write_needs_partition_by(tmp_path: Path) -> None:
 
 def test_tasks_stage_invisibly_and_commit_once(tmp_path: Path) -> None:
     uri = str(tmp_path)
-    writer = plan(uri, partition_by="country")
+    plan(uri, partition_by="country").commit([])  # an empty first write creates the namespace
+    writer = plan(uri)
     ns = lp.PartitionedNamespace.open(uri)
     created = ns.version
     first = writer.write(iter([batch(range(10))]))
@@ -103,13 +104,47 @@ def test_tasks_stage_invisibly_and_commit_once(tmp_path: Path) -> None:
 
 def test_empty_tasks_and_empty_append(tmp_path: Path) -> None:
     uri = str(tmp_path)
-    writer = plan(uri, partition_by="country")
+    plan(uri, partition_by="country").commit([])
+    writer = plan(uri)
     empty = writer.write(iter([]))
     assert empty.pending is None
     assert empty.rows == 0
     version = lp.PartitionedNamespace.open(uri).version
     writer.commit([empty])
     assert lp.PartitionedNamespace.open(uri).version == version
+
+
+def test_first_write_creates_the_namespace_when_it_commits(tmp_path: Path) -> None:
+    uri = str(tmp_path)
+    writer = plan(uri, partition_by="country")
+    staged = [writer.write(iter([batch(range(6))])), writer.write(iter([batch(range(6, 9))]))]
+    assert not (tmp_path / "__manifest").exists()  # staged, nothing binding yet
+    # another first write with another spec may go first: this one then fails at commit
+    other = plan(uri, partition_by="event_date")
+    writer.abort(staged)
+    assert data_files(uri) == []
+    other.commit([other.write(iter([batch(range(3))]))])
+    ns = lp.PartitionedNamespace.open(uri)
+    assert [f.name for f in ns.current_spec.fields] == ["event_date"]
+    late = plan(str(tmp_path / "late"), partition_by="country")
+    early = plan(str(tmp_path / "late"), partition_by="event_date")
+    early.commit([early.write(iter([batch(range(3))]))])
+    with pytest.raises(errors.PartitionSpecError, match="while this job ran"):
+        late.commit([late.write(iter([batch(range(3))]))])
+    # the same spec planned twice: both commit into one namespace
+    twice = [plan(str(tmp_path / "twice"), partition_by="country") for _ in range(2)]
+    for i, writer in enumerate(twice):
+        writer.commit([writer.write(iter([batch(range(10 * i, 10 * i + 4))]))])
+    assert ids(lp.PartitionedNamespace.open(str(tmp_path / "twice"))) == [
+        0,
+        1,
+        2,
+        3,
+        10,
+        11,
+        12,
+        13,
+    ]
 
 
 def test_abort_deletes_staged_files(tmp_path: Path) -> None:
@@ -127,6 +162,38 @@ def test_abort_deletes_staged_files(tmp_path: Path) -> None:
     ns = lp.PartitionedNamespace.open(uri)
     assert ns.version == version
     assert ids(ns) == [0, 1, 2, 3]
+
+
+def journals(root: Path) -> list[Path]:
+    return sorted((root / "_spark_staging").glob("*/*.json"))
+
+
+def test_files_of_unused_attempts_are_deleted(tmp_path: Path) -> None:
+    uri = str(tmp_path)
+    plan(uri, partition_by="country").commit([])
+    writer = plan(uri)
+    first = writer.stage_task(iter([batch(range(10))]), 0, 0)
+    writer.stage_task(iter([batch(range(10))]), 0, 1)  # a speculative copy of task 0
+    writer.stage_task(iter([batch(range(10, 20))]), 1, 0)  # failed after staging: no message
+    second = writer.stage_task(iter([batch(range(10, 20))]), 1, 1)
+    assert len(data_files(uri)) == 8
+    assert len(journals(tmp_path)) == 4
+    writer.commit([first, second])
+    assert ids(lp.PartitionedNamespace.open(uri)) == list(range(20))
+    kept = data_files(uri)
+    assert len(kept) == 4  # the used attempts' files only
+    assert journals(tmp_path) == []
+    # abort deletes what every attempt staged, messages or not
+    writer = plan(uri)
+    writer.stage_task(iter([batch(range(30, 40))]), 0, 0)
+    passed = writer.stage_task(iter([batch(range(40, 50))]), 1, 0)
+    writer.abort([None, passed])
+    assert data_files(uri) == kept
+    assert journals(tmp_path) == []
+    # an attempt that finishes staging after the job was aborted removes its own files
+    writer.stage_task(iter([batch(range(50, 60))]), 2, 0)
+    assert data_files(uri) == kept
+    assert journals(tmp_path) == []
 
 
 def test_abort_keeps_files_a_leaf_version_references(tmp_path: Path) -> None:
@@ -227,6 +294,53 @@ def test_failed_job_leaves_nothing_visible(spark: SparkSession, tmp_path: Path) 
     ns = lp.PartitionedNamespace.open(uri)
     assert ns.version == version
     assert ids(ns) == list(range(30))
+
+
+def leaf_files(root: str) -> tuple[int, int]:
+    """Files, and their bytes, in every leaf directory (not the __manifest)."""
+    found = [
+        p
+        for p in Path(root).glob("*/**/*")
+        if p.is_file() and p.relative_to(root).parts[0] not in ("__manifest", "_spark_staging")
+    ]
+    return len(found), sum(p.stat().st_size for p in found)
+
+
+@pytest.mark.spark
+def test_failed_job_leaves_no_staged_files(spark: SparkSession, tmp_path: Path) -> None:
+    """A task whose last rows fail in Spark has staged the rest (6 files, 0.8 MB were left
+    on disk before): the job's abort removes what every attempt staged."""
+    uri = str(tmp_path / "ns")
+    save(events(spark, 0, 30), uri, partition_by="country")
+    before = leaf_files(uri)
+    rows = 300_000
+    failing = events(spark, 30, 30 + rows).withColumn(
+        "id",
+        F.when(F.col("id") == 30 + rows - 5, F.raise_error(F.lit("injected failure"))).otherwise(
+            F.col("id")
+        ),
+    )
+    with pytest.raises(Exception, match="injected failure"):
+        save(failing, uri)
+    assert leaf_files(uri) == before
+    assert journals(tmp_path / "ns") == []
+    assert ids(lp.PartitionedNamespace.open(uri)) == list(range(30))
+
+
+@pytest.mark.spark
+def test_failed_first_write_binds_nothing(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "ns")
+    failing = events(spark, 0, 90).withColumn(
+        "id",
+        F.when(F.col("id") == 77, F.raise_error(F.lit("injected failure"))).otherwise(F.col("id")),
+    )
+    with pytest.raises(Exception, match="injected failure"):
+        save(failing, uri, partition_by="country")
+    assert not os.path.exists(os.path.join(uri, "__manifest"))
+    save(events(spark, 0, 90), uri, partition_by="event_date")  # the retry, another spec
+    ns = lp.PartitionedNamespace.open(uri)
+    assert [f.name for f in ns.current_spec.fields] == ["event_date"]
+    assert ids(ns) == list(range(90))
 
 
 @pytest.mark.spark
