@@ -50,6 +50,7 @@ from lance_partitioned.manifest import (
     LeafStats,
     Manifest,
     ManifestSnapshot,
+    WriterTransactions,
     rows_table,
     schema_fingerprint,
     spec_namespace_id,
@@ -138,6 +139,7 @@ class CommitResult:
     attempts: int
     rows: int = 0
     deleted_leaves: int = 0
+    skipped: bool = False  # an idempotent write whose transaction was already committed
 
 
 @dataclass
@@ -342,8 +344,14 @@ def commit_write(
     backoff: Backoff | None = None,
     leaf_threads: int = 8,
     on_leaves_committed: Callable[[dict[str, int]], None] | None = None,
+    txn: tuple[str, int] | None = None,
 ) -> CommitResult:
     """Make a pending write visible atomically (see the module docstring).
+
+    ``txn`` = (application id, version) makes the write idempotent: the commit records it,
+    and a write whose application id already committed that version (or a later one) does
+    nothing (``skipped``). It is checked on every attempt, so a retry after a conflict
+    checks the new base.
 
     Raises :class:`~lance_partitioned.errors.ConcurrentModificationError` when the manifest
     commit keeps losing to concurrent writers after every retry.
@@ -360,6 +368,11 @@ def commit_write(
                 raise errors.InternalError(
                     f"spec version namespace {sentinel!r} has no row in the __manifest"
                 )
+            if txn is not None:
+                done = WriterTransactions.version_of(snapshot, txn[0])
+                if done is not None and done >= txn[1]:
+                    log.info("transaction %s/%d is already committed: skipped", *txn)
+                    return CommitResult(snapshot.version, {}, [], attempt + 1, skipped=True)
             todo: list[tuple[LeafWrite, int]] = []
             for leaf in pending.leaves:
                 _check_location(snapshot, leaf)
@@ -401,6 +414,9 @@ def commit_write(
             if on_leaves_committed is not None:
                 on_leaves_committed(versions)
             rows = [_namespace_row(snapshot, sentinel, {})]
+            if txn is not None:
+                recorded = WriterTransactions.merge_into(rows[0].get("metadata"), *txn)
+                rows[0] = {**rows[0], "metadata": recorded}
             rows += [
                 _namespace_row(snapshot, oid, values) for oid, values in pending.namespaces.items()
             ]

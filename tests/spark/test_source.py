@@ -38,6 +38,16 @@ def test_timestamp_as_of_is_refused() -> None:
         SourceOptions.parse({"path": "/x", "timestampAsOf": "2025-01-01"})
 
 
+def test_txn_options_go_together() -> None:
+    parsed = SourceOptions.parse({"path": "/x", "txnAppId": " etl ", "txnVersion": "0"})
+    assert parsed.txn == ("etl", 0)
+    for partial in ({"txnAppId": "etl"}, {"txnVersion": "3"}, {"txnAppId": " ", "txnVersion": "1"}):
+        with pytest.raises(errors.InvalidInputError, match="go together"):
+            SourceOptions.parse({"path": "/x", **partial})
+    with pytest.raises(errors.InvalidInputError, match="txnVersion='-1'"):
+        SourceOptions.parse({"path": "/x", "txnAppId": "etl", "txnVersion": "-1"})
+
+
 def test_columns_and_filter() -> None:
     parsed = SourceOptions.parse({"path": "/x", "columns": " id, amount ,", "filter": "id > 1"})
     assert (parsed.columns, parsed.filter) == (("id", "amount"), "id > 1")

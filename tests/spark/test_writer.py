@@ -196,6 +196,23 @@ def test_files_of_unused_attempts_are_deleted(tmp_path: Path) -> None:
     assert journals(tmp_path) == []
 
 
+def test_a_replayed_transaction_writes_nothing(tmp_path: Path) -> None:
+    uri = str(tmp_path)
+    writer = plan(uri, partition_by="country", txnAppId="etl", txnVersion="4")
+    writer.commit([writer.write(iter([batch(range(5))]))])
+    ns = lp.PartitionedNamespace.open(uri)
+    version, kept = ns.version, data_files(uri)
+    replay = plan(uri, txnAppId="etl", txnVersion="4")
+    replay.commit([replay.write(iter([batch(range(5))]))])
+    assert ns.refresh().version == version
+    assert ids(ns) == list(range(5))
+    assert data_files(uri) == kept  # the replay's staged files are deleted
+    assert journals(tmp_path) == []
+    following = plan(uri, txnAppId="etl", txnVersion="5")
+    following.commit([following.write(iter([batch(range(5, 7))]))])
+    assert ids(ns) == list(range(7))
+
+
 def test_abort_keeps_files_a_leaf_version_references(tmp_path: Path) -> None:
     uri = str(tmp_path)
     writer = plan(uri, partition_by="country")
@@ -428,3 +445,44 @@ def test_partition_overwrite_mode_option(tmp_path: Path) -> None:
     assert staged.mode == "overwrite"
     with pytest.raises(errors.InvalidInputError, match="ran no Spark task"):
         writer.commit([])
+
+
+@pytest.mark.spark
+def test_foreach_batch_replay_after_a_crash_writes_once(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A streaming query writing each micro-batch with txnAppId/txnVersion = its batch id
+    crashes after a commit, before its checkpoint records the batch; the restarted query
+    replays the batch and the write recognises it."""
+    source, uri = tmp_path / "in", str(tmp_path / "ns")
+    for part in range(3):
+        events(spark, 100 * part, 100 * part + 100, partitions=1).write.parquet(
+            str(source / f"part={part}")
+        )
+    crashed = tmp_path / "crashed"
+
+    def write(batch_df: DataFrame, batch_id: int) -> None:
+        batch_df.write.format("lance_partitioned").mode("append").option(
+            "partition_by", "country"
+        ).option("txnAppId", "events-sink").option("txnVersion", batch_id).save(uri)
+        if batch_id == 1 and not crashed.exists():
+            crashed.touch()
+            raise RuntimeError("crash after the commit of batch 1")
+
+    def run() -> None:
+        query = (
+            spark.readStream.schema(events(spark, 0, 1).schema)
+            .option("maxFilesPerTrigger", 1)
+            .parquet(str(source / "part=*"))
+            .writeStream.foreachBatch(write)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+
+    with pytest.raises(Exception, match="crash after the commit of batch 1"):
+        run()
+    assert len(ids(lp.PartitionedNamespace.open(uri))) == 200  # batches 0 and 1
+    run()  # restarts from the checkpoint: batch 1 again, then batch 2
+    assert ids(lp.PartitionedNamespace.open(uri)) == list(range(300))

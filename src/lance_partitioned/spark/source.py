@@ -19,6 +19,8 @@ Options (case-insensitive names, snake_case like lance-spark; any other name is 
                                      (replace everything), as Spark's file sources; wins over
                                      the session's ``spark.sql.sources.partitionOverwriteMode``
 ``max_rows_per_file``         write  rows per Lance data file
+``txnAppId``, ``txnVersion``  write  idempotent writes (Delta's names): a write whose (app id,
+                                     version) is already committed does nothing
 ``version``, ``versionAsOf``  read   the ``__manifest`` version to read (time travel)
 ``filter``                    read   a SQL filter over the namespace columns, applied when the
                                      DataFrame is loaded: every query on it sees only these
@@ -102,6 +104,8 @@ OPTIONS = (
     "overwrite",
     "partitionoverwritemode",
     "max_rows_per_file",
+    "txnappid",
+    "txnversion",
     "version",
     "versionasof",
     "filter",
@@ -110,7 +114,12 @@ OPTIONS = (
     "max_partition_bytes",
     "min_partitions",
 )
-_DISPLAY = {"partitionoverwritemode": "partitionOverwriteMode", "versionasof": "versionAsOf"}
+_DISPLAY = {
+    "partitionoverwritemode": "partitionOverwriteMode",
+    "versionasof": "versionAsOf",
+    "txnappid": "txnAppId",
+    "txnversion": "txnVersion",
+}
 _TIME_TRAVEL_BY_TIME = ("timestampasof", "timestamp_as_of")
 _CATALOG_HELP = (
     "a lance_partitioned namespace is read with spark.read.format('lance_partitioned')"
@@ -163,6 +172,19 @@ def _version(lowered: Mapping[str, str]) -> int | None:
     return version if version is not None else alias
 
 
+def _txn(lowered: Mapping[str, str]) -> tuple[str, int] | None:
+    app_id = lowered.get("txnappid")
+    version = _positive_int(lowered, "txnversion", minimum=0)
+    if app_id is None and version is None:
+        return None
+    if app_id is None or not str(app_id).strip() or version is None:
+        raise errors.InvalidInputError(
+            "options txnAppId and txnVersion go together: an application id and the "
+            "version (an integer >= 0, e.g. the batch id) of this write"
+        )
+    return str(app_id).strip(), version
+
+
 def _columns(lowered: Mapping[str, str]) -> tuple[str, ...] | None:
     raw = lowered.get("columns")
     if raw is None:
@@ -192,6 +214,7 @@ class SourceOptions:
     max_rows_per_file: int | None = None
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
     min_partitions: int | None = None
+    txn: tuple[str, int] | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -241,6 +264,7 @@ class SourceOptions:
                 else parse_bytes(max_bytes, "max_partition_bytes")
             ),
             min_partitions=_positive_int(lowered, "min_partitions"),
+            txn=_txn(lowered),
         )
 
     def default_min_partitions(self) -> int:

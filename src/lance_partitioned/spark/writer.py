@@ -96,6 +96,8 @@ class WriteJob:
         Buffering and file-size knobs of each task.
     planned_at : float
         Driver wall-clock time (``time.time()``) when the job was planned.
+    txn : (str, int) or None
+        The ``txnAppId``/``txnVersion`` of an idempotent write.
     job_id : str
         Names the job's staging journals (:mod:`.staging`).
     """
@@ -107,6 +109,7 @@ class WriteJob:
     write_options: WriteOptions
     planned_at: float
     create: NamespaceMetadata | None = None
+    txn: tuple[str, int] | None = None
     job_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def manifest(self) -> Manifest:
@@ -288,6 +291,7 @@ def plan_write(
         storage_options=options.storage_options,
         manifest_version=version,
         create=create,
+        txn=options.txn,
         mode=mode,
         write_options=write_options,
         planned_at=time.time(),
@@ -362,7 +366,13 @@ class LancePartitionedWriter(DataSourceArrowWriter):
                 namespaces={},
                 mode=mode,
             )
-        result = commit_write(manifest, pending)
+        result = commit_write(manifest, pending, txn=self.job.txn)
+        if result.skipped:
+            log.info(
+                "%s: transaction %s already committed, nothing written", self.job.uri, self.job.txn
+            )
+            self._remove({}, used=set())  # every staged file is unused
+            return
         log.info(
             "committed %d rows into %d leaves of %s as __manifest version %d",
             result.rows,
