@@ -31,6 +31,8 @@ Options (case-insensitive names, snake_case like lance-spark; any other name is 
                                      ``spark.sql.files.maxPartitionBytes``); accepts ``"64m"``
 ``min_partitions``            read   split the scan into at least this many Spark partitions
                                      when it is big enough (default: the driver's CPU count)
+``checkpointLocation``        write  Spark's own, for a streaming query (the sink commits each
+                                     micro-batch once, recording (query id, batch id))
 ``storage.<key>``             both   passed to Lance as storage option ``<key>`` (Spark lower-
                                      cases option names, so ``<key>`` arrives in lower case)
 ============================  =====  ==========================================================
@@ -53,7 +55,12 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.types import StructType
 
 from lance_partitioned import errors
@@ -113,12 +120,14 @@ OPTIONS = (
     "batch_size",
     "max_partition_bytes",
     "min_partitions",
+    "checkpointlocation",
 )
 _DISPLAY = {
     "partitionoverwritemode": "partitionOverwriteMode",
     "versionasof": "versionAsOf",
     "txnappid": "txnAppId",
     "txnversion": "txnVersion",
+    "checkpointlocation": "checkpointLocation",
 }
 _TIME_TRAVEL_BY_TIME = ("timestampasof", "timestamp_as_of")
 _CATALOG_HELP = (
@@ -341,6 +350,12 @@ class LancePartitionedDataSource(DataSource):
         options = self._parsed()
         version = getattr(self, "pinned_version", None) or options.version
         return make_reader(options, schema, version, filtering=_spark_pushes_filters())
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """The Structured Streaming sink: one exactly-once commit per micro-batch."""
+        from lance_partitioned.spark.writer import plan_stream_write
+
+        return plan_stream_write(self._parsed(), schema, overwrite)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """Plan a write on the driver (creates the namespace on the first write)."""

@@ -14,7 +14,10 @@ staging after the driver cleaned up. So the driver first writes a ``DONE`` marke
 job's directory, then reads the journals; an attempt writes its journal, then looks for the
 marker, and when it is there deletes its own files and journal. Either the driver reads the
 journal or the attempt sees the marker (both may: deleting twice is harmless). The marker
-(a few bytes per finished job) stays.
+(a few bytes per finished job) stays. A streaming sink's micro-batches (one job each) skip
+the marker: their journals are named by query and batch id, so that a batch aborted and run
+again later by a restarted query finds its files kept; its directory is removed with its
+journals.
 
 What an executor killed while staging leaves (files written before its journal) stays
 invisible in the leaf's ``data/`` directory, unreferenced by any version: for a cleanup that
@@ -28,6 +31,7 @@ removes unreferenced files, as Lance's ``cleanup_old_versions`` does.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import logging
@@ -147,6 +151,14 @@ class StagingJournal:
                 self._session.delete_file(path)
             except (OSError, ValueError) as exc:
                 log.warning("could not delete the staging journal %s: %s", path, exc)
+
+    def remove_directory(self) -> None:
+        """Remove the job's emptied directory (object stores have none to remove)."""
+        root = self.manifest.root
+        if "://" in root and not root.startswith("file://"):
+            return
+        with contextlib.suppress(OSError):  # not empty, or already gone
+            os.rmdir(f"{root.removeprefix('file://')}/{self.directory}")
 
 
 def _referenced_since(uri: str, options: dict[str, str], since: datetime.datetime) -> set[str]:

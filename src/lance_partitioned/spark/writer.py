@@ -37,7 +37,11 @@ from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 from pyspark import TaskContext
-from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
 from pyspark.sql.types import StructType
 
 from lance_partitioned import errors
@@ -64,7 +68,14 @@ from lance_partitioned.transaction import (
 )
 from lance_partitioned.write import WriteOptions, stage
 
-__all__ = ["LancePartitionedWriter", "StagedWrite", "WriteJob", "plan_write"]
+__all__ = [
+    "LancePartitionedStreamWriter",
+    "LancePartitionedWriter",
+    "StagedWrite",
+    "WriteJob",
+    "plan_stream_write",
+    "plan_write",
+]
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +109,8 @@ class WriteJob:
         Driver wall-clock time (``time.time()``) when the job was planned.
     txn : (str, int) or None
         The ``txnAppId``/``txnVersion`` of an idempotent write.
+    streaming : bool
+        The sink of a streaming query: journals are named by query and batch id.
     job_id : str
         Names the job's staging journals (:mod:`.staging`).
     """
@@ -110,6 +123,7 @@ class WriteJob:
     planned_at: float
     create: NamespaceMetadata | None = None
     txn: tuple[str, int] | None = None
+    streaming: bool = False
     job_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def manifest(self) -> Manifest:
@@ -118,7 +132,7 @@ class WriteJob:
 
     def snapshot(self) -> ManifestSnapshot:
         """The ``__manifest`` version the job stages against (empty for a new namespace)."""
-        if self.create is None:
+        if self.create is None or self.manifest().exists():
             return self.manifest().snapshot(self.manifest_version)
         rows = manifest_schema(self.create.partition_columns()).empty_table()
         return ManifestSnapshot(0, self.create, self.create.to_table_metadata(), rows)
@@ -159,6 +173,8 @@ class StagedWrite(WriterCommitMessage):
         The leaves it staged, with their fragment metadata.
     mode : {"append", "overwrite", "overwrite_partitions"}
         The write mode the task staged for.
+    stream : (str, int) or None
+        The streaming query id and micro-batch id the task ran for, if any.
     """
 
     partition_id: int
@@ -166,6 +182,7 @@ class StagedWrite(WriterCommitMessage):
     rows: int
     pending: PendingWrite | None
     mode: WriteMode = "append"
+    stream: tuple[str, int] | None = None
 
 
 #: The session setting of Spark's file sources that :func:`_mode` honours as they do.
@@ -197,6 +214,25 @@ def _mode(options: SourceOptions, overwrite: bool) -> WriteMode | None:
     if dynamic is None:
         return None
     return "overwrite_partitions" if dynamic == "dynamic" else "overwrite"
+
+
+#: Local properties Spark sets on the tasks of a streaming micro-batch.
+_QUERY_ID = "sql.streaming.queryId"
+_BATCH_ID = "streaming.sql.batchId"
+
+
+def _task_stream() -> tuple[str, int] | None:
+    """(query id, batch id) of the streaming micro-batch this task runs for, if any."""
+    context = TaskContext.get()
+    if context is None:
+        return None
+    query, batch = context.getLocalProperty(_QUERY_ID), context.getLocalProperty(_BATCH_ID)
+    if not query or batch is None:
+        return None
+    try:
+        return query, int(batch)
+    except ValueError:
+        return None
 
 
 def _task_mode() -> WriteMode:
@@ -317,9 +353,10 @@ class LancePartitionedWriter(DataSourceArrowWriter):
     ) -> StagedWrite:
         """Stage the batches of attempt ``attempt`` of task ``partition_id``."""
         mode = self.job.mode or _task_mode()
+        stream = _task_stream()
         first = next(iterator, None)
         if first is None:
-            return StagedWrite(partition_id, attempt, 0, None, mode)
+            return StagedWrite(partition_id, attempt, 0, None, mode, stream)
         manifest = self.job.manifest()
         snapshot = self.job.snapshot()
         reader = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], iterator))
@@ -333,19 +370,34 @@ class LancePartitionedWriter(DataSourceArrowWriter):
         )
         rows = sum(leaf.rows for leaf in pending.leaves)
         staged = {leaf.location: sorted(data_files(leaf.fragments)) for leaf in pending.leaves}
-        journal = StagingJournal(manifest, self.job.job_id)
+        journal = StagingJournal(manifest, self._journal_id(stream))
         journal.record(partition_id, attempt, staged)
-        if journal.done():  # the driver finished the job without this attempt: undo it
+        if not self.job.streaming and journal.done():  # the driver finished without us
             since = datetime.datetime.fromtimestamp(self.job.planned_at) - _CLOCK_MARGIN
             for location, names in staged.items():
                 delete_unreferenced(manifest, location, names, since)
             journal.clear(
                 p for p in journal.paths() if parse_journal_name(p) == (partition_id, attempt)
             )
-        return StagedWrite(partition_id, attempt, rows, pending, mode)
+        return StagedWrite(partition_id, attempt, rows, pending, mode, stream)
 
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """Make every task's staged data visible in one ``__manifest`` commit (driver)."""
+        self._commit(messages, self.job.txn)
+
+    def _journal_id(self, stream: tuple[str, int] | None) -> str:
+        # a streaming sink's tasks and commits run writers planned separately (PySpark plans
+        # the sink again in its commit process): they share only the query and batch ids
+        if self.job.streaming and stream is not None:
+            return f"{stream[0]}-b{stream[1]}"
+        return self.job.job_id
+
+    def _stream_of(self, messages: Sequence[WriterCommitMessage | None]) -> tuple[str, int] | None:
+        return next((m.stream for m in _staged(messages) if m.stream is not None), None)
+
+    def _commit(
+        self, messages: Sequence[WriterCommitMessage | None], txn: tuple[str, int] | None
+    ) -> None:
         manifest = self.job.manifest()
         mode = self._mode(messages)
         self.job.create_namespace()
@@ -366,12 +418,10 @@ class LancePartitionedWriter(DataSourceArrowWriter):
                 namespaces={},
                 mode=mode,
             )
-        result = commit_write(manifest, pending, txn=self.job.txn)
+        result = commit_write(manifest, pending, txn=txn)
         if result.skipped:
-            log.info(
-                "%s: transaction %s already committed, nothing written", self.job.uri, self.job.txn
-            )
-            self._remove({}, used=set())  # every staged file is unused
+            log.info("%s: transaction %s already committed, nothing written", self.job.uri, txn)
+            self._remove({}, set(), self._stream_of(messages))  # every staged file is unused
             return
         log.info(
             "committed %d rows into %d leaves of %s as __manifest version %d",
@@ -385,7 +435,7 @@ class LancePartitionedWriter(DataSourceArrowWriter):
     def _discard_unused(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """After the commit: delete what attempts whose message was not used staged."""
         used = {(m.partition_id, m.attempt) for m in _staged(messages)}
-        deleted = self._remove({}, used)
+        deleted = self._remove({}, used, self._stream_of(messages))
         if deleted:
             log.info("deleted %d files staged by unused task attempts", deleted)
 
@@ -413,16 +463,22 @@ class LancePartitionedWriter(DataSourceArrowWriter):
         for message in _staged(messages):
             for leaf in message.pending.leaves if message.pending is not None else ():
                 staged.setdefault(leaf.location, set()).update(data_files(leaf.fragments))
-        deleted = self._remove(staged, used=set())
+        deleted = self._remove(staged, set(), self._stream_of(messages))
         log.info("aborted write to %s: deleted %d staged files", self.job.uri, deleted)
 
-    def _remove(self, staged: dict[str, set[str]], used: set[tuple[int, int]]) -> int:
+    def _remove(
+        self,
+        staged: dict[str, set[str]],
+        used: set[tuple[int, int]],
+        stream: tuple[str, int] | None,
+    ) -> int:
         """Delete the files in ``staged`` and those the journals of attempts not in ``used``
         record, unless a leaf version committed since the job started references them; then
         delete the job's journals. Returns the number of files deleted."""
         manifest = self.job.manifest()
-        journal = StagingJournal(manifest, self.job.job_id)
-        journal.finish()
+        journal = StagingJournal(manifest, self._journal_id(stream))
+        if not self.job.streaming:
+            journal.finish()
         paths = journal.paths()
         for path in paths:
             if parse_journal_name(path) not in used:
@@ -435,8 +491,58 @@ class LancePartitionedWriter(DataSourceArrowWriter):
             if names
         )
         journal.clear(paths)
+        if self.job.streaming:
+            journal.remove_directory()
         return deleted
 
 
 def _staged(messages: Iterable[WriterCommitMessage | None]) -> list[StagedWrite]:
     return [m for m in messages if isinstance(m, StagedWrite)]
+
+
+class LancePartitionedStreamWriter(DataSourceStreamArrowWriter):
+    """The Structured Streaming sink: each micro-batch is a job like a batch write, committed
+    exactly once: the commit records (query id, batch id) as its transaction, so a batch that
+    Spark replays after a restart (committed, not yet in the checkpoint) writes nothing."""
+
+    def __init__(self, job: WriteJob) -> None:
+        self.writer = LancePartitionedWriter(job)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedWrite:
+        """Stage one task's batches (runs on an executor)."""
+        return self.writer.write(iterator)
+
+    def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
+        """Commit micro-batch ``batchId`` once (driver)."""
+        stream = self.writer._stream_of(messages)
+        if stream is None:
+            if any(m.pending is not None for m in _staged(messages)):
+                raise errors.InternalError(
+                    f"micro-batch {batchId} staged rows but its tasks saw no streaming query "
+                    "id: cannot commit it exactly once"
+                )
+            self.writer._commit(messages, None)  # no rows: nothing to record
+            return
+        self.writer._commit(messages, (f"{STREAM_TXN_PREFIX}{stream[0]}", batchId))
+
+    def abort(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
+        """Delete what the micro-batch staged (driver)."""
+        self.writer.abort(messages)
+
+
+#: The transaction application id of a streaming query is this prefix and its query id.
+STREAM_TXN_PREFIX = "spark-streaming-query:"
+
+
+def plan_stream_write(
+    options: SourceOptions, schema: StructType, overwrite: bool
+) -> LancePartitionedStreamWriter:
+    """The sink of a streaming query (driver). Each micro-batch stages against the latest
+    ``__manifest``; the first batch's commit creates the namespace."""
+    if options.txn is not None:
+        raise errors.InvalidInputError(
+            "options txnAppId/txnVersion are for batch writes (foreachBatch): the streaming "
+            "sink records its own (query id, batch id) in every commit"
+        )
+    writer = plan_write(options, schema, overwrite)
+    return LancePartitionedStreamWriter(replace(writer.job, manifest_version=None, streaming=True))
