@@ -58,6 +58,7 @@ __all__ = [
     "ManifestEntry",
     "ManifestSnapshot",
     "RawManifest",
+    "WriterTransactions",
     "leaf_location",
     "leaf_object_id",
     "manifest_schema",
@@ -351,6 +352,51 @@ class RawManifest:
     table_metadata: Mapping[str, str]
     partition_columns: Mapping[str, pa.DataType]
     entries: tuple[ManifestEntry, ...]
+
+
+_TXN_PREFIX = "lance-partitioned.txn."
+
+
+class WriterTransactions:
+    """The last committed version of each idempotent writer (application id), kept in the
+    ``metadata`` JSON properties of the spec version rows (``v1``, ``v2``…), which every
+    data commit rewrites: recorded atomically with the data.
+
+    >>> text = WriterTransactions.merge_into('{"owner": "ops"}', "etl", 7)
+    >>> json.loads(text)["lance-partitioned.txn.etl"], json.loads(text)["owner"]
+    ('7', 'ops')
+    >>> WriterTransactions.merge_into(text, "etl", 3) == text  # never moves back
+    True
+    """
+
+    @staticmethod
+    def merge_into(metadata: str | None, app_id: str, version: int) -> str:
+        """The row's ``metadata`` JSON with ``app_id`` at ``version`` (or later) recorded."""
+        properties = LeafStats._properties(metadata)
+        key = _TXN_PREFIX + app_id
+        try:
+            recorded = int(properties[key])
+        except (KeyError, ValueError, TypeError):
+            recorded = -1
+        properties[key] = str(max(recorded, version))
+        return json.dumps(properties, sort_keys=True)
+
+    @staticmethod
+    def version_of(snapshot: ManifestSnapshot, app_id: str) -> int | None:
+        """The last version committed by ``app_id`` (across spec versions), or None."""
+        key = _TXN_PREFIX + app_id
+        found: int | None = None
+        ids = snapshot.rows.column("object_id").to_pylist()
+        metadata = snapshot.rows.column("metadata").to_pylist()
+        for object_id, text in zip(ids, metadata, strict=True):
+            if DELIMITER in object_id or not text:
+                continue
+            try:
+                version = int(LeafStats._properties(text)[key])
+            except (KeyError, ValueError, TypeError):
+                continue
+            found = version if found is None else max(found, version)
+        return found
 
 
 class CommitConflict(Exception):

@@ -75,6 +75,7 @@ from lance_partitioned.manifest import (
     LeafStats,
     Manifest,
     ManifestSnapshot,
+    WriterTransactions,
     rows_table,
     spec_namespace_id,
 )
@@ -206,6 +207,7 @@ class CommitResult:
     attempts: int
     rows: int = 0
     deleted_leaves: int = 0
+    skipped: bool = False  # an idempotent write whose transaction was already committed
 
 
 @dataclass
@@ -539,8 +541,14 @@ def commit_write(
     backoff: Backoff | None = None,
     leaf_threads: int = 8,
     on_leaves_committed: Callable[[dict[str, int]], None] | None = None,
+    txn: tuple[str, int] | None = None,
 ) -> CommitResult:
     """Make a pending write visible atomically (see the module docstring).
+
+    ``txn`` = (application id, version) makes the write idempotent: the commit records it,
+    and a write whose application id already committed that version (or a later one) does
+    nothing (``skipped``). It is checked on every attempt, so a retry after a conflict
+    checks the new base.
 
     Raises :class:`~lance_partitioned.errors.ConcurrentModificationError` when the manifest
     commit keeps losing to concurrent writers after every retry.
@@ -557,6 +565,11 @@ def commit_write(
                 raise errors.InternalError(
                     f"spec version namespace {sentinel!r} has no row in the __manifest"
                 )
+            if txn is not None:
+                done = WriterTransactions.version_of(snapshot, txn[0])
+                if done is not None and done >= txn[1]:
+                    log.info("transaction %s/%d is already committed: skipped", *txn)
+                    return CommitResult(snapshot.version, {}, [], attempt + 1, skipped=True)
             restaged = _check_base(manifest, snapshot, pending)
             if restaged.leaf_schema != pending.leaf_schema:
                 pending, states = restaged, {}
@@ -603,8 +616,16 @@ def commit_write(
                 on_leaves_committed(versions)
             _pause("leaves_committed")
             # every spec version row is rewritten: any two writes conflict, whatever spec
-            # each was staged under (Lance would rebase commits that share no row)
+            # each was staged under (Lance would rebase commits that share no row); an
+            # idempotent writer's (app id, version) is recorded in the current spec's row
             rows = [_namespace_row(snapshot, oid, {}) for oid in _spec_rows(snapshot)]
+            if txn is not None:
+                rows = [
+                    {**row, "metadata": WriterTransactions.merge_into(row.get("metadata"), *txn)}
+                    if row["object_id"] == sentinel
+                    else row
+                    for row in rows
+                ]
             rows += [
                 _namespace_row(snapshot, oid, values) for oid, values in pending.namespaces.items()
             ]

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_partitioned import errors
+from lance_partitioned.alignment import aligned
 from lance_partitioned.consistency import conform_for_write
 from lance_partitioned.manifest import (
     Manifest,
@@ -473,6 +474,7 @@ class _Stager:
         # A partition of many slices is merged lazily as Lance reads it, so one merged batch
         # is in memory at a time, not a second copy of the partition; a small one is merged
         # at once (reading a Python generator makes Lance take the GIL for each batch).
+        data = aligned(data)  # Lance panics on a buffer not aligned for its type
         rows = max(1, min(_BATCH_ROWS, _BATCH_BYTES * data.num_rows // max(1, nbytes)))
         source: pa.Table | pa.RecordBatchReader
         if data.num_rows <= rows:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import warnings
 from collections.abc import Iterator
 
@@ -50,6 +51,8 @@ def _start() -> SparkSession:
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.sql.session.timeZone", "UTC")
+        # catalog-table tests must not leave a spark-warehouse directory in the checkout
+        .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="lp-spark-warehouse-"))
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
         .getOrCreate()

@@ -282,3 +282,87 @@ def test_a_loaded_dataframe_reads_one_manifest_version(
     assert load(spark, ns.uri).count() == 440
     travelled = load(spark, ns.uri, version=str(version))
     assert Counter(r.country for r in travelled.collect())["US"] == 100
+
+
+# --------------------------------------------------------------- the filter and columns options
+
+
+def test_filter_option_prunes_and_filters(ns: lp.PartitionedNamespace) -> None:
+    reader = planned_reader(ns, filter="country = 'US' AND amount < 100")
+    assert isinstance(reader, FilteringReader)
+    assert len(reader.plan()) == 4  # the US leaf of each month
+    assert read_ids(reader) == [i for i in range(200) if i % 4 == 0]
+    # pushed filters add to it
+    list(reader.pushFilters([sds.LessThan(("id",), 20)]))
+    assert read_ids(reader) == [0, 4, 8, 12, 16]
+    plain = planned_reader(ns, filter="country IS NULL")
+    plain.__class__ = LancePartitionedReader
+    assert read_ids(plain) == [i for i in range(400) if i % 4 == 3]
+
+
+def test_columns_option_selects_and_orders(ns: lp.PartitionedNamespace) -> None:
+    source = LancePartitionedDataSource({"path": ns.uri, "columns": "amount, id"})
+    assert source.schema().fieldNames() == ["amount", "id"]
+    reader = planned_reader(ns, columns="id", filter="amount >= 199")  # filter on another column
+    assert reader.job.columns == ("id",)
+    assert read_ids(reader) == [398, 399]
+    with pytest.raises(errors.InvalidInputError, match=r"\['nope'\]"):
+        LancePartitionedDataSource({"path": ns.uri, "columns": "id, nope"}).schema()
+    with pytest.raises(errors.InvalidInputError, match="no column 'nope'"):
+        LancePartitionedDataSource({"path": ns.uri, "filter": "nope = 1"}).schema()
+
+
+@pytest.mark.spark
+def test_filter_option_is_part_of_the_relation(spark: SparkSession, tmp_path: Path) -> None:
+    """The cases where pushed filters go wrong in PySpark 4.3 (a later query on the same
+    DataFrame, a view queried twice, cache() after a filtered query, one load scanned twice
+    with different filters) are right with the filter option."""
+    source = spark.createDataFrame(table(range(400)))
+    uri = str(tmp_path / "ns")
+    source.write.format("lance_partitioned").mode("append").option("partition_by", "country").save(
+        uri
+    )
+    condition = "country IN ('US', 'FR') AND amount < 150"
+    expected = source.where(condition)
+    df = load(spark, uri, filter=condition)
+    assert_same_rows(df, expected)
+    # a later query on the same DataFrame, narrower then wider
+    assert_same_rows(df.where("id < 40"), expected.where("id < 40"))
+    assert_same_rows(
+        df.where("country = 'US' OR id = 1"), expected.where("country = 'US' OR id = 1")
+    )
+    assert df.count() == expected.count()
+    # one load scanned twice with different Spark filters in one query
+    union = df.where("id < 20").union(df.where("id >= 280"))
+    assert_same_rows(union, expected.where("id < 20").union(expected.where("id >= 280")))
+    joined = df.alias("a").join(df.alias("b"), "id").where("a.country = 'US'").select("id")
+    assert_same_rows(joined, expected.where("country = 'US'").select("id"))
+    # a temporary view queried twice, and one defined in SQL with the option
+    df.createOrReplaceTempView("filtered_events")
+    try:
+        first = spark.sql("SELECT id FROM filtered_events WHERE id < 100")
+        assert_same_rows(first, expected.where("id < 100").select("id"))
+        assert spark.sql("SELECT count(*) AS n FROM filtered_events").first().n == 150
+        spark.sql(
+            f"CREATE OR REPLACE TEMPORARY VIEW us_events USING lance_partitioned "
+            f"OPTIONS (path '{uri}', filter \"country = 'US'\", columns 'id, country')"
+        )
+        assert spark.sql("SELECT count(*) AS n FROM us_events").first().n == 100
+        assert spark.table("us_events").columns == ["id", "country"]
+    finally:
+        spark.catalog.dropTempView("filtered_events")
+        spark.catalog.dropTempView("us_events")
+    # cache() after a filtered query
+    df.where("id < 10").collect()
+    cached = df.cache()
+    try:
+        assert cached.count() == 150
+        assert_same_rows(cached, expected)
+    finally:
+        cached.unpersist()
+    # only the matching leaves are planned (one split per fragment)
+    ns = lp.PartitionedNamespace.open(uri)
+    kept = [t for t in ns.plan_scan() if dict(t.partition_values)["country"] in ("US", "FR")]
+    fragments = sum(len(t.open().get_fragments()) for t in kept)
+    split = load(spark, uri, filter=condition, max_partition_bytes="1")
+    assert split.rdd.getNumPartitions() == fragments

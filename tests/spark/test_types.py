@@ -186,3 +186,45 @@ def test_every_type_round_trips_through_spark(spark: SparkSession, tmp_path: Pat
     assert table.column("price")[0].as_py() == ROWS[0][7]
     assert table.column("span")[0].as_py() == ROWS[0][13]
     assert table.column("ts")[0].as_py() == ROWS[0][11].replace(tzinfo=dt.timezone.utc)
+
+
+ALIGNMENT_SCHEMA = StructType(
+    [
+        *EVERY_TYPE.fields,
+        StructField("small_price", DecimalType(9, 2)),
+        StructField("amounts", ArrayType(DecimalType(12, 2))),
+        StructField("priced", StructType([StructField("p", DecimalType(20, 4))])),
+        StructField("by_name", MapType(StringType(), DecimalType(10, 1))),
+    ]
+)
+BATCH_SIZES = [*range(1, 21), 1001]
+
+
+def _row(i: int) -> tuple[object, ...]:
+    base = ROWS[0] if i % 3 else ROWS[1]
+    price = decimal.Decimal(i).scaleb(-2)
+    extra = (price, [price, None], (price,), {"k": price}) if i % 3 else (None,) * 4
+    return (i, *base[1:], *extra)
+
+
+@pytest.mark.spark
+def test_every_type_at_every_batch_size(spark: SparkSession, tmp_path: Path) -> None:
+    """One task per batch size: Spark hands each task its rows as one Arrow batch read from a
+    stream, where a decimal buffer's alignment depends on the sizes of the columns before it
+    (Lance panicked on 2, 4, 8 and 1001 rows). Unpartitioned, so the rows reach Lance as
+    Spark sent them (tests/integration/test_alignment.py writes partitioned ones too)."""
+    keyed = []
+    start = 0
+    for task, size in enumerate(BATCH_SIZES):
+        keyed += [(task, _row(i)) for i in range(start, start + size)]
+        start += size
+    rdd = (
+        spark.sparkContext.parallelize(keyed, len(BATCH_SIZES))
+        .partitionBy(len(BATCH_SIZES), lambda task: task)
+        .values()
+    )
+    source = spark.createDataFrame(rdd, ALIGNMENT_SCHEMA)
+    assert source.rdd.glom().map(len).collect() == BATCH_SIZES
+    uri = str(tmp_path / "ns")
+    source.write.format("lance_partitioned").mode("append").option("partition_by", "").save(uri)
+    assert_same_rows(spark.read.format("lance_partitioned").load(uri), source)

@@ -81,7 +81,8 @@ def test_first_write_needs_partition_by(tmp_path: Path) -> None:
 
 def test_tasks_stage_invisibly_and_commit_once(tmp_path: Path) -> None:
     uri = str(tmp_path)
-    writer = plan(uri, partition_by="country")
+    plan(uri, partition_by="country").commit([])  # an empty first write creates the namespace
+    writer = plan(uri)
     ns = lp.PartitionedNamespace.open(uri)
     created = ns.version
     first = writer.write(iter([batch(range(10))]))
@@ -103,13 +104,47 @@ def test_tasks_stage_invisibly_and_commit_once(tmp_path: Path) -> None:
 
 def test_empty_tasks_and_empty_append(tmp_path: Path) -> None:
     uri = str(tmp_path)
-    writer = plan(uri, partition_by="country")
+    plan(uri, partition_by="country").commit([])
+    writer = plan(uri)
     empty = writer.write(iter([]))
     assert empty.pending is None
     assert empty.rows == 0
     version = lp.PartitionedNamespace.open(uri).version
     writer.commit([empty])
     assert lp.PartitionedNamespace.open(uri).version == version
+
+
+def test_first_write_creates_the_namespace_when_it_commits(tmp_path: Path) -> None:
+    uri = str(tmp_path)
+    writer = plan(uri, partition_by="country")
+    staged = [writer.write(iter([batch(range(6))])), writer.write(iter([batch(range(6, 9))]))]
+    assert not (tmp_path / "__manifest").exists()  # staged, nothing binding yet
+    # another first write with another spec may go first: this one then fails at commit
+    other = plan(uri, partition_by="event_date")
+    writer.abort(staged)
+    assert data_files(uri) == []
+    other.commit([other.write(iter([batch(range(3))]))])
+    ns = lp.PartitionedNamespace.open(uri)
+    assert [f.name for f in ns.current_spec.fields] == ["event_date"]
+    late = plan(str(tmp_path / "late"), partition_by="country")
+    early = plan(str(tmp_path / "late"), partition_by="event_date")
+    early.commit([early.write(iter([batch(range(3))]))])
+    with pytest.raises(errors.PartitionSpecError, match="while this job ran"):
+        late.commit([late.write(iter([batch(range(3))]))])
+    # the same spec planned twice: both commit into one namespace
+    twice = [plan(str(tmp_path / "twice"), partition_by="country") for _ in range(2)]
+    for i, writer in enumerate(twice):
+        writer.commit([writer.write(iter([batch(range(10 * i, 10 * i + 4))]))])
+    assert ids(lp.PartitionedNamespace.open(str(tmp_path / "twice"))) == [
+        0,
+        1,
+        2,
+        3,
+        10,
+        11,
+        12,
+        13,
+    ]
 
 
 def test_abort_deletes_staged_files(tmp_path: Path) -> None:
@@ -127,6 +162,55 @@ def test_abort_deletes_staged_files(tmp_path: Path) -> None:
     ns = lp.PartitionedNamespace.open(uri)
     assert ns.version == version
     assert ids(ns) == [0, 1, 2, 3]
+
+
+def journals(root: Path) -> list[Path]:
+    return sorted((root / "_spark_staging").glob("*/*.json"))
+
+
+def test_files_of_unused_attempts_are_deleted(tmp_path: Path) -> None:
+    uri = str(tmp_path)
+    plan(uri, partition_by="country").commit([])
+    writer = plan(uri)
+    first = writer.stage_task(iter([batch(range(10))]), 0, 0)
+    writer.stage_task(iter([batch(range(10))]), 0, 1)  # a speculative copy of task 0
+    writer.stage_task(iter([batch(range(10, 20))]), 1, 0)  # failed after staging: no message
+    second = writer.stage_task(iter([batch(range(10, 20))]), 1, 1)
+    assert len(data_files(uri)) == 8
+    assert len(journals(tmp_path)) == 4
+    writer.commit([first, second])
+    assert ids(lp.PartitionedNamespace.open(uri)) == list(range(20))
+    kept = data_files(uri)
+    assert len(kept) == 4  # the used attempts' files only
+    assert journals(tmp_path) == []
+    # abort deletes what every attempt staged, messages or not
+    writer = plan(uri)
+    writer.stage_task(iter([batch(range(30, 40))]), 0, 0)
+    passed = writer.stage_task(iter([batch(range(40, 50))]), 1, 0)
+    writer.abort([None, passed])
+    assert data_files(uri) == kept
+    assert journals(tmp_path) == []
+    # an attempt that finishes staging after the job was aborted removes its own files
+    writer.stage_task(iter([batch(range(50, 60))]), 2, 0)
+    assert data_files(uri) == kept
+    assert journals(tmp_path) == []
+
+
+def test_a_replayed_transaction_writes_nothing(tmp_path: Path) -> None:
+    uri = str(tmp_path)
+    writer = plan(uri, partition_by="country", txnAppId="etl", txnVersion="4")
+    writer.commit([writer.write(iter([batch(range(5))]))])
+    ns = lp.PartitionedNamespace.open(uri)
+    version, kept = ns.version, data_files(uri)
+    replay = plan(uri, txnAppId="etl", txnVersion="4")
+    replay.commit([replay.write(iter([batch(range(5))]))])
+    assert ns.refresh().version == version
+    assert ids(ns) == list(range(5))
+    assert data_files(uri) == kept  # the replay's staged files are deleted
+    assert journals(tmp_path) == []
+    following = plan(uri, txnAppId="etl", txnVersion="5")
+    following.commit([following.write(iter([batch(range(5, 7))]))])
+    assert ids(ns) == list(range(7))
 
 
 def test_abort_keeps_files_a_leaf_version_references(tmp_path: Path) -> None:
@@ -229,6 +313,53 @@ def test_failed_job_leaves_nothing_visible(spark: SparkSession, tmp_path: Path) 
     assert ids(ns) == list(range(30))
 
 
+def leaf_files(root: str) -> tuple[int, int]:
+    """Files, and their bytes, in every leaf directory (not the __manifest)."""
+    found = [
+        p
+        for p in Path(root).glob("*/**/*")
+        if p.is_file() and p.relative_to(root).parts[0] not in ("__manifest", "_spark_staging")
+    ]
+    return len(found), sum(p.stat().st_size for p in found)
+
+
+@pytest.mark.spark
+def test_failed_job_leaves_no_staged_files(spark: SparkSession, tmp_path: Path) -> None:
+    """A task whose last rows fail in Spark has staged the rest (6 files, 0.8 MB were left
+    on disk before): the job's abort removes what every attempt staged."""
+    uri = str(tmp_path / "ns")
+    save(events(spark, 0, 30), uri, partition_by="country")
+    before = leaf_files(uri)
+    rows = 300_000
+    failing = events(spark, 30, 30 + rows).withColumn(
+        "id",
+        F.when(F.col("id") == 30 + rows - 5, F.raise_error(F.lit("injected failure"))).otherwise(
+            F.col("id")
+        ),
+    )
+    with pytest.raises(Exception, match="injected failure"):
+        save(failing, uri)
+    assert leaf_files(uri) == before
+    assert journals(tmp_path / "ns") == []
+    assert ids(lp.PartitionedNamespace.open(uri)) == list(range(30))
+
+
+@pytest.mark.spark
+def test_failed_first_write_binds_nothing(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "ns")
+    failing = events(spark, 0, 90).withColumn(
+        "id",
+        F.when(F.col("id") == 77, F.raise_error(F.lit("injected failure"))).otherwise(F.col("id")),
+    )
+    with pytest.raises(Exception, match="injected failure"):
+        save(failing, uri, partition_by="country")
+    assert not os.path.exists(os.path.join(uri, "__manifest"))
+    save(events(spark, 0, 90), uri, partition_by="event_date")  # the retry, another spec
+    ns = lp.PartitionedNamespace.open(uri)
+    assert [f.name for f in ns.current_spec.fields] == ["event_date"]
+    assert ids(ns) == list(range(90))
+
+
 @pytest.mark.spark
 @pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
 def test_retried_task_never_duplicates_rows(spark: SparkSession, tmp_path: Path) -> None:
@@ -255,3 +386,103 @@ def test_unsupported_type_fails_at_job_start(spark: SparkSession, tmp_path: Path
     with pytest.raises(Exception, match="column 'age'"):
         save(df, uri, partition_by="id")
     assert not os.path.exists(os.path.join(uri, "__manifest"))
+
+
+OVERWRITE_MODE_CONF = "spark.sql.sources.partitionOverwriteMode"
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    ("conf", "option"),
+    [(None, None), ("dynamic", None), ("dynamic", "static"), ("static", "dynamic")],
+)
+def test_partition_overwrite_mode_as_parquet(
+    spark: SparkSession, tmp_path: Path, conf: str | None, option: str | None
+) -> None:
+    """``spark.sql.sources.partitionOverwriteMode`` and the write option of the same name
+    (which wins) decide what mode('overwrite') replaces, as for Spark's file sources."""
+    first = events(spark, 0, 24)  # 3 countries
+    second = events(spark, 100, 101)  # one row, in one country
+    lance_uri, parquet_uri = str(tmp_path / "lance"), str(tmp_path / "parquet")
+    first.write.format("lance_partitioned").mode("append").option("partition_by", "country").save(
+        lance_uri
+    )
+    first.write.partitionBy("country").parquet(parquet_uri)
+    if conf is not None:
+        spark.conf.set(OVERWRITE_MODE_CONF, conf)
+    try:
+        lance_writer = second.write.format("lance_partitioned").mode("overwrite")
+        parquet_writer = second.write.mode("overwrite").partitionBy("country")
+        if option is not None:
+            lance_writer = lance_writer.option("partitionOverwriteMode", option)
+            parquet_writer = parquet_writer.option("partitionOverwriteMode", option)
+        lance_writer.save(lance_uri)
+        parquet_writer.parquet(parquet_uri)
+    finally:
+        spark.conf.unset(OVERWRITE_MODE_CONF)
+    expected = sorted(r.id for r in spark.read.parquet(parquet_uri).collect())
+    assert ids(lp.PartitionedNamespace.open(lance_uri)) == expected
+    dynamic = (option or conf) == "dynamic"
+    assert len(expected) == (17 if dynamic else 1)
+
+
+def test_partition_overwrite_mode_option(tmp_path: Path) -> None:
+    uri = str(tmp_path)
+    plan(uri, partition_by="country").commit([])
+    assert plan(uri, "overwrite", partitionOverwriteMode="DYNAMIC").job.mode == (
+        "overwrite_partitions"
+    )
+    assert plan(uri, "overwrite", partitionOverwriteMode="static").job.mode == "overwrite"
+    assert plan(uri, "overwrite").job.mode is None  # the tasks read the session's setting
+    assert plan(uri, partitionOverwriteMode="dynamic").job.mode == "append"
+    with pytest.raises(errors.InvalidInputError, match="contradict"):
+        plan(uri, "overwrite", overwrite="partitions", partitionOverwriteMode="static")
+    with pytest.raises(errors.InvalidInputError, match="'static'"):
+        plan(uri, "overwrite", partitionOverwriteMode="sometimes")
+    # a task outside Spark reads no session setting: a static overwrite, as Spark's default
+    writer = plan(uri, "overwrite")
+    staged = writer.write(iter([batch(range(3))]))
+    assert staged.mode == "overwrite"
+    with pytest.raises(errors.InvalidInputError, match="ran no Spark task"):
+        writer.commit([])
+
+
+@pytest.mark.spark
+def test_foreach_batch_replay_after_a_crash_writes_once(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A streaming query writing each micro-batch with txnAppId/txnVersion = its batch id
+    crashes after a commit, before its checkpoint records the batch; the restarted query
+    replays the batch and the write recognises it."""
+    source, uri = tmp_path / "in", str(tmp_path / "ns")
+    for part in range(3):
+        events(spark, 100 * part, 100 * part + 100, partitions=1).write.parquet(
+            str(source / f"part={part}")
+        )
+    crashed = tmp_path / "crashed"
+
+    def write(batch_df: DataFrame, batch_id: int) -> None:
+        batch_df.write.format("lance_partitioned").mode("append").option(
+            "partition_by", "country"
+        ).option("txnAppId", "events-sink").option("txnVersion", batch_id).save(uri)
+        if batch_id == 1 and not crashed.exists():
+            crashed.touch()
+            raise RuntimeError("crash after the commit of batch 1")
+
+    def run() -> None:
+        query = (
+            spark.readStream.schema(events(spark, 0, 1).schema)
+            .option("maxFilesPerTrigger", 1)
+            .parquet(str(source / "part=*"))
+            .writeStream.foreachBatch(write)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+
+    with pytest.raises(Exception, match="crash after the commit of batch 1"):
+        run()
+    assert len(ids(lp.PartitionedNamespace.open(uri))) == 200  # batches 0 and 1
+    run()  # restarts from the checkpoint: batch 1 again, then batch 2
+    assert ids(lp.PartitionedNamespace.open(uri)) == list(range(300))

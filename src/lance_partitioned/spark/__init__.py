@@ -16,18 +16,20 @@ call :func:`register`::
 
 Partition pruning
 -----------------
-Filters reach the data source only when ``spark.sql.python.filterPushdown.enabled`` is true
-(PySpark's default is false; ``register(spark, filter_pushdown=True)`` sets it). Then a query
-prunes leaves on the ``__manifest`` and pushes its residual filter into Lance; without it
-every leaf is read and Spark filters the rows.
+Prune with the ``filter`` option: ``spark.read.format("lance_partitioned").option("filter",
+"country = 'FR'").load(uri)``. It is applied when the namespace is loaded (leaves that
+cannot match are never read) and is part of the relation, so every query, view, cache or
+join of that DataFrame sees exactly its rows. Spark's own ``where`` clauses reach the data
+source only when ``spark.sql.python.filterPushdown.enabled`` is true (PySpark's default is
+false; ``register(spark, filter_pushdown=True)`` sets it), and PySpark 4.3 then keeps the
+read planned for one query on the object shared by every scan of the same ``load()``: a
+later query on the DataFrame, a view queried twice, ``cache()`` after a filtered query and
+a union or self-join of one load can return wrong rows. ``docs/spark.md`` lists these
+cases and every option.
 
-PySpark 4.3 caches the planned read on the loaded relation and reuses it for a later query
-on the same DataFrame whose filters it does not hand to the source (no filter at all, or only
-``OR``/UDF filters): with pushdown on, such a query silently reads the leaves an earlier
-filtered query kept. So with pushdown on, load the DataFrame again for each query
-(``spark.read.format("lance_partitioned").load(uri).where(...)``) instead of reusing one
-loaded DataFrame (or a view of it). With pushdown off (the default) every query on a loaded
-DataFrame reads the same full, consistent snapshot.
+Catalog tables (``CREATE TABLE ... USING lance_partitioned``, ``saveAsTable``, ``INSERT
+INTO``, ``writeTo``) are not supported: PySpark passes their location to no Python data
+source. Use ``load(uri)``/``save(uri)`` or temporary views with ``OPTIONS (path ...)``.
 
 >>> from lance_partitioned.spark import LancePartitionedDataSource
 >>> LancePartitionedDataSource.name()

@@ -30,6 +30,7 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
 from lance_partitioned import errors
+from lance_partitioned.expressions.parse import parse_sql
 from lance_partitioned.expressions.tree import AlwaysTrue, Predicate, and_
 from lance_partitioned.namespace import PartitionedNamespace
 from lance_partitioned.scan import ScanTask, bound_filter, to_batches
@@ -71,6 +72,9 @@ class ReadJob:
         The namespace schema at that version.
     columns : tuple of str
         The columns of the DataFrame.
+    filter : str or None
+        The ``filter`` option: a SQL filter that is part of the loaded relation, applied to
+        every read planned from this job (pruning leaves, then inside them).
     output_schema : pyarrow.Schema
         The Arrow layout PySpark expects from :meth:`LancePartitionedReader.read`.
     batch_size, max_partition_bytes, min_partitions : int
@@ -83,6 +87,7 @@ class ReadJob:
     namespace_schema: NamespaceSchema
     columns: tuple[str, ...]
     output_schema: pa.Schema
+    filter: str | None
     batch_size: int | None
     max_partition_bytes: int
     min_partitions: int
@@ -121,6 +126,7 @@ def make_reader(
         namespace_schema=ns.namespace_schema,
         columns=columns,
         output_schema=spark_arrow_schema(schema),
+        filter=options.filter,
         batch_size=options.batch_size,
         max_partition_bytes=options.max_partition_bytes,
         min_partitions=options.default_min_partitions(),
@@ -159,8 +165,13 @@ class LancePartitionedReader(DataSourceReader):
         )
 
     def plan(self) -> list[ScanTask]:
-        """The leaves the read must scan, pruned with the pushed predicate."""
-        return self._namespace().plan_scan(self.predicate, list(self.job.columns))
+        """The leaves the read must scan, pruned with the ``filter`` option and the pushed
+        predicate (both also filter rows inside the leaves)."""
+        ns = self._namespace()
+        predicate = self.predicate
+        if self.job.filter is not None:
+            predicate = and_(parse_sql(self.job.filter, ns.schema), predicate)
+        return ns.plan_scan(predicate, list(self.job.columns))
 
     def partitions(self) -> list[InputPartition]:
         """The surviving leaves packed into splits of about ``max_partition_bytes``."""

@@ -6,24 +6,45 @@
 >>> opts.uri, opts.version, opts.storage_options
 ('/data/events', 3, (('region', 'eu'),))
 
-Options (case-insensitive names, snake_case like lance-spark):
+Options (case-insensitive names, snake_case like lance-spark; any other name is refused):
 
-======================  =====  =========================================================
-``partition_by``        write  the spec of a new namespace (``"event_date, bucket(16,
-                               user_id)"``; ``""``: unpartitioned); on an existing one,
-                               must equal its current spec
-``overwrite``           write  ``"partitions"`` with ``.mode("overwrite")``: replace only
-                               the partitions present in the DataFrame
-``max_rows_per_file``   write  rows per Lance data file
-``version``             read   the ``__manifest`` version to read (time travel)
-``batch_size``          read   rows per Arrow batch read from Lance
-``max_partition_bytes`` read   target bytes per Spark partition (default 128 MiB, as
-                               ``spark.sql.files.maxPartitionBytes``); accepts ``"64m"``
-``min_partitions``      read   split the scan into at least this many Spark partitions when
-                               it is big enough (default: the driver's CPU count)
-``storage.<key>``       both   passed to Lance as storage option ``<key>`` (Spark lower-
-                               cases option names, so ``<key>`` arrives in lower case)
-======================  =====  =========================================================
+============================  =====  ==========================================================
+``partition_by``              write  the spec of a new namespace (``"event_date, bucket(16,
+                                     user_id)"``; ``""``: unpartitioned); on an existing one,
+                                     must equal its current spec. (Spark's ``.partitionBy``
+                                     is not supported by Python data sources: use this.)
+``overwrite``                 write  ``"partitions"`` with ``.mode("overwrite")``: replace only
+                                     the partitions present in the DataFrame
+``partitionOverwriteMode``    write  ``"dynamic"`` (= ``overwrite=partitions``) or ``"static"``
+                                     (replace everything), as Spark's file sources; wins over
+                                     the session's ``spark.sql.sources.partitionOverwriteMode``
+``max_rows_per_file``         write  rows per Lance data file
+``txnAppId``, ``txnVersion``  write  idempotent writes (Delta's names): a write whose (app id,
+                                     version) is already committed does nothing
+``version``, ``versionAsOf``  read   the ``__manifest`` version to read (time travel)
+``filter``                    read   a SQL filter over the namespace columns, applied when the
+                                     DataFrame is loaded: every query on it sees only these
+                                     rows, and leaves that cannot match are never read
+``columns``                   read   the columns to read (``"id, amount"``), in that order
+``batch_size``                read   rows per Arrow batch read from Lance
+``max_partition_bytes``       read   target bytes per Spark partition (default 128 MiB, as
+                                     ``spark.sql.files.maxPartitionBytes``); accepts ``"64m"``
+``min_partitions``            read   split the scan into at least this many Spark partitions
+                                     when it is big enough (default: the driver's CPU count)
+``checkpointLocation``        write  Spark's own, for a streaming query (the sink commits each
+                                     micro-batch once, recording (query id, batch id))
+``storage.<key>``             both   passed to Lance as storage option ``<key>`` (Spark lower-
+                                     cases option names, so ``<key>`` arrives in lower case)
+============================  =====  ==========================================================
+
+``timestampAsOf`` is refused: time travel by timestamp does not exist yet (use ``version``).
+
+>>> SourceOptions.parse({"path": "/x", "versionAsOf": "2"}).version
+2
+>>> SourceOptions.parse({"path": "/x", "partition": "day"})
+Traceback (most recent call last):
+...
+lance_partitioned.errors.InvalidInputError: unknown option 'partition' ...
 """
 
 from __future__ import annotations
@@ -34,7 +55,12 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.types import StructType
 
 from lance_partitioned import errors
@@ -71,8 +97,114 @@ def _positive_int(options: Mapping[str, str], name: str, minimum: int = 1) -> in
     except ValueError:
         value = minimum - 1
     if value < minimum:
-        raise errors.InvalidInputError(f"option {name}={raw!r} must be an integer >= {minimum}")
+        raise errors.InvalidInputError(
+            f"option {_DISPLAY.get(name, name)}={raw!r} must be an integer >= {minimum}"
+        )
     return value
+
+
+#: Every option name the source accepts (lower case, as Spark hands them), besides
+#: ``storage.<key>``.
+OPTIONS = (
+    "path",
+    "partition_by",
+    "overwrite",
+    "partitionoverwritemode",
+    "max_rows_per_file",
+    "txnappid",
+    "txnversion",
+    "version",
+    "versionasof",
+    "filter",
+    "columns",
+    "batch_size",
+    "max_partition_bytes",
+    "min_partitions",
+    "checkpointlocation",
+)
+_DISPLAY = {
+    "partitionoverwritemode": "partitionOverwriteMode",
+    "versionasof": "versionAsOf",
+    "txnappid": "txnAppId",
+    "txnversion": "txnVersion",
+    "checkpointlocation": "checkpointLocation",
+}
+_TIME_TRAVEL_BY_TIME = ("timestampasof", "timestamp_as_of")
+_CATALOG_HELP = (
+    "a lance_partitioned namespace is read with spark.read.format('lance_partitioned')"
+    ".load(uri) (or a temporary view: CREATE TEMPORARY VIEW v USING lance_partitioned "
+    "OPTIONS (path 'uri')) and written with df.write.format('lance_partitioned')"
+    ".mode('append').save(uri); catalog tables (CREATE TABLE ... USING lance_partitioned, "
+    "saveAsTable, INSERT INTO, writeTo) are not supported: PySpark does not pass their "
+    "location to Python data sources"
+)
+
+
+def _check_names(lowered: Mapping[str, object]) -> None:
+    for name in _TIME_TRAVEL_BY_TIME:
+        if name in lowered:
+            raise errors.InvalidInputError(
+                "option timestampAsOf is not supported: time travel by timestamp does not "
+                "exist yet; read a __manifest version with .option('version', n) (the "
+                "versions and their times: lance.dataset(uri + '/__manifest').versions())"
+            )
+    unknown = sorted(k for k in lowered if k not in OPTIONS and not k.startswith(_STORAGE_PREFIX))
+    if unknown:
+        names = ", ".join(_DISPLAY.get(k, k) for k in OPTIONS)
+        raise errors.InvalidInputError(
+            f"unknown option {unknown[0]!r} (option names are case-insensitive): the "
+            f"lance_partitioned source supports {names} and storage.<key> (Lance storage "
+            "options)"
+        )
+
+
+def _overwrite_mode(lowered: Mapping[str, object]) -> str | None:
+    raw = lowered.get("partitionoverwritemode")
+    if raw is None:
+        return None
+    mode = str(raw).strip().lower()
+    if mode not in ("static", "dynamic"):
+        raise errors.InvalidInputError(
+            f"option partitionOverwriteMode={raw!r} must be 'static' (overwrite replaces the "
+            "whole namespace) or 'dynamic' (only the partitions the DataFrame holds)"
+        )
+    return mode
+
+
+def _version(lowered: Mapping[str, str]) -> int | None:
+    version = _positive_int(lowered, "version")
+    alias = _positive_int(lowered, "versionasof")
+    if version is not None and alias is not None and version != alias:
+        raise errors.InvalidInputError(
+            f"options version={version} and versionAsOf={alias} disagree: pass one of them"
+        )
+    return version if version is not None else alias
+
+
+def _txn(lowered: Mapping[str, str]) -> tuple[str, int] | None:
+    app_id = lowered.get("txnappid")
+    version = _positive_int(lowered, "txnversion", minimum=0)
+    if app_id is None and version is None:
+        return None
+    if app_id is None or not str(app_id).strip() or version is None:
+        raise errors.InvalidInputError(
+            "options txnAppId and txnVersion go together: an application id and the "
+            "version (an integer >= 0, e.g. the batch id) of this write"
+        )
+    return str(app_id).strip(), version
+
+
+def _columns(lowered: Mapping[str, str]) -> tuple[str, ...] | None:
+    raw = lowered.get("columns")
+    if raw is None:
+        return None
+    columns = tuple(name.strip() for name in str(raw).split(",") if name.strip())
+    if not columns:
+        raise errors.InvalidInputError(
+            f"option columns={raw!r} names no column: give a comma-separated list like "
+            "'id, amount', or leave it out to read every column"
+        )
+    return columns
 
 
 @dataclass(frozen=True)
@@ -83,20 +215,26 @@ class SourceOptions:
     storage_options: tuple[tuple[str, str], ...] = ()
     partition_by: str | None = None
     overwrite: str | None = None
+    partition_overwrite_mode: str | None = None
     version: int | None = None
+    filter: str | None = None
+    columns: tuple[str, ...] | None = None
     batch_size: int | None = None
     max_rows_per_file: int | None = None
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
     min_partitions: int | None = None
+    txn: tuple[str, int] | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
         """Parse Spark's option map (keys are compared in lower case)."""
         lowered = {str(k).lower(): v for k, v in options.items()}
+        _check_names(lowered)
         uri = lowered.get("path")
         if not uri:
             raise errors.InvalidInputError(
-                "no namespace URI: pass it to .load(uri) / .save(uri) or as option 'path'"
+                "no namespace URI: pass it to .load(uri) / .save(uri) or as option 'path'. "
+                + _CATALOG_HELP
             )
         overwrite = lowered.get("overwrite")
         if overwrite is not None:
@@ -115,12 +253,18 @@ class SourceOptions:
             )
         )
         max_bytes = lowered.get("max_partition_bytes")
+        filter_text = lowered.get("filter")
+        if filter_text is not None and not str(filter_text).strip():
+            filter_text = None
         return cls(
             uri=str(uri),
             storage_options=storage,
             partition_by=lowered.get("partition_by"),
             overwrite=overwrite,
-            version=_positive_int(lowered, "version"),
+            partition_overwrite_mode=_overwrite_mode(lowered),
+            version=_version(lowered),
+            filter=None if filter_text is None else str(filter_text),
+            columns=_columns(lowered),
             batch_size=_positive_int(lowered, "batch_size"),
             max_rows_per_file=_positive_int(lowered, "max_rows_per_file"),
             max_partition_bytes=(
@@ -129,6 +273,7 @@ class SourceOptions:
                 else parse_bytes(max_bytes, "max_partition_bytes")
             ),
             min_partitions=_positive_int(lowered, "min_partitions"),
+            txn=_txn(lowered),
         )
 
     def default_min_partitions(self) -> int:
@@ -172,8 +317,12 @@ class LancePartitionedDataSource(DataSource):
         return SourceOptions.parse(self.options)
 
     def schema(self) -> StructType:
-        """The namespace read schema as a Spark schema (every column nullable)."""
+        """The namespace read schema (or the ``columns`` option's) as a Spark schema (every
+        column nullable)."""
+        import pyarrow as pa
+
         from lance_partitioned.namespace import PartitionedNamespace
+        from lance_partitioned.scan import bound_filter
         from lance_partitioned.spark.types import spark_schema_for
 
         options = self._parsed()
@@ -181,7 +330,18 @@ class LancePartitionedDataSource(DataSource):
             options.uri, storage_options=dict(options.storage_options), version=options.version
         )
         self.pinned_version = ns.version
-        return spark_schema_for(ns.schema)
+        schema = ns.schema
+        if options.filter is not None:
+            bound_filter(options.filter, schema)  # a bad filter fails at load(), not later
+        if options.columns is not None:
+            missing = [name for name in options.columns if name not in schema.names]
+            if missing:
+                raise errors.InvalidInputError(
+                    f"option columns names {missing}, not in the namespace at "
+                    f"{options.uri!r}; its columns are {schema.names}"
+                )
+            schema = pa.schema([schema.field(name) for name in options.columns])
+        return spark_schema_for(schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A reader of ``schema``'s columns at the pinned ``__manifest`` version."""
@@ -190,6 +350,12 @@ class LancePartitionedDataSource(DataSource):
         options = self._parsed()
         version = getattr(self, "pinned_version", None) or options.version
         return make_reader(options, schema, version, filtering=_spark_pushes_filters())
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """The Structured Streaming sink: one exactly-once commit per micro-batch."""
+        from lance_partitioned.spark.writer import plan_stream_write
+
+        return plan_stream_write(self._parsed(), schema, overwrite)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """Plan a write on the driver (creates the namespace on the first write)."""

@@ -2,9 +2,11 @@
 
 :func:`plan_write` runs on the driver when Spark plans the job (PySpark calls
 ``DataSource.writer`` in a Python worker on the driver, before any task starts). It checks
-the DataFrame's types, creates the namespace on the first write (``partition_by`` required)
-or checks the schema and ``partition_by`` of an existing one, and pins the ``__manifest``
-version every task stages against.
+the DataFrame's types and the schema and ``partition_by`` of an existing namespace, and pins
+the ``__manifest`` version every task stages against. A first write (``partition_by``
+required) only decides the new namespace's schema and spec: its tasks stage against an empty
+manifest held in memory and the commit creates the namespace, so a job that fails leaves no
+namespace behind and binds no spec.
 
 Each task (:meth:`LancePartitionedWriter.write`, on an executor) runs
 :func:`lance_partitioned.write.stage` on its Arrow batches: partition values from the spec's
@@ -17,10 +19,10 @@ The driver's :meth:`~LancePartitionedWriter.commit` merges the messages Spark ha
 per successful task: retried and speculative attempts never count twice) and calls
 :func:`lance_partitioned.transaction.commit_write`, the same leaf commits and single CAS
 ``__manifest`` commit as the Python API: the job is all-or-nothing.
-:meth:`~LancePartitionedWriter.abort` deletes the staged files it knows of (the messages Spark
-passes, often none) unless a leaf version committed since the job started references them;
-files of tasks that failed mid-way stay as invisible orphans that Lance's
-``cleanup_old_versions`` reclaims.
+Every task attempt records what it staged in a journal (:mod:`.staging`): the commit deletes
+what attempts whose message it did not use staged (retried, speculative, or failed after
+staging), :meth:`~LancePartitionedWriter.abort` what every attempt staged, unless a leaf
+version committed since the job started references it.
 """
 
 from __future__ import annotations
@@ -29,26 +31,36 @@ import datetime
 import itertools
 import logging
 import time
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, cast
+from dataclasses import dataclass, field, replace
 
-import lance
-import lance.file
 import pyarrow as pa
 from pyspark import TaskContext
-from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
 from pyspark.sql.types import StructType
 
 from lance_partitioned import errors
 from lance_partitioned.consistency import conform_for_write, leaf_schema
-from lance_partitioned.manifest import Manifest
+from lance_partitioned.manifest import Manifest, ManifestSnapshot, manifest_schema
 from lance_partitioned.namespace import PartitionedNamespace
 from lance_partitioned.spark.source import SourceOptions
+from lance_partitioned.spark.staging import (
+    StagingJournal,
+    data_files,
+    delete_unreferenced,
+    parse_journal_name,
+)
 from lance_partitioned.spark.types import arrow_schema_for
+from lance_partitioned.spec.metadata import NamespaceMetadata
+from lance_partitioned.spec.partitioning import bind_spec, validate_specs
+from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.shorthand import parse_partition_by
 from lance_partitioned.transaction import (
-    LeafWrite,
     PendingWrite,
     WriteMode,
     commit_write,
@@ -56,7 +68,14 @@ from lance_partitioned.transaction import (
 )
 from lance_partitioned.write import WriteOptions, stage
 
-__all__ = ["LancePartitionedWriter", "StagedWrite", "WriteJob", "plan_write"]
+__all__ = [
+    "LancePartitionedStreamWriter",
+    "LancePartitionedWriter",
+    "StagedWrite",
+    "WriteJob",
+    "plan_stream_write",
+    "plan_write",
+]
 
 log = logging.getLogger(__name__)
 
@@ -76,26 +95,66 @@ class WriteJob:
         The namespace root.
     storage_options : tuple of (key, value)
         Passed to every Lance call.
-    manifest_version : int
-        The ``__manifest`` version the tasks stage against (schema, spec, leaf locations).
-    mode : {"append", "overwrite", "overwrite_partitions"}
-        How the commit applies the data.
+    manifest_version : int or None
+        The ``__manifest`` version the tasks stage against (schema, spec, leaf locations);
+        None when the namespace does not exist yet.
+    create : NamespaceMetadata or None
+        The schema and spec of the namespace the commit creates (a first write), or None.
+    mode : {"append", "overwrite", "overwrite_partitions"} or None
+        How the commit applies the data; None: an overwrite whose kind each task reads from
+        the session's ``spark.sql.sources.partitionOverwriteMode``.
     write_options : WriteOptions
         Buffering and file-size knobs of each task.
     planned_at : float
         Driver wall-clock time (``time.time()``) when the job was planned.
+    txn : (str, int) or None
+        The ``txnAppId``/``txnVersion`` of an idempotent write.
+    streaming : bool
+        The sink of a streaming query: journals are named by query and batch id.
+    job_id : str
+        Names the job's staging journals (:mod:`.staging`).
     """
 
     uri: str
     storage_options: tuple[tuple[str, str], ...]
-    manifest_version: int
-    mode: WriteMode
+    manifest_version: int | None
+    mode: WriteMode | None
     write_options: WriteOptions
     planned_at: float
+    create: NamespaceMetadata | None = None
+    txn: tuple[str, int] | None = None
+    streaming: bool = False
+    job_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def manifest(self) -> Manifest:
         """The ``__manifest`` of the target namespace."""
         return Manifest(self.uri, dict(self.storage_options))
+
+    def snapshot(self) -> ManifestSnapshot:
+        """The ``__manifest`` version the job stages against (empty for a new namespace)."""
+        if self.create is None or self.manifest().exists():
+            return self.manifest().snapshot(self.manifest_version)
+        rows = manifest_schema(self.create.partition_columns()).empty_table()
+        return ManifestSnapshot(0, self.create, self.create.to_table_metadata(), rows)
+
+    def create_namespace(self) -> None:
+        """Create the namespace of a first write (the commit does, once every task staged).
+
+        A namespace another job created meanwhile with the same schema and spec is used.
+        """
+        if self.create is None:
+            return
+        try:
+            Manifest.create(self.uri, self.create, dict(self.storage_options))
+        except errors.NamespaceAlreadyExistsError:
+            existing = self.manifest().snapshot().metadata
+            if existing.to_table_metadata() != self.create.to_table_metadata():
+                raise errors.PartitionSpecError(
+                    f"another writer created the namespace at {self.uri!r} with another "
+                    "schema or partition spec while this job ran; write again (without "
+                    "partition_by, or with its spec) to write into it"
+                ) from None
+            log.info("namespace %s was created concurrently: writing into it", self.uri)
 
 
 @dataclass(frozen=True)
@@ -112,23 +171,75 @@ class StagedWrite(WriterCommitMessage):
         Rows the task staged.
     pending : PendingWrite or None
         The leaves it staged, with their fragment metadata.
+    mode : {"append", "overwrite", "overwrite_partitions"}
+        The write mode the task staged for.
+    stream : (str, int) or None
+        The streaming query id and micro-batch id the task ran for, if any.
     """
 
     partition_id: int
     attempt: int
     rows: int
     pending: PendingWrite | None
+    mode: WriteMode = "append"
+    stream: tuple[str, int] | None = None
 
 
-def _mode(options: SourceOptions, overwrite: bool) -> WriteMode:
-    if options.overwrite is None:
-        return "overwrite" if overwrite else "append"
+#: The session setting of Spark's file sources that :func:`_mode` honours as they do.
+OVERWRITE_MODE_CONF = "spark.sql.sources.partitionOverwriteMode"
+
+
+def _mode(options: SourceOptions, overwrite: bool) -> WriteMode | None:
+    """The write mode, or None when it depends on the session's ``OVERWRITE_MODE_CONF``.
+
+    PySpark does not pass the session configuration to the Python worker that plans a write,
+    but Spark sets every explicitly set SQL setting as a local property of the job's tasks:
+    each task reads it (:func:`_task_mode`) and the commit checks they agree.
+    """
+    dynamic = options.partition_overwrite_mode
     if not overwrite:
-        raise errors.InvalidInputError(
-            f"option overwrite={options.overwrite!r} needs .mode('overwrite'); this write is an "
-            "append"
-        )
-    return "overwrite_partitions"
+        if options.overwrite is not None:
+            raise errors.InvalidInputError(
+                f"option overwrite={options.overwrite!r} needs .mode('overwrite'); this write "
+                "is an append"
+            )
+        return "append"
+    if options.overwrite is not None:
+        if dynamic == "static":
+            raise errors.InvalidInputError(
+                "options overwrite='partitions' and partitionOverwriteMode='static' "
+                "contradict each other: drop one"
+            )
+        return "overwrite_partitions"
+    if dynamic is None:
+        return None
+    return "overwrite_partitions" if dynamic == "dynamic" else "overwrite"
+
+
+#: Local properties Spark sets on the tasks of a streaming micro-batch.
+_QUERY_ID = "sql.streaming.queryId"
+_BATCH_ID = "streaming.sql.batchId"
+
+
+def _task_stream() -> tuple[str, int] | None:
+    """(query id, batch id) of the streaming micro-batch this task runs for, if any."""
+    context = TaskContext.get()
+    if context is None:
+        return None
+    query, batch = context.getLocalProperty(_QUERY_ID), context.getLocalProperty(_BATCH_ID)
+    if not query or batch is None:
+        return None
+    try:
+        return query, int(batch)
+    except ValueError:
+        return None
+
+
+def _task_mode() -> WriteMode:
+    """The overwrite mode the session's ``OVERWRITE_MODE_CONF`` asks for (in a task)."""
+    context = TaskContext.get()
+    value = None if context is None else context.getLocalProperty(OVERWRITE_MODE_CONF)
+    return "overwrite_partitions" if (value or "").strip().lower() == "dynamic" else "overwrite"
 
 
 def _describe(ns: PartitionedNamespace) -> str:
@@ -148,25 +259,19 @@ def _check_partition_by(ns: PartitionedNamespace, text: str) -> None:
     )
 
 
-def _open_or_create(options: SourceOptions, arrow_schema: pa.Schema) -> PartitionedNamespace:
-    storage = dict(options.storage_options)
-    if not Manifest(options.uri, storage).exists():
-        if options.partition_by is None:
-            raise errors.InvalidInputError(
-                f"no namespace exists at {options.uri!r}: the first write creates it and needs "
-                "the option partition_by (e.g. .option('partition_by', 'event_date, "
-                "bucket(16, user_id)'), or '' for an unpartitioned namespace)"
-            )
-        try:
-            return PartitionedNamespace.create(
-                options.uri,
-                schema=arrow_schema,
-                partition_by=options.partition_by,
-                storage_options=storage,
-            )
-        except errors.NamespaceAlreadyExistsError:
-            log.info("namespace %s was created concurrently: writing into it", options.uri)
-    return PartitionedNamespace.open(options.uri, storage_options=storage)
+def _new_metadata(options: SourceOptions, arrow_schema: pa.Schema) -> NamespaceMetadata:
+    """The schema and first spec of the namespace a first write creates (when it commits)."""
+    if options.partition_by is None:
+        raise errors.InvalidInputError(
+            f"no namespace exists at {options.uri!r}: the first write creates it and needs "
+            "the option partition_by (e.g. .option('partition_by', 'event_date, "
+            "bucket(16, user_id)'), or '' for an unpartitioned namespace)"
+        )
+    schema = NamespaceSchema.from_arrow(arrow_schema)
+    unbound = parse_partition_by(options.partition_by, schema)
+    spec = bind_spec(unbound, existing=(), schema=schema)
+    validate_specs([spec], schema)
+    return NamespaceMetadata(schema, (spec,))
 
 
 def plan_write(
@@ -190,13 +295,27 @@ def plan_write(
             f"option version={options.version} is for reads (time travel); a write always "
             "goes on top of the latest __manifest version"
         )
+    for name, value in (("filter", options.filter), ("columns", options.columns)):
+        if value is not None:
+            raise errors.InvalidInputError(
+                f"option {name} is for reads; a write stores every row and column of the "
+                "DataFrame (filter or select the DataFrame instead)"
+            )
     mode = _mode(options, overwrite)
     arrow_schema = arrow_schema_for(schema)
-    ns = _open_or_create(options, arrow_schema)
-    target = leaf_schema(ns.namespace_schema)
-    conform_for_write(arrow_schema.empty_table(), ns.namespace_schema, target)
-    if options.partition_by is not None:
-        _check_partition_by(ns, options.partition_by)
+    storage = dict(options.storage_options)
+    create: NamespaceMetadata | None = None
+    version: int | None = None
+    if Manifest(options.uri, storage).exists():
+        ns = PartitionedNamespace.open(options.uri, storage_options=storage)
+        namespace_schema, version = ns.namespace_schema, ns.version
+        if options.partition_by is not None:
+            _check_partition_by(ns, options.partition_by)
+    else:  # created by the commit: a job that fails leaves nothing behind
+        create = _new_metadata(options, arrow_schema)
+        namespace_schema = create.schema
+    target = leaf_schema(namespace_schema)
+    conform_for_write(arrow_schema.empty_table(), namespace_schema, target)
     defaults = WriteOptions()
     write_options = replace(
         defaults,
@@ -206,7 +325,9 @@ def plan_write(
     job = WriteJob(
         uri=options.uri,
         storage_options=options.storage_options,
-        manifest_version=ns.version,
+        manifest_version=version,
+        create=create,
+        txn=options.txn,
         mode=mode,
         write_options=write_options,
         planned_at=time.time(),
@@ -225,31 +346,67 @@ class LancePartitionedWriter(DataSourceArrowWriter):
         context = TaskContext.get()
         partition_id = context.partitionId() if context is not None else 0
         attempt = context.attemptNumber() if context is not None else 0
+        return self.stage_task(iterator, partition_id, attempt)
+
+    def stage_task(
+        self, iterator: Iterator[pa.RecordBatch], partition_id: int, attempt: int
+    ) -> StagedWrite:
+        """Stage the batches of attempt ``attempt`` of task ``partition_id``."""
+        mode = self.job.mode or _task_mode()
+        stream = _task_stream()
         first = next(iterator, None)
         if first is None:
-            return StagedWrite(partition_id, attempt, 0, None)
+            return StagedWrite(partition_id, attempt, 0, None, mode, stream)
         manifest = self.job.manifest()
-        snapshot = manifest.snapshot(self.job.manifest_version)
+        snapshot = self.job.snapshot()
         reader = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], iterator))
         pending = stage(
             manifest,
             snapshot,
             reader,
-            mode=self.job.mode,
+            mode=mode,
             target=leaf_schema(snapshot.metadata.schema),
             options=self.job.write_options,
         )
         rows = sum(leaf.rows for leaf in pending.leaves)
-        return StagedWrite(partition_id, attempt, rows, pending)
+        staged = {leaf.location: sorted(data_files(leaf.fragments)) for leaf in pending.leaves}
+        journal = StagingJournal(manifest, self._journal_id(stream))
+        journal.record(partition_id, attempt, staged)
+        if not self.job.streaming and journal.done():  # the driver finished without us
+            since = datetime.datetime.fromtimestamp(self.job.planned_at) - _CLOCK_MARGIN
+            for location, names in staged.items():
+                delete_unreferenced(manifest, location, names, since)
+            journal.clear(
+                p for p in journal.paths() if parse_journal_name(p) == (partition_id, attempt)
+            )
+        return StagedWrite(partition_id, attempt, rows, pending, mode, stream)
 
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """Make every task's staged data visible in one ``__manifest`` commit (driver)."""
+        self._commit(messages, self.job.txn)
+
+    def _journal_id(self, stream: tuple[str, int] | None) -> str:
+        # a streaming sink's tasks and commits run writers planned separately (PySpark plans
+        # the sink again in its commit process): they share only the query and batch ids
+        if self.job.streaming and stream is not None:
+            return f"{stream[0]}-b{stream[1]}"
+        return self.job.job_id
+
+    def _stream_of(self, messages: Sequence[WriterCommitMessage | None]) -> tuple[str, int] | None:
+        return next((m.stream for m in _staged(messages) if m.stream is not None), None)
+
+    def _commit(
+        self, messages: Sequence[WriterCommitMessage | None], txn: tuple[str, int] | None
+    ) -> None:
         manifest = self.job.manifest()
+        mode = self._mode(messages)
+        self.job.create_namespace()
         staged = [m.pending for m in _staged(messages) if m.pending is not None]
-        if not staged and self.job.mode != "overwrite":
+        if not staged and mode != "overwrite":
             log.info("nothing to commit to %s: the job wrote no rows", self.job.uri)
+            self._discard_unused(messages)
             return
-        snapshot = manifest.snapshot(self.job.manifest_version)
+        snapshot = self.job.snapshot()
         target = leaf_schema(snapshot.metadata.schema)
         if staged:
             pending = replace(merge_pending(staged), leaf_schema=target)
@@ -259,9 +416,13 @@ class LancePartitionedWriter(DataSourceArrowWriter):
                 leaf_schema=target,
                 leaves=[],
                 namespaces={},
-                mode=self.job.mode,
+                mode=mode,
             )
-        result = commit_write(manifest, pending)
+        result = commit_write(manifest, pending, txn=txn)
+        if result.skipped:
+            log.info("%s: transaction %s already committed, nothing written", self.job.uri, txn)
+            self._remove({}, set(), self._stream_of(messages))  # every staged file is unused
+            return
         log.info(
             "committed %d rows into %d leaves of %s as __manifest version %d",
             result.rows,
@@ -269,60 +430,119 @@ class LancePartitionedWriter(DataSourceArrowWriter):
             self.job.uri,
             result.version,
         )
+        self._discard_unused(messages)
+
+    def _discard_unused(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        """After the commit: delete what attempts whose message was not used staged."""
+        used = {(m.partition_id, m.attempt) for m in _staged(messages)}
+        deleted = self._remove({}, used, self._stream_of(messages))
+        if deleted:
+            log.info("deleted %d files staged by unused task attempts", deleted)
+
+    def _mode(self, messages: Sequence[WriterCommitMessage | None]) -> WriteMode:
+        """The job's write mode: planned, or as its tasks read it from the session."""
+        if self.job.mode is not None:
+            return self.job.mode
+        modes = {m.mode for m in _staged(messages)}
+        if len(modes) == 1:
+            return modes.pop()
+        if not modes:
+            raise errors.InvalidInputError(
+                f"this overwrite of {self.job.uri!r} ran no Spark task, so it cannot tell "
+                f"whether the session's {OVERWRITE_MODE_CONF} asks for a static or a dynamic "
+                "overwrite: say it with .option('partitionOverwriteMode', 'static' or "
+                "'dynamic')"
+            )
+        raise errors.InternalError(
+            f"the tasks of one job disagree on {OVERWRITE_MODE_CONF}: {sorted(modes)}"
+        )
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        """Delete the staged files of the messages Spark passes, where that is safe (driver)."""
-        manifest = self.job.manifest()
-        since = datetime.datetime.fromtimestamp(self.job.planned_at) - _CLOCK_MARGIN
-        deleted = 0
+        """Delete what every attempt of the job staged, where that is safe (driver)."""
+        staged: dict[str, set[str]] = {}
         for message in _staged(messages):
-            if message.pending is None:
-                continue
-            for leaf in message.pending.leaves:
-                deleted += _delete_staged(manifest, leaf, since)
+            for leaf in message.pending.leaves if message.pending is not None else ():
+                staged.setdefault(leaf.location, set()).update(data_files(leaf.fragments))
+        deleted = self._remove(staged, set(), self._stream_of(messages))
         log.info("aborted write to %s: deleted %d staged files", self.job.uri, deleted)
+
+    def _remove(
+        self,
+        staged: dict[str, set[str]],
+        used: set[tuple[int, int]],
+        stream: tuple[str, int] | None,
+    ) -> int:
+        """Delete the files in ``staged`` and those the journals of attempts not in ``used``
+        record, unless a leaf version committed since the job started references them; then
+        delete the job's journals. Returns the number of files deleted."""
+        manifest = self.job.manifest()
+        journal = StagingJournal(manifest, self._journal_id(stream))
+        if not self.job.streaming:
+            journal.finish()
+        paths = journal.paths()
+        for path in paths:
+            if parse_journal_name(path) not in used:
+                for location, names in journal.read(path).items():
+                    staged.setdefault(location, set()).update(names)
+        since = datetime.datetime.fromtimestamp(self.job.planned_at) - _CLOCK_MARGIN
+        deleted = sum(
+            delete_unreferenced(manifest, location, names, since)
+            for location, names in sorted(staged.items())
+            if names
+        )
+        journal.clear(paths)
+        if self.job.streaming:
+            journal.remove_directory()
+        return deleted
 
 
 def _staged(messages: Iterable[WriterCommitMessage | None]) -> list[StagedWrite]:
     return [m for m in messages if isinstance(m, StagedWrite)]
 
 
-def _data_files(fragments: Iterable[Any]) -> set[str]:
-    return {data_file.path for fragment in fragments for data_file in fragment.files}
+class LancePartitionedStreamWriter(DataSourceStreamArrowWriter):
+    """The Structured Streaming sink: each micro-batch is a job like a batch write, committed
+    exactly once: the commit records (query id, batch id) as its transaction, so a batch that
+    Spark replays after a restart (committed, not yet in the checkpoint) writes nothing."""
+
+    def __init__(self, job: WriteJob) -> None:
+        self.writer = LancePartitionedWriter(job)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedWrite:
+        """Stage one task's batches (runs on an executor)."""
+        return self.writer.write(iterator)
+
+    def commit(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
+        """Commit micro-batch ``batchId`` once (driver)."""
+        stream = self.writer._stream_of(messages)
+        if stream is None:
+            if any(m.pending is not None for m in _staged(messages)):
+                raise errors.InternalError(
+                    f"micro-batch {batchId} staged rows but its tasks saw no streaming query "
+                    "id: cannot commit it exactly once"
+                )
+            self.writer._commit(messages, None)  # no rows: nothing to record
+            return
+        self.writer._commit(messages, (f"{STREAM_TXN_PREFIX}{stream[0]}", batchId))
+
+    def abort(self, messages: Sequence[WriterCommitMessage | None], batchId: int) -> None:
+        """Delete what the micro-batch staged (driver)."""
+        self.writer.abort(messages)
 
 
-def _referenced_since(uri: str, options: dict[str, str], since: datetime.datetime) -> set[str]:
-    """Data files referenced by any version of the leaf committed after ``since``."""
-    try:
-        dataset = lance.dataset(uri, storage_options=options or None)
-    except (ValueError, OSError):
-        return set()  # no dataset: nothing references anything
-    referenced: set[str] = set()
-    for version in dataset.versions():
-        committed = cast(datetime.datetime, version["timestamp"])
-        if committed >= since:
-            at = dataset.checkout_version(int(version["version"]))
-            referenced |= _data_files(f.metadata for f in at.get_fragments())
-    return referenced
+#: The transaction application id of a streaming query is this prefix and its query id.
+STREAM_TXN_PREFIX = "spark-streaming-query:"
 
 
-def _delete_staged(manifest: Manifest, leaf: LeafWrite, since: datetime.datetime) -> int:
-    uri = manifest.table_uri(leaf.location)
-    staged = _data_files(leaf.fragments)
-    try:
-        unreferenced = staged - _referenced_since(uri, manifest.storage_options, since)
-    except Exception as exc:  # cannot tell: keep the files (invisible either way)
-        log.warning("not deleting staged files of %s: %s", uri, exc)
-        return 0
-    # Lance's own object store, with the namespace's storage options (endpoint, credentials)
-    store = lance.file.LanceFileSession(
-        f"{uri}/data", storage_options=manifest.storage_options or None
-    )
-    deleted = 0
-    for name in sorted(unreferenced):
-        try:
-            store.delete_file(name)
-            deleted += 1
-        except (OSError, ValueError, RuntimeError) as exc:
-            log.warning("could not delete staged file %s/data/%s: %s", uri, name, exc)
-    return deleted
+def plan_stream_write(
+    options: SourceOptions, schema: StructType, overwrite: bool
+) -> LancePartitionedStreamWriter:
+    """The sink of a streaming query (driver). Each micro-batch stages against the latest
+    ``__manifest``; the first batch's commit creates the namespace."""
+    if options.txn is not None:
+        raise errors.InvalidInputError(
+            "options txnAppId/txnVersion are for batch writes (foreachBatch): the streaming "
+            "sink records its own (query id, batch id) in every commit"
+        )
+    writer = plan_write(options, schema, overwrite)
+    return LancePartitionedStreamWriter(replace(writer.job, manifest_version=None, streaming=True))
