@@ -282,8 +282,6 @@ def verify(
     for record in observations:
         observed[record["version"]].append(record)
     latest = lp.PartitionedNamespace.open(root).version
-    first = min([latest, *by_version]) if by_version else latest
-    first = min(first, *(observed or [latest]))
     model: dict[int, tuple[str | None, int]] = {}  # id -> (k, spec version)
     cache: dict[tuple[str, int], list[tuple[int, str | None]]] = {}
     replayed = 0
@@ -303,8 +301,6 @@ def verify(
                 if i in model:
                     raise Mismatch(f"id {i} written twice")
                 model[i] = (k, spec)
-        if version < first:
-            continue
         try:
             ns = lp.PartitionedNamespace.open(root, version=version)
         except errors.NotAPartitionedNamespaceError:
