@@ -429,16 +429,7 @@ DATA_FILTERS: list[Any] = [
     ("comment-block", "/* hi */ k = 1", None, ()),
     ("backtick-ident", "`k` = 1", None, ()),
     ("k-out-of-range", "k = 9223372036854775808", "k IS NULL AND k IS NOT NULL", ()),
-    (
-        "blank-filter",
-        "   ",
-        None,
-        xfail(
-            "new: a blank filter reaches Lance, which raises ValueError 'Error parsing "
-            "statement' (an empty one means no filter)",
-            ValueError,
-        ),
-    ),
+    ("blank-filter", "   ", "id IS NOT NULL", ()),  # no filter (Lance refuses a blank one)
 ]
 
 # (id, filter): InvalidInputError, nothing changed
@@ -568,7 +559,16 @@ def _name(label: str, name: str, partitioned: bool, outcome: Any = None, marks: 
 
 NAME_CASES: list[Any] = [
     _name("dot-data", "dot.ted", False, marks=_ITEM15_9_DOT),
-    _name("dot-partition", "dot.ted", True, marks=_ITEM15_9_DOT),
+    _name(
+        "dot-partition",
+        "dot.ted",
+        True,
+        marks=xfail(
+            "issue 15 item 9: partitioning by a column named 'dot.ted' makes create raise "
+            "OSError from Lance (the __manifest column of that name)",
+            OSError,
+        ),
+    ),
     _name("backtick-data", "we`ird", False, marks=_ITEM15_9_BACKTICK),
     _name("double-quote", 'quo"te', True),
     _name("single-quote", "it's", True),
