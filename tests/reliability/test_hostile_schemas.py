@@ -486,3 +486,49 @@ def test_hostile_evolution_is_a_typed_error(
     error: type[errors.LancePartitionedError],
 ) -> None:
     expect_typed(Path(base_ns.uri), error, lambda: change(base_ns))
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        pytest.param("append", id="append"),
+        pytest.param(
+            "overwrite",
+            id="overwrite",
+            marks=xfail(
+                "new: after drop_columns(['x']), overwriting an existing leaf reads the "
+                "columns after x as NULL (silent loss of written values)",
+                AssertionError,
+            ),
+        ),
+        pytest.param(
+            "overwrite_partitions",
+            id="overwrite-partitions",
+            marks=xfail(
+                "new: after drop_columns(['x']), overwrite_partitions of an existing leaf reads "
+                "the columns after x as NULL (silent loss of written values)",
+                AssertionError,
+            ),
+        ),
+    ],
+)
+def test_a_write_after_dropping_a_column_keeps_the_later_columns(tmp_path: Path, mode: Any) -> None:
+    """Found by the state machine's long profile: the leaf of partition ``a`` exists with
+    column ``x`` when ``x`` is dropped; a row written into it must keep its ``y``."""
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            ("k", pa.string()),
+            ("x", pa.int32()),
+            ("y", pa.int32()),
+        ]
+    )
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema=schema, partition_by="k")
+    ns.write(pa.table({"id": pa.array([1], pa.int64()), "k": ["a"]}))
+    ns.drop_columns(["x"])
+    ns.write(
+        pa.table({"id": pa.array([2], pa.int64()), "k": ["a"], "y": pa.array([5], pa.int32())}),
+        mode=mode,
+    )
+    back = lp.PartitionedNamespace.open(ns.uri).to_table()
+    assert {row["id"]: row["y"] for row in back.to_pylist()}[2] == 5
