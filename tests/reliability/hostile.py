@@ -131,11 +131,6 @@ def sql_literal(value: Any, dtype: pa.DataType, *, exact: bool = False) -> str:
 
 
 TS = pa.timestamp("us", "UTC")
-ITEM6 = xfail(
-    "issue 16 item 6: Lance reads the literal -9223372036854775808 as a float; the residual "
-    "filter inside the leaf fails with ValueError",
-    ValueError,
-)
 TS_RANGE = xfail(
     "new: a TIMESTAMP literal outside the nanosecond range (before 1677-09-21 or after "
     "2262-04-11) raises InvalidInputError 'cannot evaluate the constant ... AS Timestamp(ns)' "

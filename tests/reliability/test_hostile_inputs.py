@@ -23,7 +23,6 @@ from lance_partitioned import errors
 from tests.reliability.hostile import (
     I64_MAX,
     I64_MIN,
-    ITEM6,
     TS,
     TS_RANGE,
     U64_MAX,
@@ -33,7 +32,6 @@ from tests.reliability.hostile import (
     plain_table,
     rows,
     sql_literal,
-    xfail,
 )
 
 # ---------------------------------------------------------------- 1. partition values
@@ -112,12 +110,12 @@ VALUE_CASES: list[Any] = [
         marks=TS_RANGE,
     ),
     _value("hour-before-1970", TS, "hour(k)", dt.datetime(1969, 12, 31, 23, 59, tzinfo=UTC)),
-    _value("bucket-int64-min", pa.int64(), "bucket(16, k)", I64_MIN, marks=ITEM6),
+    _value("bucket-int64-min", pa.int64(), "bucket(16, k)", I64_MIN),
     _value("bucket-uint64-max", pa.uint64(), "bucket(16, k)", U64_MAX),
     _value("bucket-emoji", pa.string(), "bucket(7, k)", "🙂"),
     _value("bucket-nan", pa.float64(), "bucket(4, k)", math.nan, ordinary=1.0),
     _value("truncate-emoji", pa.string(), "truncate(2, k)", "🙂🙃🙂"),
-    _value("truncate-int64-min", pa.int64(), "truncate(10, k)", I64_MIN, marks=ITEM6),
+    _value("truncate-int64-min", pa.int64(), "truncate(10, k)", I64_MIN),
     _value("truncate-negative", pa.int64(), "truncate(10, k)", -11, ordinary=17),
 ]
 _ORDINARY: dict[str, Any] = {
@@ -245,14 +243,6 @@ def _ors(n: int) -> str:
     return " OR ".join(f"v = {i}" for i in range(n))
 
 
-_ITEM5 = xfail(
-    "issue 16 item 5: a long OR is re-nested for Lance, whose parser refuses the depth",
-    ValueError,
-)
-_ITEM4 = xfail(
-    "issue 16 item 4: IN pruning on a float partition column misses -0.0", AssertionError
-)
-
 # (id, filter, oracle filter or None, marks): the result must be the oracle's
 DATA_FILTERS: list[Any] = [
     ("k-int64-min", "k = -9223372036854775808", "k = -9223372036854775807 - 1", ()),
@@ -260,7 +250,7 @@ DATA_FILTERS: list[Any] = [
     ("k-gt-max-minus-1", "k > 9223372036854775806", None, ()),
     ("k-lt-min-plus-1", "k < -9223372036854775807", None, ()),
     ("k-ge-min", "k >= -9223372036854775807 - 1", None, ()),
-    ("v-int64-min", "v = -9223372036854775808", "v = -9223372036854775807 - 1", ITEM6),
+    ("v-int64-min", "v = -9223372036854775808", "v = -9223372036854775807 - 1", ()),
     ("v-int64-max", "v = 9223372036854775807", None, ()),
     ("u-uint64-max", "u = 18446744073709551615", None, ()),
     ("u-2**63", "u >= 9223372036854775808", None, ()),
@@ -291,8 +281,8 @@ DATA_FILTERS: list[Any] = [
     ("s-huge-length", "length(s) > 1000", None, ()),
     ("f-eq-zero", "f = 0.0", None, ()),
     ("f-eq-neg-zero", "f = -0.0", None, ()),
-    ("f-in-zero", "f IN (0.0, 1.0)", None, _ITEM4),
-    ("f-in-neg-zero", "f IN (-0.0, 2.5)", None, _ITEM4),
+    ("f-in-zero", "f IN (0.0, 1.0)", None, ()),
+    ("f-in-neg-zero", "f IN (-0.0, 2.5)", None, ()),
     ("f-gt-zero", "f > 0", None, ()),
     ("f-lt-zero", "f < 0", None, ()),
     ("f-le-neg-zero", "f <= -0.0", None, ()),
@@ -310,7 +300,7 @@ DATA_FILTERS: list[Any] = [
     ("ts-year-1", "ts > TIMESTAMP '0001-01-01 00:00:00+00:00'", None, TS_RANGE),
     ("and-partition-and-data", "k = 1 AND s = 'line\nbreak' AND v > 0", None, ()),
     ("or-across-columns", "s = '$' OR f = 2.5 OR v = 0", None, ()),
-    ("or-50", _ors(50), None, _ITEM5),
+    ("or-50", _ors(50), None, ()),
     ("in-10000", f"k IN ({', '.join(map(str, range(10_000)))})", None, ()),
     ("parens-30-deep", "(" * 30 + "k = 1" + ")" * 30, None, ()),
     ("not-not-30", "NOT " * 30 + "k = 1", None, ()),
@@ -381,23 +371,8 @@ else:
 @pytest.mark.parametrize(
     "terms",
     [
-        pytest.param(
-            1000,
-            id="or-1000",
-            marks=xfail(
-                "issue 16 item 5: about 1,000 terms exceed Python's recursion limit",
-                RecursionError,
-            ),
-        ),
-        pytest.param(
-            10_000,
-            id="or-10000",
-            marks=xfail(
-                "issue 16 item 5, new symptom: a 10,000-term OR kills the process with SIGSEGV "
-                "inside datafusion's parse_sql_expr (lance_partitioned.expressions.parse)",
-                ChildProcessError,
-            ),
-        ),
+        pytest.param(1000, id="or-1000"),
+        pytest.param(10_000, id="or-10000"),
     ],
 )
 def test_very_long_filter_in_a_child_process(

@@ -189,25 +189,13 @@ def test_missing_manifest_keys_are_a_typed_error(
     expect_typed(root, error, lambda: lp.PartitionedNamespace.open(str(root)))
 
 
-_ITEM8 = xfail(
-    "issue 16 item 8: evolution drops unknown keys inside the spec and schema JSON",
-    AssertionError,
-)
-
-
 @pytest.mark.parametrize(
     ("key", "edit"),
     [
         pytest.param("x-owner", None, id="top-level-key"),
-        pytest.param(
-            "partition_spec_v1", _spec_field({"x-owner": "ops"}), id="spec-field-key", marks=_ITEM8
-        ),
-        pytest.param(
-            "schema", lambda s: {**s, "x-owner": "ops"}, id="schema-top-level-key", marks=_ITEM8
-        ),
-        pytest.param(
-            "schema", _schema_field({"x-owner": "ops"}), id="schema-field-key", marks=_ITEM8
-        ),
+        pytest.param("partition_spec_v1", _spec_field({"x-owner": "ops"}), id="spec-field-key"),
+        pytest.param("schema", lambda s: {**s, "x-owner": "ops"}, id="schema-top-level-key"),
+        pytest.param("schema", _schema_field({"x-owner": "ops"}), id="schema-field-key"),
         pytest.param("schema", lambda s: s, id="pretty-printed-json"),
     ],
 )
@@ -318,44 +306,17 @@ def _append(ns: lp.PartitionedNamespace) -> Any:
     return ns.write(base_rows([9], ["b"]))
 
 
-def _item7(what: str, raises: type[BaseException]) -> pytest.MarkDecorator:
-    return xfail(f"issue 16 item 7: a {what} raises {raises.__name__}", raises)
-
-
 MISSING_LEAF_CASES: list[Any] = [
-    pytest.param(
-        _delete_leaf,
-        _read,
-        id="deleted-leaf-read",
-        marks=_item7("deleted leaf on read", ValueError),
-    ),
-    pytest.param(
-        _delete_leaf,
-        _pruned_read,
-        id="deleted-leaf-pruned-read",
-        marks=_item7("deleted leaf on read", ValueError),
-    ),
-    pytest.param(_delete_leaf, _append, id="deleted-leaf-append"),  # InternalError today
-    pytest.param(
-        _unpin_leaf, _read, id="missing-version-read", marks=_item7("missing version", ValueError)
-    ),
-    pytest.param(
-        _unpin_leaf,
-        _pruned_read,
-        id="missing-version-pruned-read",
-        marks=_item7("missing version on read", ValueError),
-    ),
-    pytest.param(
-        _unpin_leaf,
-        _append,
-        id="missing-version-append",
-        marks=_item7("missing pinned version on write", ValueError),
-    ),
+    pytest.param(_delete_leaf, _read, id="deleted-leaf-read"),
+    pytest.param(_delete_leaf, _pruned_read, id="deleted-leaf-pruned-read"),
+    pytest.param(_delete_leaf, _append, id="deleted-leaf-append"),
+    pytest.param(_unpin_leaf, _read, id="missing-version-read"),
+    pytest.param(_unpin_leaf, _pruned_read, id="missing-version-pruned-read"),
+    pytest.param(_unpin_leaf, _append, id="missing-version-append"),
     pytest.param(
         _unpin_leaf,
         lambda ns: ns.write(base_rows([9], ["b"]), mode="overwrite_partitions"),
         id="missing-version-overwrite-partitions",
-        marks=_item7("missing pinned version on write", ValueError),
     ),
 ]
 
@@ -373,13 +334,20 @@ def test_a_missing_leaf_is_a_typed_error(
     assert leaf in str(error), "the error names the leaf"
 
 
-def test_overwriting_the_partition_of_a_deleted_leaf_replaces_it(
+def test_overwriting_the_partition_of_a_deleted_leaf_is_a_typed_error(
     base_ns: lp.PartitionedNamespace,
 ) -> None:
+    """Issue 16 item 7: a write into a leaf whose directory is gone is refused before anything
+    is staged, rather than replacing the leaf (which could hide the damage)."""
     _delete_leaf(base_ns)
     ns = lp.PartitionedNamespace.open(base_ns.uri)
-    ns.write(base_rows([9], ["b"]), mode="overwrite_partitions")
-    assert sorted(ns.to_table().column("id").to_pylist()) == [1, 3, 4, 9]
+    leaf = ns.partitions("k = 'b'").column("object_id")[0].as_py()
+    error = expect_typed(
+        Path(ns.uri),
+        errors.CorruptNamespaceError,
+        lambda: ns.write(base_rows([9], ["b"]), mode="overwrite_partitions"),
+    )
+    assert leaf in str(error), "the error names the leaf"
 
 
 @pytest.mark.parametrize(
@@ -419,16 +387,12 @@ def test_a_plain_lance_table_is_not_a_partitioned_namespace(tmp_path: Path) -> N
         pytest.param(
             lambda root: lp.PartitionedNamespace.create(root, schema=BASE, partition_by="k"),
             id="create",
-            marks=xfail("issue 16 item 7: create at a root that is a file raises OSError", OSError),
         ),
         pytest.param(
             lambda root: lp.PartitionedNamespace.create(
                 f"{root}/sub", schema=BASE, partition_by="k"
             ),
             id="create-below",
-            marks=xfail(
-                "issue 16 item 7: create below a root that is a file raises OSError", OSError
-            ),
         ),
     ],
 )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,35 +40,25 @@ def base_ns(tmp_path: Path) -> lp.PartitionedNamespace:
 # ---------------------------------------------------------------- 3. column names
 # A name is refused with a typed error at create, or it works: written, read whole, used as
 # a partition column and in a filter (quoted as SQL quotes identifiers).
-_ITEM15_9_DOT = xfail(
-    "issue 15 item 9: a column named 'dot.ted' is accepted by create, then the first write "
-    "raises OSError",
-    OSError,
-)
-_ITEM15_9_BACKTICK = xfail(
-    "issue 15 item 9: a column named 'we`ird' can be written but every default read fails "
-    "with ValueError",
-    ValueError,
-)
+# Issue 15 item 9: a name with '.' (Lance reads it as a path into a struct) or a backtick (its
+# quoting character) is refused with SchemaError at create, add_columns and rename_column.
 
 
-def _name(label: str, name: str, partitioned: bool, outcome: Any = None, marks: Any = ()) -> Any:
-    return pytest.param(name, partitioned, outcome, id=label, marks=marks)
+def _name(
+    label: str,
+    name: str,
+    partitioned: bool,
+    outcome: Any = None,
+    marks: Any = (),
+    refused: bool = False,
+) -> Any:
+    return pytest.param(name, partitioned, outcome, refused, id=label, marks=marks)
 
 
 NAME_CASES: list[Any] = [
-    _name("dot-data", "dot.ted", False, marks=_ITEM15_9_DOT),
-    _name(
-        "dot-partition",
-        "dot.ted",
-        True,
-        marks=xfail(
-            "issue 15 item 9: partitioning by a column named 'dot.ted' makes create raise "
-            "OSError from Lance (the __manifest column of that name)",
-            OSError,
-        ),
-    ),
-    _name("backtick-data", "we`ird", False, marks=_ITEM15_9_BACKTICK),
+    _name("dot-data", "dot.ted", False, refused=True),
+    _name("dot-partition", "dot.ted", True, refused=True),
+    _name("backtick-data", "we`ird", False, refused=True),
     _name("double-quote", 'quo"te', True),
     _name("single-quote", "it's", True),
     _name("space", "with space", True),
@@ -100,14 +91,21 @@ NAME_CASES: list[Any] = [
 ]
 
 
-@pytest.mark.parametrize(("name", "partitioned", "outcome"), NAME_CASES)
+@pytest.mark.parametrize(("name", "partitioned", "outcome", "refused"), NAME_CASES)
 def test_hostile_column_name(
-    tmp_path: Path, name: str, partitioned: bool, outcome: type[errors.LancePartitionedError] | None
+    tmp_path: Path,
+    name: str,
+    partitioned: bool,
+    outcome: type[errors.LancePartitionedError] | None,
+    refused: bool,
 ) -> None:
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field(name, pa.string())])
     quoted = '"' + name.replace('"', '""') + '"'
     root = tmp_path / "ns"
     partition_by = quoted if partitioned else "bucket(2, id)"
+    if refused:
+        _expect_name_refused(tmp_path, name, schema, partition_by)
+        return
     if outcome is not None:
         with pytest.raises(outcome):
             lp.PartitionedNamespace.create(str(root), schema=schema, partition_by=partition_by)
@@ -128,6 +126,22 @@ def test_hostile_column_name(
             f"{quoted} {condition}",
             oracle_filter=f"{lance_quoted} {condition}",
         )
+
+
+def _expect_name_refused(tmp_path: Path, name: str, schema: pa.Schema, partition_by: str) -> None:
+    """``name`` is refused with SchemaError naming it at create, add_columns and rename_column,
+    with nothing written or changed."""
+    root = tmp_path / "ns"
+    with pytest.raises(errors.SchemaError, match=re.escape(name)):
+        lp.PartitionedNamespace.create(str(root), schema=schema, partition_by=partition_by)
+    assert not (root / "__manifest").exists()
+    ns = make_base_ns(tmp_path)
+    for change in (
+        lambda: ns.add_columns([pa.field(name, pa.string())]),
+        lambda: ns.rename_column("k", name),
+    ):
+        error = expect_typed(Path(ns.uri), errors.SchemaError, change)
+        assert name in str(error)
 
 
 # ---------------------------------------------------------------- 4. types
@@ -267,11 +281,6 @@ BAD_WRITES: list[Any] = [
         "append",
         errors.SchemaMismatchError,
         id="batches-with-two-schemas",
-        marks=xfail(
-            "issue 16 item 7: record batches with different schemas in one write raise "
-            "ArrowInvalid",
-            pa.ArrowInvalid,
-        ),
     ),
     pytest.param(lambda: None, "append", errors.InvalidInputError, id="data-none"),
     pytest.param(lambda: "id,k\n1,a", "append", errors.InvalidInputError, id="data-csv-string"),
@@ -375,11 +384,6 @@ def test_a_time_travel_view_refuses_writes_and_evolution(base_ns: lp.Partitioned
 
 
 # ---------------------------------------------------------------- 6. evolution
-_ITEM15_5 = xfail(
-    "issue 15 item 5: volatile expressions and ones mapping NULL to a value are accepted",
-    pytest.fail.Exception,
-)
-
 BAD_EVOLUTIONS: list[Any] = [
     pytest.param(
         lambda ns: ns.add_columns([pa.field("k", pa.int8())]),
@@ -468,13 +472,11 @@ BAD_EVOLUTIONS: list[Any] = [
         lambda ns: ns.update_partition_spec("expr('coalesce(col, 0)', n, 'int64')"),
         errors.PartitionSpecError,
         id="spec-null-to-value",
-        marks=_ITEM15_5,
     ),
     pytest.param(
         lambda ns: ns.update_partition_spec("expr('CAST(random() * 4 AS BIGINT)', n, 'int64')"),
         errors.PartitionSpecError,
         id="spec-volatile",
-        marks=_ITEM15_5,
     ),
 ]
 
@@ -492,24 +494,8 @@ def test_hostile_evolution_is_a_typed_error(
     "mode",
     [
         pytest.param("append", id="append"),
-        pytest.param(
-            "overwrite",
-            id="overwrite",
-            marks=xfail(
-                "new: after drop_columns(['x']), overwriting an existing leaf reads the "
-                "columns after x as NULL (silent loss of written values)",
-                AssertionError,
-            ),
-        ),
-        pytest.param(
-            "overwrite_partitions",
-            id="overwrite-partitions",
-            marks=xfail(
-                "new: after drop_columns(['x']), overwrite_partitions of an existing leaf reads "
-                "the columns after x as NULL (silent loss of written values)",
-                AssertionError,
-            ),
-        ),
+        pytest.param("overwrite", id="overwrite"),
+        pytest.param("overwrite_partitions", id="overwrite-partitions"),
     ],
 )
 def test_a_write_after_dropping_a_column_keeps_the_later_columns(tmp_path: Path, mode: Any) -> None:
