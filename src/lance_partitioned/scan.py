@@ -79,12 +79,14 @@ from lance_partitioned.manifest import (
 )
 from lance_partitioned.runtime import DEFAULT_THREADS
 from lance_partitioned.spec.evaluate import evaluate
+from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 
 __all__ = [
     "ScanTask",
     "count_rows",
     "count_task",
+    "manifest_filter",
     "plan_scan",
     "read_task",
     "sql_filter",
@@ -194,6 +196,21 @@ def bound_filter(
     return bind(rewrite_not(predicate), schema)
 
 
+def manifest_filter(
+    predicate: Predicate,
+    spec: PartitionSpec,
+    schema: NamespaceSchema,
+    fields: Mapping[str, FieldTerm],
+) -> Predicate:
+    """The condition on the ``__manifest`` partition columns that ``spec``'s leaves holding
+    a matching row meet: the inclusive projection of ``predicate``, and its conditions on
+    ``spec``'s own field names (``fields``) as they are."""
+    return and_(
+        project(without_fields(predicate, fields), spec, schema),
+        on_fields(predicate, spec, fields),
+    )
+
+
 def output_fields(schema: NamespaceSchema, columns: Sequence[str] | None) -> list[pa.Field]:
     """The read-schema fields selected by ``columns`` (all live columns for None)."""
     read = schema.read_schema()
@@ -232,10 +249,7 @@ def plan_scan(
         rows = tables.filter(pc.starts_with(object_ids, f"v{spec.version}{DELIMITER}"))
         if rows.num_rows == 0:
             continue
-        projected = and_(
-            project(without_fields(predicate, fields), spec, metadata.schema),
-            on_fields(predicate, spec, fields),  # field names: their __manifest columns
-        )
+        projected = manifest_filter(predicate, spec, metadata.schema, fields)
         if isinstance(projected, AlwaysFalse):
             continue
         if not isinstance(projected, AlwaysTrue):
