@@ -49,6 +49,7 @@ import pyarrow as pa
 from lance_partitioned.errors import SchemaError
 from lance_partitioned.expressions.ranges import FAILED, NOTHING
 from lance_partitioned.expressions.render import to_sql
+from lance_partitioned.expressions.residuals import holds
 from lance_partitioned.expressions.tree import (
     AlwaysFalse,
     AlwaysTrue,
@@ -63,6 +64,7 @@ from lance_partitioned.expressions.tree import (
 )
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
+from lance_partitioned.spec.transforms import Transform, parse_transform
 
 __all__ = [
     "FieldCondition",
@@ -194,8 +196,6 @@ def substitute(
     """
     if not fields:
         return predicate
-    from lance_partitioned.expressions.residuals import holds
-
     own = {f.name for f in spec.fields}
     known: dict[str, Any] = {}
 
@@ -257,9 +257,7 @@ def _derive(term: FieldTerm, spec: PartitionSpec, values: Mapping[str, Any]) -> 
     return NOTHING
 
 
-def _transform(term: FieldTerm) -> Any:
-    from lance_partitioned.spec.transforms import parse_transform
-
+def _transform(term: FieldTerm) -> Transform:
     return parse_transform(term.expression, term.result_type)
 
 
