@@ -10,12 +10,15 @@ check it); :mod:`lance_partitioned.spec.transforms` decides when to use them.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from lance_partitioned.errors import TransformError
+from lance_partitioned.spec.evaluate import evaluate
 
 __all__ = [
     "BLOCK",
@@ -23,8 +26,10 @@ __all__ = [
     "SAFE_DAYS",
     "UNITS_PER_DAY",
     "Instants",
+    "fixed_offset",
     "is_ascii",
     "is_string",
+    "local_time",
     "truncate_number",
 ]
 
@@ -34,6 +39,53 @@ MAX_TABLE = 1 << 22
 SAFE_DAYS = 10_000_000
 """The fast path of date parts covers days in [-SAFE_DAYS, SAFE_DAYS] (pyarrow is exact there)."""
 UNITS_PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
+RULES_UNTIL = 2_114_380_800
+"""2037-01-01T00:00Z in seconds: pyarrow's zone offsets agree with DataFusion's before it.
+
+pyarrow reads the transitions listed in the zone files (up to 2037) and keeps the last offset
+after them; DataFusion (chrono-tz) applies the DST rules until 2100. Past this instant the
+wall clock of a zone with rules comes from DataFusion itself (``to_local_time``).
+"""
+_FIXED = re.compile(r"([+-])([0-9]{2}):?([0-9]{2})")
+_UTC_NAMES = frozenset({"utc", "etc/utc", "z", "gmt", "etc/gmt", "zulu", "etc/zulu"})
+
+
+def fixed_offset(tz: str) -> int | None:
+    """The offset in seconds of a fixed-offset zone (``+05:30``, ``UTC``), None for a named zone.
+
+    >>> fixed_offset("+05:30"), fixed_offset("-0345"), fixed_offset("UTC")
+    (19800, -13500, 0)
+    >>> fixed_offset("America/New_York") is None
+    True
+    """
+    if tz.lower() in _UTC_NAMES:
+        return 0
+    match = _FIXED.fullmatch(tz)
+    if match is None:
+        return None
+    seconds = int(match.group(2)) * 3600 + int(match.group(3)) * 60
+    return -seconds if match.group(1) == "-" else seconds
+
+
+def local_time(values: pa.Array) -> pa.Array:
+    """The wall clock of a zoned timestamp column in its zone, as DataFusion computes it.
+
+    The result is the tz-naive timestamp of the same unit: ``date_part`` of it is DataFusion's
+    ``date_part`` of the zoned column (local time, as the property tests check).
+
+    >>> import datetime
+    >>> utc = datetime.timezone.utc
+    >>> ts = pa.array([datetime.datetime(2025, 1, 1, 23, 30, tzinfo=utc)],
+    ...               pa.timestamp("s", tz="America/New_York"))
+    >>> local_time(ts).to_pylist()
+    [datetime.datetime(2025, 1, 1, 18, 30)]
+    """
+    tz = values.type.tz
+    if fixed_offset(tz) is None and values.null_count < len(values):
+        latest = pc.max(values.view(pa.int64())).as_py()
+        if latest >= RULES_UNTIL * (UNITS_PER_DAY[values.type.unit] // 86_400):
+            return evaluate("to_local_time(col)", values, pa.timestamp(values.type.unit))
+    return pc.local_timestamp(values)
 
 
 class Instants:
