@@ -139,6 +139,7 @@ __all__ = [
 ]
 
 _MAX_PARAMETER = (1 << 63) - 1
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 class Lexicographic(Protocol):
@@ -493,9 +494,10 @@ class _DatePart(Transform):
             return pa.nulls(len(values), pa.int32())
         instants = Instants(values)
         low, high = instants.span(instants.per_day)
-        if low < -SAFE_DAYS or high > SAFE_DAYS:
+        zoned = pa.types.is_timestamp(values.type) and values.type.tz is not None
+        if low < -SAFE_DAYS or high > SAFE_DAYS or (zoned and _near_int64_bounds(instants)):
             return evaluate(self.expression, values)
-        if pa.types.is_timestamp(values.type) and values.type.tz is not None:
+        if zoned:
             # the wall clock, as DataFusion reads a zoned column (a day off at most: still safe)
             values = local_time(values)
             instants = Instants(values)
@@ -523,6 +525,13 @@ class _DatePart(Transform):
             return super().project_range(name, interval, source, result)
         values = cyclic_values(self._part, interval)  # month-of-year etc.: the values covered
         return NotNull(name) if values is None else In(name, values)
+
+
+def _near_int64_bounds(instants: Instants) -> bool:
+    """Whether a wall clock (a day off at most) may not fit the column's int64 storage."""
+    return (
+        instants.min < _INT64_MIN + instants.per_day or instants.max > _INT64_MAX - instants.per_day
+    )
 
 
 class Year(_DatePart):
