@@ -95,6 +95,8 @@ def zoned_columns(draw: st.DrawFn) -> pa.Array:
 def test_fast_path_and_literals_equal_datafusion(column: pa.Array, transform: Transform) -> None:
     expected = transform.apply_reference(column)
     assert transform.apply(column).equals(expected), (column.type, transform)
+    long = pa.concat_arrays([column] * (64 // len(column) + 1))  # past the per-row path
+    assert transform.apply(long).equals(transform.apply_reference(long)), (column.type, transform)
     if isinstance(transform, (Year, Month, Day, Hour)):  # not through our evaluate()
         assert expected.to_pylist() == datafusion_alone(transform.expression, column)
     result = transform.result_type(column.type)

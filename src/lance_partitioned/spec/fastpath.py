@@ -71,8 +71,18 @@ def local_time(values: pa.Array) -> pa.Array:
     """The wall clock of a zoned timestamp column in its zone, as DataFusion computes it.
 
     The result is the tz-naive timestamp of the same unit: ``date_part`` of it is DataFusion's
-    ``date_part`` of the zoned column (local time, as the property tests check).
+    ``date_part`` of the zoned column (local time, as the property tests check). A fixed offset
+    is one addition; a zone with rules takes each row's offset from a table of the offset of
+    every UTC hour the column spans (pyarrow's, exact for the rows of an hour holding a
+    transition), or from DataFusion past 2037.
 
+    Raises
+    ------
+    pyarrow.ArrowInvalid
+        If a wall clock does not fit the column's int64 storage.
+
+    Examples
+    --------
     >>> import datetime
     >>> utc = datetime.timezone.utc
     >>> ts = pa.array([datetime.datetime(2025, 1, 1, 23, 30, tzinfo=utc)],
@@ -80,12 +90,51 @@ def local_time(values: pa.Array) -> pa.Array:
     >>> local_time(ts).to_pylist()
     [datetime.datetime(2025, 1, 1, 18, 30)]
     """
-    tz = values.type.tz
-    if fixed_offset(tz) is None and values.null_count < len(values):
-        latest = pc.max(values.view(pa.int64())).as_py()
-        if latest >= RULES_UNTIL * (UNITS_PER_DAY[values.type.unit] // 86_400):
-            return evaluate("to_local_time(col)", values, pa.timestamp(values.type.unit))
-    return pc.local_timestamp(values)
+    unit = values.type.unit
+    naive = pa.timestamp(unit)
+    per_second = UNITS_PER_DAY[unit] // 86_400
+    raw = values.view(pa.int64())
+    offset = fixed_offset(values.type.tz)
+    if offset is not None:
+        shifted = raw if offset == 0 else pc.add_checked(raw, offset * per_second)
+        return shifted.view(naive)
+    if values.null_count == len(values):
+        return values.view(naive)
+    bounds = pc.min_max(raw)
+    low, high = int(bounds["min"].as_py()), int(bounds["max"].as_py())
+    if high >= RULES_UNTIL * per_second:
+        return evaluate("to_local_time(col)", values, naive)
+    per_hour = 3600 * per_second
+    first, last = low // per_hour, high // per_hour
+    if last - first >= MAX_TABLE or len(values) < 64:
+        return pc.local_timestamp(values)
+    return _by_hour_table(values, raw, first, last, per_hour)
+
+
+def _by_hour_table(
+    values: pa.Array, raw: pa.Array, first: int, last: int, per_hour: int
+) -> pa.Array:
+    """:func:`local_time` through the offset of each UTC hour from ``first`` to ``last``."""
+    dtype = values.type
+    starts = np.arange(first, last + 2, dtype=np.int64) * per_hour
+    edges = pa.array(np.concatenate([starts, starts[1:] - 1]), dtype)
+    local = pc.local_timestamp(edges).view(pa.int64()).to_numpy()
+    count = last - first + 1
+    at_start = local[:count] - starts[:-1]
+    at_end = local[count + 1 :] - (starts[1:] - 1)
+    data = np.frombuffer(raw.buffers()[1], np.int64)[raw.offset : raw.offset + len(raw)]
+    # NULL slots hold arbitrary values: clipped into the table, hidden by the validity
+    slot = np.clip(data // per_hour - first, 0, count - 1)
+    shifted = data + at_start[slot]
+    mixed = (at_start != at_end)[slot]  # the hour holds a transition: pyarrow row by row
+    if mixed.any():
+        rows = np.nonzero(mixed)[0]
+        exact = pc.local_timestamp(values.take(pa.array(rows)))
+        shifted[rows] = exact.view(pa.int64()).fill_null(0).to_numpy()
+    validity = pc.is_valid(values).buffers()[1] if values.null_count else None
+    return pa.Array.from_buffers(
+        pa.timestamp(dtype.unit), len(values), [validity, pa.py_buffer(shifted)], values.null_count
+    )
 
 
 class Instants:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 
 import datafusion
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -69,3 +70,27 @@ def test_hour_in_new_york_is_local() -> None:
     )
     assert Hour().apply(values).to_pylist() == [18]
     assert Day().apply(values).to_pylist() == [1]
+
+
+@pytest.mark.parametrize(
+    "tz", ["America/New_York", "Australia/Lord_Howe", "Europe/London", "America/St_Johns"]
+)
+def test_many_rows_across_transitions(tz: str) -> None:
+    # The per-hour offset table, with the hours that hold a transition, and NULLs; from a slice.
+    rng = np.random.default_rng(5)
+    start = int(datetime.datetime(2024, 1, 1, tzinfo=UTC).timestamp())
+    seconds = rng.integers(start, start + 3 * 365 * 86_400, 200_000)
+    seconds[::7] = rng.integers(0, 3600, len(seconds[::7])) + int(
+        datetime.datetime(2025, 4, 5, 15, tzinfo=UTC).timestamp()
+    )
+    # St John's moves its clocks at 05:30Z: an hour with two offsets
+    seconds[::11] = rng.integers(0, 3600, len(seconds[::11])) + int(
+        datetime.datetime(2025, 3, 9, 5, tzinfo=UTC).timestamp()
+    )
+    values = pa.array(
+        seconds * 1_000_000, pa.timestamp("us", tz=tz), mask=rng.random(200_000) < 0.1
+    )
+    values = values.slice(3)
+    expected = datafusion_parts(values)
+    for part, transform in PARTS:
+        assert transform.apply(values).to_pylist() == expected[part], (part, tz)
