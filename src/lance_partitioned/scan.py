@@ -27,6 +27,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -43,15 +44,29 @@ from lance_partitioned.consistency import conform_batch, leaf_field
 from lance_partitioned.expressions import (
     AlwaysFalse,
     AlwaysTrue,
+    And,
+    Or,
     Predicate,
+    and_,
     bind,
     filter_arrow,
+    or_,
     parse_sql,
     project,
     residual,
     rewrite_not,
     terms,
     to_sql,
+)
+from lance_partitioned.expressions.fieldnames import (
+    FieldCondition,
+    FieldTerm,
+    field_conditions,
+    field_schema,
+    field_terms,
+    on_fields,
+    substitute,
+    without_fields,
 )
 from lance_partitioned.expressions.sqltext import deep
 from lance_partitioned.expressions.tree import Unknown
@@ -63,12 +78,15 @@ from lance_partitioned.manifest import (
     row_read_version,
 )
 from lance_partitioned.runtime import DEFAULT_THREADS
+from lance_partitioned.spec.evaluate import evaluate
+from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 
 __all__ = [
     "ScanTask",
     "count_rows",
     "count_task",
+    "manifest_filter",
     "plan_scan",
     "read_task",
     "sql_filter",
@@ -153,8 +171,16 @@ def missing_leaf_message(object_id: str, uri: str, version: int | None, exc: Bas
 Filter = str | Predicate | None
 
 
-def bound_filter(filter: Filter, schema: pa.Schema) -> Predicate:
-    """``filter`` as a NOT-free predicate bound to ``schema`` (AlwaysTrue for None)."""
+def bound_filter(
+    filter: Filter, schema: pa.Schema, fields: Mapping[str, FieldTerm] | None = None
+) -> Predicate:
+    """``filter`` as a NOT-free predicate bound to ``schema`` (AlwaysTrue for None).
+
+    ``fields`` are the partition field names the filter may also use (see
+    :mod:`lance_partitioned.expressions.fieldnames`).
+    """
+    if fields:
+        schema = field_schema(schema, fields)
     if filter is None:
         return AlwaysTrue()
     if isinstance(filter, str):
@@ -168,6 +194,21 @@ def bound_filter(filter: Filter, schema: pa.Schema) -> Predicate:
             f"filter must be a SQL string or an expressions Predicate, got {type(filter).__name__}"
         )
     return bind(rewrite_not(predicate), schema)
+
+
+def manifest_filter(
+    predicate: Predicate,
+    spec: PartitionSpec,
+    schema: NamespaceSchema,
+    fields: Mapping[str, FieldTerm],
+) -> Predicate:
+    """The condition on the ``__manifest`` partition columns that ``spec``'s leaves holding
+    a matching row meet: the inclusive projection of ``predicate``, and its conditions on
+    ``spec``'s own field names (``fields``) as they are."""
+    return and_(
+        project(without_fields(predicate, fields), spec, schema),
+        on_fields(predicate, spec, fields),
+    )
 
 
 def output_fields(schema: NamespaceSchema, columns: Sequence[str] | None) -> list[pa.Field]:
@@ -196,7 +237,8 @@ def plan_scan(
     """The leaves of ``snapshot`` that may hold rows matching ``filter``, in object-id order."""
     metadata = snapshot.metadata
     output_fields(metadata.schema, columns)  # validates the names
-    predicate = bound_filter(filter, metadata.schema.read_schema())
+    fields = field_terms(metadata.specs, metadata.schema)
+    predicate = bound_filter(filter, metadata.schema.read_schema(), fields)
     if isinstance(predicate, AlwaysFalse):
         return []
     tables = snapshot.tables
@@ -207,7 +249,7 @@ def plan_scan(
         rows = tables.filter(pc.starts_with(object_ids, f"v{spec.version}{DELIMITER}"))
         if rows.num_rows == 0:
             continue
-        projected = project(predicate, spec, metadata.schema)
+        projected = manifest_filter(predicate, spec, metadata.schema, fields)
         if isinstance(projected, AlwaysFalse):
             continue
         if not isinstance(projected, AlwaysTrue):
@@ -218,7 +260,9 @@ def plan_scan(
             remaining = (
                 predicate
                 if isinstance(predicate, AlwaysTrue)
-                else residual(predicate, spec, metadata.schema, values)
+                else residual(
+                    substitute(predicate, spec, fields, values), spec, metadata.schema, values
+                )
             )
             if isinstance(remaining, AlwaysFalse):
                 continue
@@ -250,8 +294,9 @@ def _pushdown(
     predicate: Predicate, fields: Sequence[pa.Field], sources: Sequence[pa.Field | None]
 ) -> str | None:
     """The residual as Lance SQL when the leaf stores every column it reads under its
-    namespace name and type (``sources[i]`` holds ``fields[i]``), else None."""
-    if all(
+    namespace name and type (``sources[i]`` holds ``fields[i]``), else None (and None when
+    it holds conditions on partition field names, evaluated in memory)."""
+    if not field_conditions(predicate) and all(
         source is not None and source.name == field.name and source.type == field.type
         for field, source in zip(fields, sources, strict=True)
     ):
@@ -356,11 +401,42 @@ def sql_filter(table: pa.Table, condition: str, what: str = "filter") -> pa.Tabl
 
 
 def _post_filter(batch: pa.RecordBatch, predicate: Predicate) -> pa.RecordBatch:
-    """Filter a conformed batch in memory (residuals over renamed or cast columns)."""
+    """Filter a conformed batch in memory (residuals over renamed or cast columns, and
+    conditions on partition field names: each field's expression is computed over its source
+    column with DataFusion, as the transform's reference path does)."""
+    conditions = field_conditions(predicate)
+    if conditions:
+        batch, predicate = _field_columns(batch, predicate, conditions)
     if not _unknowns(predicate):
         return filter_arrow(batch, predicate)
     table = sql_filter(pa.Table.from_batches([batch]), to_sql(predicate))
     return table.combine_chunks().to_batches()[0] if table.num_rows else batch.slice(0, 0)
+
+
+def _field_columns(
+    batch: pa.RecordBatch, predicate: Predicate, conditions: list[FieldCondition]
+) -> tuple[pa.RecordBatch, Predicate]:
+    """``batch`` with one computed column per field condition, and ``predicate`` with each
+    condition replaced by its leaf on that column."""
+    columns = list(batch.columns)
+    names = list(batch.schema.names)
+    computed: dict[tuple[str, str, pa.DataType], str] = {}
+    swap: dict[int, Predicate] = {}
+    for node in conditions:
+        key = (node.columns[0], node.expression, node.result_type)
+        if key not in computed:
+            computed[key] = name = f"__lp_field_{len(computed)}__"
+            source = batch.column(names.index(node.columns[0]))
+            columns.append(evaluate(node.expression, source, node.result_type))
+            names.append(name)
+        swap[id(node)] = dataclasses.replace(node.leaf, term=computed[key])  # type: ignore[type-var]
+
+    def visit(p: Predicate) -> Predicate:
+        if isinstance(p, (And, Or)):
+            return (and_ if isinstance(p, And) else or_)(visit(p.left), visit(p.right))
+        return swap.get(id(p), p)
+
+    return pa.RecordBatch.from_arrays(columns, names=names), visit(predicate)
 
 
 def _fragments(dataset: lance.LanceDataset, task: ScanTask) -> list[Any] | None:

@@ -190,3 +190,19 @@ def test_describe_text_marks_deprecated_and_nested_fields(tmp_path: Path, here: 
         "└── old: utf8  #4  (deprecated)",
     ]
     assert "1 namespaces, 0 leaves, 0 rows, 0 B in 0 fragments" in result.out
+
+
+def test_scan_explain_on_a_partition_field_name(namespace: Path) -> None:
+    # ts_year is a field of v1 only: v1 prunes on its __manifest column, v2 keeps every leaf
+    ns = lp.PartitionedNamespace.open(str(namespace))
+    sql = "ts_year = 2025"
+    done = cli("scan", namespace, "--filter", sql, "--explain", "--json")
+    assert done.code == 0, done.err
+    plan = done.json()
+    tasks = ns.plan_scan(sql)
+    assert plan["kept"] == len(tasks)
+    assert plan["specs"][0]["manifest_filter"] == "`ts_year` = 2025"
+    assert plan["specs"][1]["kept"] == plan["specs"][1]["leaves"]
+    assert {r["residual"] for r in plan["residuals"] if r["spec_version"] == 2} == {
+        "((date_part('year', `ts`)) = 2025)"
+    }

@@ -33,16 +33,18 @@ def explain(
 ) -> dict[str, Any]:
     """The pruning of a scan: leaves kept out of the total per spec version with the filter
     the ``__manifest`` is queried with, and the residual filter per kind of leaf."""
-    from lance_partitioned.expressions import AlwaysTrue, project, to_sql
-    from lance_partitioned.scan import bound_filter
+    from lance_partitioned.expressions import AlwaysTrue, to_sql
+    from lance_partitioned.expressions.fieldnames import field_terms
+    from lance_partitioned.scan import bound_filter, manifest_filter
 
     tasks = ns.plan_scan(filter, columns)
     total = Counter(ns.partitions().column("spec_version").to_pylist())
     kept = Counter(task.spec_version for task in tasks)
-    predicate = bound_filter(filter, ns.schema)
+    fields = field_terms(ns.partition_specs, ns.namespace_schema)
+    predicate = bound_filter(filter, ns.schema, fields)
     specs = []
     for spec in ns.partition_specs:
-        projected = project(predicate, spec, ns.namespace_schema)
+        projected = manifest_filter(predicate, spec, ns.namespace_schema, fields)
         specs.append(
             {
                 "spec_version": spec.version,

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
+
 from lance_partitioned.expressions.ranges import Interval
 from lance_partitioned.expressions.tree import (
     AlwaysTrue,
@@ -26,6 +28,7 @@ from lance_partitioned.expressions.tree import (
     and_,
     or_,
 )
+from lance_partitioned.spec.calendar import wall_clock_bounds, widened
 from lance_partitioned.spec.partitioning import PartitionField
 from lance_partitioned.spec.transforms import Lexicographic
 
@@ -63,8 +66,14 @@ def family(chain: list[PartitionField]) -> Lexicographic:
     return joint[0]
 
 
-def lexicographic(chain: list[PartitionField], interval: Interval) -> Predicate:
+def lexicographic(
+    chain: list[PartitionField], interval: Interval, source: pa.DataType | None = None
+) -> Predicate:
     """The chain's values between the keys of the interval's bounds, lexicographically.
+
+    Keys are of the wall clock: a zoned ``source``'s bounds are first translated
+    (:func:`~lance_partitioned.spec.calendar.wall_clock_bounds`); aware bounds of an unknown
+    source are widened by the largest UTC offset.
 
     >>> import datetime, pyarrow as pa
     >>> from lance_partitioned.spec.partitioning import PartitionField
@@ -76,9 +85,19 @@ def lexicographic(chain: list[PartitionField], interval: Interval) -> Predicate:
     """
     keys = family(chain)
     names = [f.name for f in chain]
+    interval = _wall_clock(interval, source)
     low = None if interval.low is None else keys.key(interval.low, len(chain))
     high = None if interval.high is None else keys.key(interval.high, len(chain))
     return _Lex(keys, names).between(low, high, 0)
+
+
+def _wall_clock(interval: Interval, source: pa.DataType | None) -> Interval:
+    if source is not None:
+        return wall_clock_bounds(interval, source)
+    aware = [getattr(b, "tzinfo", None) is not None for b in (interval.low, interval.high)]
+    if not any(aware):
+        return interval
+    return widened(interval)  # any zone's wall clock
 
 
 class _Lex:

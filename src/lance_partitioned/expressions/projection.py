@@ -218,7 +218,7 @@ class _Projector:
         chain = joint.chain(fields)
         parts: dict[Predicate, None] = {}
         if interval is not None and chain:
-            parts[self.bound(joint.lexicographic(chain, interval))] = None
+            parts[self.bound(joint.lexicographic(chain, interval, source))] = None
         for f in fields:
             t, name, result = f.transform, f.name, f.result_type
             for leaf in leaves:

@@ -63,7 +63,7 @@ from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.transforms import Transform
 
-__all__ = ["residual"]
+__all__ = ["holds", "residual"]
 
 
 def residual(
@@ -150,7 +150,7 @@ class _Guarantee:
         if self.is_null:
             return False  # every other test of NULL is NULL
         if self.exact:
-            return _holds(leaf, self.exact[0])
+            return holds(leaf, self.exact[0])
         for test in (self._by_interval, self._by_prefix, self._by_images):
             decided = test(leaf)
             if decided is not None:
@@ -276,8 +276,13 @@ def _narrow(g: _Guarantee, interval: Interval) -> None:
     g.interval = interval if g.interval is None else g.interval.intersect(interval)
 
 
-def _holds(leaf: Predicate, value: Any) -> bool | None:
-    """Evaluate a leaf on the one non-NULL value of the column (floats in total order)."""
+def holds(leaf: Predicate, value: Any) -> bool | None:
+    """Evaluate a leaf on the one non-NULL value of the column (floats in total order);
+    None when the leaf is not a comparison, set or prefix test, or the types do not compare.
+
+    >>> holds(GreaterThan("x", 5), 7), holds(In("x", (1, 2)), 3), holds(EqualTo("x", 1), "a")
+    (True, False, None)
+    """
     try:
         if isinstance(leaf, Comparison):
             order = _compare(value, leaf.value)

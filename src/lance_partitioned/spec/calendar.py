@@ -1,7 +1,9 @@
 """Calendar arithmetic of the date-part transforms (year, month, day, hour) on single values.
 
-Date parts are taken on the UTC instant, as :mod:`lance_partitioned.spec.transforms` computes
-them. (year, month, day, hour), coarsest first, orders time lexicographically: the
+Date parts are taken on the wall clock: a zoned timestamp's in its zone, as DataFusion computes
+them (:func:`wall_clock`); keys and cells are of naive wall-clock time, and
+:func:`wall_clock_bounds` / :meth:`Calendar.cell` translate between instants of a zoned column
+and its wall clock. (year, month, day, hour), coarsest first, orders time lexicographically: the
 :data:`CALENDAR` family is what :class:`~lance_partitioned.spec.transforms.Year`,
 :class:`~lance_partitioned.spec.transforms.Month`, ``Day`` and ``Hour`` declare as their joint
 capability (:class:`~lance_partitioned.spec.transforms.Lexicographic`), and what the
@@ -26,8 +28,21 @@ import datetime
 import pyarrow as pa
 
 from lance_partitioned.expressions.ranges import Interval
+from lance_partitioned.spec.fastpath import fixed_offset, local_time
 
-__all__ = ["CALENDAR", "Calendar", "cyclic_values", "utc_naive"]
+__all__ = [
+    "CALENDAR",
+    "MAX_OFFSET",
+    "Calendar",
+    "cyclic_values",
+    "utc_naive",
+    "wall_clock",
+    "wall_clock_bounds",
+    "widened",
+]
+
+MAX_OFFSET = datetime.timedelta(days=1)
+"""Every UTC offset is smaller than a day (chrono's, so DataFusion's, bound)."""
 
 _UTC = datetime.timezone.utc
 _SPAN_LIMIT = 64  # days/hours enumerated for the values a range covers
@@ -47,6 +62,68 @@ def utc_naive(value: datetime.date) -> datetime.datetime:
             return value.astimezone(_UTC).replace(tzinfo=None)
         return value
     return datetime.datetime.combine(value, datetime.time())
+
+
+def is_zoned(source: pa.DataType) -> bool:
+    return bool(pa.types.is_timestamp(source) and source.tz is not None)
+
+
+def wall_clock(value: datetime.date, source: pa.DataType) -> datetime.date:
+    """The naive wall-clock time of a bound literal of a column of type ``source``.
+
+    A zoned column's instants read in its zone, as DataFusion reads them; any other value is
+    itself (an aware datetime on a naive column: its UTC time).
+
+    >>> import datetime
+    >>> noon = datetime.datetime(2025, 7, 1, 12, tzinfo=datetime.timezone.utc)
+    >>> wall_clock(noon, pa.timestamp("us", tz="Europe/London"))
+    datetime.datetime(2025, 7, 1, 13, 0)
+    """
+    if not is_zoned(source) or not isinstance(value, datetime.datetime):
+        return utc_naive(value) if isinstance(value, datetime.datetime) else value
+    moment: datetime.datetime = local_time(pa.array([value], source))[0].as_py()
+    return moment
+
+
+def _shift(value: datetime.date | None, by: datetime.timedelta) -> datetime.datetime | None:
+    if value is None:
+        return None
+    try:
+        return utc_naive(value) + by
+    except OverflowError:
+        return None  # past datetime's range: unbounded
+
+
+def wall_clock_bounds(interval: Interval, source: pa.DataType) -> Interval:
+    """A naive interval that holds the wall clock of every instant of ``interval``.
+
+    Exact for naive columns and fixed offsets (``+05:30``, ``UTC``); for a zone with rules,
+    the UTC bounds widened by :data:`MAX_OFFSET` (the wall clock is not monotonic across a
+    fall back, and the offset varies).
+
+    >>> import datetime
+    >>> utc = datetime.timezone.utc
+    >>> day = Interval(datetime.datetime(2025, 1, 1, tzinfo=utc), True, None, False)
+    >>> wall_clock_bounds(day, pa.timestamp("s", tz="+05:30")).low
+    datetime.datetime(2025, 1, 1, 5, 30)
+    """
+    if not is_zoned(source):
+        return interval
+    offset = fixed_offset(source.tz)
+    if offset is not None:
+        by = datetime.timedelta(seconds=offset)
+        low, high = _shift(interval.low, by), _shift(interval.high, by)
+        return Interval(low, interval.low_inclusive, high, interval.high_inclusive)
+    return widened(interval)
+
+
+def widened(interval: Interval) -> Interval:
+    """The naive interval of ``interval``'s UTC bounds widened by :data:`MAX_OFFSET`.
+
+    It holds the wall clock of every instant of ``interval`` in any zone.
+    """
+    low, high = _shift(interval.low, -MAX_OFFSET), _shift(interval.high, MAX_OFFSET)
+    return Interval(low, True, high, True)
 
 
 class Calendar:
@@ -93,8 +170,10 @@ class Calendar:
     def cell(self, parts: tuple[int, ...], source: pa.DataType) -> Interval | None:
         """The source instants whose leading date parts are ``parts``, or None if out of reach.
 
-        ``parts`` is a prefix of (year, month, day, hour). The interval is half-open and has
-        the Python type of the column's bound literals (date, naive or aware UTC datetime).
+        ``parts`` is a prefix of (year, month, day, hour) of the wall clock. The interval is
+        half-open and has the Python type of the column's bound literals (date, naive or aware
+        UTC datetime). For a zoned column it holds every instant whose wall clock is in the
+        cell: shifted by a fixed offset, or widened by :data:`MAX_OFFSET` in a zone with rules.
 
         >>> CALENDAR.cell((2025, 2, 30), pa.date32()) is None
         True
@@ -121,10 +200,18 @@ class Calendar:
             end = None  # past datetime.max: unbounded above
         if pa.types.is_date(source):
             return Interval(start.date(), True, None if end is None else end.date(), False)
-        if source.tz is not None:
-            start = start.replace(tzinfo=_UTC)
-            end = None if end is None else end.replace(tzinfo=_UTC)
-        return Interval(start, True, end, False)
+        if source.tz is None:
+            return Interval(start, True, end, False)
+        offset = fixed_offset(source.tz)
+        by = MAX_OFFSET if offset is None else datetime.timedelta(seconds=offset)
+        low = _shift(start, -by)
+        high = _shift(end, by if offset is None else -by)
+        return Interval(
+            None if low is None else low.replace(tzinfo=_UTC),
+            low is not None,
+            None if high is None else high.replace(tzinfo=_UTC),
+            False,
+        )
 
     def __repr__(self) -> str:
         return "CALENDAR"

@@ -5,13 +5,12 @@ module runs ``SELECT (<expression>) FROM t`` with the values bound as column ``c
 one-partition table ``t`` (so row order is kept) and casts the result to the declared
 ``result_type``. The fast paths of :mod:`lance_partitioned.spec.transforms` must agree with it.
 
-Two things are bound differently from a naive registration:
+Two things to know about the binding:
 
-- **Time zones.** DataFusion 55 computes ``date_part`` on a time-zone-aware timestamp in the
-  zone's *local* time (``date_part('hour', TIMESTAMP '2025-01-01T23:30Z')`` is 18 in
-  ``America/New_York``). Partition values are computed in UTC, so a tz-aware column is bound as
-  the tz-naive timestamp of the same unit holding the same UTC instant. The result is cast back
-  to the declared type, so ``col`` on such a column still returns the tz-aware type.
+- **Time zones.** A tz-aware column is bound with its zone, as any other client binds it:
+  DataFusion 55 computes ``date_part`` on it in the zone's *local* time
+  (``date_part('hour', col)`` of 2025-01-01T23:30Z is 18 in ``America/New_York``), and so do
+  the fast paths. (lance-partitioned before issue 15 bound the UTC instant instead.)
 - **hash().** DataFusion has no ``hash()``; each session registers the scalar UDF ``hash`` over
   :func:`lance_partitioned.spec.hashing.hash_array`. A Python UDF has one exact signature, so
   before each query ``hash`` is re-registered for the type of ``col``: ``hash`` accepts
@@ -67,14 +66,12 @@ def session_context() -> datafusion.SessionContext:
 def bind_type(source: pa.DataType) -> pa.DataType:
     """The type ``col`` has inside DataFusion for a source column of type ``source``.
 
-    A tz-aware timestamp is bound as the tz-naive timestamp of the same unit (the UTC
-    instant); every other type as itself.
+    Every type is bound as itself: a tz-aware timestamp keeps its zone, so ``date_part`` is
+    taken in the zone's local time.
 
     >>> bind_type(pa.timestamp("ms", tz="Europe/Paris"))
-    TimestampType(timestamp[ms])
+    TimestampType(timestamp[ms, tz=Europe/Paris])
     """
-    if pa.types.is_timestamp(source) and source.tz is not None:
-        return pa.timestamp(source.unit)
     return source
 
 
@@ -90,7 +87,7 @@ def evaluate(
     expression : str
         A row-wise DataFusion SQL expression that uses ``col`` for the column.
     values : pyarrow.Array or pyarrow.ChunkedArray
-        The column. A tz-aware timestamp is bound as its UTC instant (see the module notes).
+        The column. A tz-aware timestamp keeps its zone (see the module notes).
     result_type : pyarrow.DataType, optional
         Cast the result to this type (a safe cast). By default the result keeps DataFusion's type.
 

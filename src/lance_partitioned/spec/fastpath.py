@@ -10,12 +10,15 @@ check it); :mod:`lance_partitioned.spec.transforms` decides when to use them.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from lance_partitioned.errors import TransformError
+from lance_partitioned.spec.evaluate import evaluate
 
 __all__ = [
     "BLOCK",
@@ -23,8 +26,10 @@ __all__ = [
     "SAFE_DAYS",
     "UNITS_PER_DAY",
     "Instants",
+    "fixed_offset",
     "is_ascii",
     "is_string",
+    "local_time",
     "truncate_number",
 ]
 
@@ -34,6 +39,102 @@ MAX_TABLE = 1 << 22
 SAFE_DAYS = 10_000_000
 """The fast path of date parts covers days in [-SAFE_DAYS, SAFE_DAYS] (pyarrow is exact there)."""
 UNITS_PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
+RULES_UNTIL = 2_114_380_800
+"""2037-01-01T00:00Z in seconds: pyarrow's zone offsets agree with DataFusion's before it.
+
+pyarrow reads the transitions listed in the zone files (up to 2037) and keeps the last offset
+after them; DataFusion (chrono-tz) applies the DST rules until 2100. Past this instant the
+wall clock of a zone with rules comes from DataFusion itself (``to_local_time``).
+"""
+_FIXED = re.compile(r"([+-])([0-9]{2}):?([0-9]{2})")
+_UTC_NAMES = frozenset({"utc", "etc/utc", "z", "gmt", "etc/gmt", "zulu", "etc/zulu"})
+
+
+def fixed_offset(tz: str) -> int | None:
+    """The offset in seconds of a fixed-offset zone (``+05:30``, ``UTC``), None for a named zone.
+
+    >>> fixed_offset("+05:30"), fixed_offset("-0345"), fixed_offset("UTC")
+    (19800, -13500, 0)
+    >>> fixed_offset("America/New_York") is None
+    True
+    """
+    if tz.lower() in _UTC_NAMES:
+        return 0
+    match = _FIXED.fullmatch(tz)
+    if match is None:
+        return None
+    seconds = int(match.group(2)) * 3600 + int(match.group(3)) * 60
+    return -seconds if match.group(1) == "-" else seconds
+
+
+def local_time(values: pa.Array) -> pa.Array:
+    """The wall clock of a zoned timestamp column in its zone, as DataFusion computes it.
+
+    The result is the tz-naive timestamp of the same unit: ``date_part`` of it is DataFusion's
+    ``date_part`` of the zoned column (local time, as the property tests check). A fixed offset
+    is one addition; a zone with rules takes each row's offset from a table of the offset of
+    every UTC hour the column spans (pyarrow's, exact for the rows of an hour holding a
+    transition), or from DataFusion past 2037.
+
+    Raises
+    ------
+    pyarrow.ArrowInvalid
+        If a wall clock does not fit the column's int64 storage.
+
+    Examples
+    --------
+    >>> import datetime
+    >>> utc = datetime.timezone.utc
+    >>> ts = pa.array([datetime.datetime(2025, 1, 1, 23, 30, tzinfo=utc)],
+    ...               pa.timestamp("s", tz="America/New_York"))
+    >>> local_time(ts).to_pylist()
+    [datetime.datetime(2025, 1, 1, 18, 30)]
+    """
+    unit = values.type.unit
+    naive = pa.timestamp(unit)
+    per_second = UNITS_PER_DAY[unit] // 86_400
+    raw = values.view(pa.int64())
+    offset = fixed_offset(values.type.tz)
+    if offset is not None:
+        shifted = raw if offset == 0 else pc.add_checked(raw, offset * per_second)
+        return shifted.view(naive)
+    if values.null_count == len(values):
+        return values.view(naive)
+    bounds = pc.min_max(raw)
+    low, high = int(bounds["min"].as_py()), int(bounds["max"].as_py())
+    if high >= RULES_UNTIL * per_second:
+        return evaluate("to_local_time(col)", values, naive)
+    per_hour = 3600 * per_second
+    first, last = low // per_hour, high // per_hour
+    if last - first >= MAX_TABLE or len(values) < 64:
+        return pc.local_timestamp(values)
+    return _by_hour_table(values, raw, first, last, per_hour)
+
+
+def _by_hour_table(
+    values: pa.Array, raw: pa.Array, first: int, last: int, per_hour: int
+) -> pa.Array:
+    """:func:`local_time` through the offset of each UTC hour from ``first`` to ``last``."""
+    dtype = values.type
+    starts = np.arange(first, last + 2, dtype=np.int64) * per_hour
+    edges = pa.array(np.concatenate([starts, starts[1:] - 1]), dtype)
+    local = pc.local_timestamp(edges).view(pa.int64()).to_numpy()
+    count = last - first + 1
+    at_start = local[:count] - starts[:-1]
+    at_end = local[count + 1 :] - (starts[1:] - 1)
+    data = np.frombuffer(raw.buffers()[1], np.int64)[raw.offset : raw.offset + len(raw)]
+    # NULL slots hold arbitrary values: clipped into the table, hidden by the validity
+    slot = np.clip(data // per_hour - first, 0, count - 1)
+    shifted = data + at_start[slot]
+    mixed = (at_start != at_end)[slot]  # the hour holds a transition: pyarrow row by row
+    if mixed.any():
+        rows = np.nonzero(mixed)[0]
+        exact = pc.local_timestamp(values.take(pa.array(rows)))
+        shifted[rows] = exact.view(pa.int64()).fill_null(0).to_numpy()
+    validity = pc.is_valid(values).buffers()[1] if values.null_count else None
+    return pa.Array.from_buffers(
+        pa.timestamp(dtype.unit), len(values), [validity, pa.py_buffer(shifted)], values.null_count
+    )
 
 
 class Instants:

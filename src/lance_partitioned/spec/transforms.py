@@ -45,7 +45,10 @@ truncate        strings: ``=``, IN, ranges, ``LIKE 'p%'`` (``len(p) >= W``: ``= 
 opaque          ``=`` and IN, evaluating the expression on the literal with DataFusion
 ==============  ==============================================================================
 
-Date parts of a timestamp are computed on its UTC instant, whatever its time zone.
+Date parts of a zoned timestamp are computed on its wall clock in the column's zone, as
+DataFusion computes them (``date_part('hour', col)`` of 23:30Z is 18 in ``America/New_York``);
+ranges of a zone with DST rules project through bounds widened by a day (the wall clock is not
+monotonic across a fall back).
 ``Truncate`` follows the expression's SQL semantics: ``%`` is the truncated remainder, so
 negative values truncate toward zero (``-3 - (-3 % 10) = 0``). ``left`` counts characters
 (code points), and always returns utf8.
@@ -102,8 +105,8 @@ from lance_partitioned.expressions.tree import (
     and_,
     or_,
 )
-from lance_partitioned.spec.calendar import CALENDAR, cyclic_values
-from lance_partitioned.spec.evaluate import bind_type, cast_result, evaluate
+from lance_partitioned.spec.calendar import CALENDAR, cyclic_values, wall_clock, wall_clock_bounds
+from lance_partitioned.spec.evaluate import cast_result, evaluate
 from lance_partitioned.spec.fastpath import (
     MAX_TABLE as _MAX_TABLE,
 )
@@ -111,6 +114,7 @@ from lance_partitioned.spec.fastpath import (
     SAFE_DAYS,
     Instants,
     is_string,
+    local_time,
     truncate_number,
 )
 from lance_partitioned.spec.fastpath import (
@@ -135,6 +139,7 @@ __all__ = [
 ]
 
 _MAX_PARAMETER = (1 << 63) - 1
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 class Lexicographic(Protocol):
@@ -449,7 +454,7 @@ class Identity(Transform):
 
 
 class _DatePart(Transform):
-    """``date_part('<part>', col)`` on the UTC instant, as int32.
+    """``date_part('<part>', col)`` on the wall clock (a zoned column's in its zone), as int32.
 
     The fast path covers days within ``SAFE_DAYS`` of the epoch (about years -25000 to 29000),
     where pyarrow's calendar arithmetic is exact; a column reaching beyond goes to DataFusion,
@@ -485,20 +490,24 @@ class _DatePart(Transform):
         return low, self._kernel(days).to_numpy().astype(np.int32)
 
     def _apply(self, values: pa.Array) -> pa.Array:
-        values = values.cast(bind_type(values.type))  # tz-aware -> the UTC instant, zero-copy
         if values.null_count == len(values):
             return pa.nulls(len(values), pa.int32())
         instants = Instants(values)
         low, high = instants.span(instants.per_day)
-        if low < -SAFE_DAYS or high > SAFE_DAYS:
+        zoned = pa.types.is_timestamp(values.type) and values.type.tz is not None
+        if low < -SAFE_DAYS or high > SAFE_DAYS or (zoned and _near_int64_bounds(instants)):
             return evaluate(self.expression, values)
+        if zoned:
+            # the wall clock, as DataFusion reads a zoned column (a day off at most: still safe)
+            values = local_time(values)
+            instants = Instants(values)
         table = self._table(instants)
         if table is None:
             return self._kernel(values)
         return instants.lookup(instants.per_day // self._per_day, *table)
 
     def _literal(self, value: Any, source: pa.DataType, result: pa.DataType) -> Any:
-        return CALENDAR.key(value, self._rank + 1)[-1]
+        return CALENDAR.key(wall_clock(value, source), self._rank + 1)[-1]
 
     def _project_leaf(
         self, name: str, leaf: Predicate, source: pa.DataType, result: pa.DataType
@@ -508,14 +517,25 @@ class _DatePart(Transform):
     def project_range(
         self, name: str, interval: Interval, source: pa.DataType, result: pa.DataType
     ) -> Predicate:
+        if pa.types.is_timestamp(source) and source.tz is not None:
+            # the wall clocks of the range's instants, projected as a naive column's range
+            interval = wall_clock_bounds(interval, source)
+            source = pa.timestamp(source.unit)
         if self.preserves_order:
             return super().project_range(name, interval, source, result)
         values = cyclic_values(self._part, interval)  # month-of-year etc.: the values covered
         return NotNull(name) if values is None else In(name, values)
 
 
+def _near_int64_bounds(instants: Instants) -> bool:
+    """Whether a wall clock (a day off at most) may not fit the column's int64 storage."""
+    return (
+        instants.min < _INT64_MIN + instants.per_day or instants.max > _INT64_MAX - instants.per_day
+    )
+
+
 class Year(_DatePart):
-    """``date_part('year', col)``: the year of a date or timestamp (UTC), as int32.
+    """``date_part('year', col)``: the year of a date or timestamp (its zone's), as int32.
 
     >>> import datetime, pyarrow as pa
     >>> Year().apply(pa.array([datetime.date(2025, 12, 10), None])).to_pylist()
@@ -529,7 +549,7 @@ class Year(_DatePart):
 
 
 class Month(_DatePart):
-    """``date_part('month', col)``: the month (1-12) of a date or timestamp (UTC), as int32.
+    """``date_part('month', col)``: the month (1-12) of a date or timestamp, as int32.
 
     >>> import datetime, pyarrow as pa
     >>> Month().apply(pa.array([datetime.date(2025, 12, 10)])).to_pylist()
@@ -542,7 +562,7 @@ class Month(_DatePart):
 
 
 class Day(_DatePart):
-    """``date_part('day', col)``: the day of the month of a date or timestamp (UTC), as int32.
+    """``date_part('day', col)``: the day of the month of a date or timestamp, as int32.
 
     >>> import datetime, pyarrow as pa
     >>> Day().apply(pa.array([datetime.date(2025, 12, 10)])).to_pylist()
@@ -555,14 +575,14 @@ class Day(_DatePart):
 
 
 class Hour(_DatePart):
-    """``date_part('hour', col)``: the hour (0-23) of a timestamp in UTC, as int32.
+    """``date_part('hour', col)``: the hour (0-23) of a timestamp in its zone, as int32.
 
-    Dates have no hour: ``Hour().can_apply(pa.date32())`` is False.
+    Dates have no hour: ``Hour().can_apply(pa.date32())`` is False. 23:30Z is 08:30 in Tokyo:
 
     >>> import datetime, pyarrow as pa
     >>> ts = pa.array([datetime.datetime(2025, 1, 1, 23, 30)], pa.timestamp("us", tz="Asia/Tokyo"))
     >>> Hour().apply(ts).to_pylist()
-    [23]
+    [8]
     >>> Hour().can_apply(pa.date32())
     False
     """

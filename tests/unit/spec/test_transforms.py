@@ -127,17 +127,24 @@ def test_date_parts_of_dates() -> None:
     assert _both(Year(), values.cast(pa.date64())) == [2025, 1969, None]
 
 
-def test_date_parts_of_timestamps_in_utc_whatever_the_zone() -> None:
-    # 2025-12-31T23:30Z is already 2026-01-01 in Tokyo and still 2025-12-31 18:30 in New York.
+def test_date_parts_of_timestamps_in_the_columns_zone() -> None:
+    # 2025-12-31T23:30Z is already 2026-01-01 08:30 in Tokyo and still 18:30 in New York: date
+    # parts are DataFusion's, of the wall clock (issue 15 item 6; before, always UTC's).
     instant = datetime.datetime(2025, 12, 31, 23, 30, tzinfo=UTC)
-    for tz in (None, "UTC", "Asia/Tokyo", "America/New_York"):
+    expected = {
+        None: (2025, 12, 31, 23),
+        "UTC": (2025, 12, 31, 23),
+        "Asia/Tokyo": (2026, 1, 1, 8),
+        "America/New_York": (2025, 12, 31, 18),
+    }
+    for tz, (year, month, day, hour) in expected.items():
         for unit in ("s", "ms", "us", "ns"):
             value = instant if tz else instant.replace(tzinfo=None)
             values = pa.array([value, None], pa.timestamp(unit, tz=tz))
-            assert _both(Year(), values) == [2025, None]
-            assert _both(Month(), values) == [12, None]
-            assert _both(Day(), values) == [31, None]
-            assert _both(Hour(), values) == [23, None]
+            assert _both(Year(), values) == [year, None]
+            assert _both(Month(), values) == [month, None]
+            assert _both(Day(), values) == [day, None]
+            assert _both(Hour(), values) == [hour, None]
 
 
 def test_date_parts_before_the_epoch_floor() -> None:

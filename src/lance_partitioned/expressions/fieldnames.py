@@ -1,0 +1,280 @@
+"""Filters that name a partition field: ``WHERE event_year = 2025`` (spec 000, Appendix C).
+
+A filter may name a partition field (of any spec version) that is not a schema column; the
+name means the field's expression over its source column (``date_part('year', event_date)``).
+A name that is also a schema column means the column. The filter is parsed and bound against
+the read schema extended by one column per such field (:func:`field_schema`), typed as the
+field's result type. Then, per spec version:
+
+- pruning: :func:`without_fields` turns the leaves on field names into AlwaysTrue before the
+  inclusive projection (a relaxation: the tree is NOT-free), and :func:`on_fields` keeps only
+  the leaves on the spec's own fields, which filter the ``__manifest`` column of that name
+  directly;
+- per partition, :func:`substitute` decides each leaf on a field name from the partition's
+  value of the field (specs that have it), or from the value the spec's own fields on the
+  same source pin (an identity field, or a range the field's transform maps to one value:
+  the transforms' ``preimage``); what it cannot decide becomes a :class:`FieldCondition`, an
+  :class:`Unknown` that the reader evaluates in memory after reading, computing the field's
+  expression over the source column with DataFusion (the transform's ``apply_reference``).
+
+>>> import pyarrow as pa
+>>> from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
+>>> from lance_partitioned.spec.schema import NamespaceSchema
+>>> from lance_partitioned.expressions import bind, parse_sql
+>>> schema = NamespaceSchema.from_arrow(pa.schema([("d", pa.date32())]))
+>>> v1 = PartitionSpec(1, (PartitionField(1, "d", 0, "col", pa.date32()),))
+>>> v2 = PartitionSpec(2, (PartitionField(2, "y", 0, "date_part('year', col)", pa.int32()),))
+>>> fields = field_terms([v1, v2], schema)
+>>> read = field_schema(schema.read_schema(), fields)
+>>> p = bind(parse_sql("y = 2025", read), read)
+>>> import datetime
+>>> substitute(p, v1, fields, {"d": datetime.date(2024, 5, 1)})
+AlwaysFalse()
+>>> substitute(p, v2, fields, {"y": 2025})
+AlwaysTrue()
+>>> substitute(p, v1, fields, {"d": None})
+AlwaysFalse()
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from lance_partitioned.errors import SchemaError
+from lance_partitioned.expressions.ranges import FAILED, NOTHING
+from lance_partitioned.expressions.render import to_sql
+from lance_partitioned.expressions.residuals import holds
+from lance_partitioned.expressions.tree import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    IsNull,
+    NotNull,
+    Or,
+    Predicate,
+    Unknown,
+    and_,
+    or_,
+)
+from lance_partitioned.spec.partitioning import PartitionSpec
+from lance_partitioned.spec.schema import NamespaceSchema
+from lance_partitioned.spec.transforms import Transform, parse_transform
+
+__all__ = [
+    "FieldCondition",
+    "FieldTerm",
+    "field_conditions",
+    "field_schema",
+    "field_terms",
+    "on_fields",
+    "substitute",
+    "without_fields",
+]
+
+
+@dataclass(frozen=True)
+class FieldTerm:
+    """A partition field name a filter may use: its expression over a live source column."""
+
+    name: str
+    source_id: int
+    source: str
+    source_type: pa.DataType
+    expression: str
+    result_type: pa.DataType
+
+    def sql(self) -> str:
+        """The expression over the (backtick-quoted) source column.
+
+        >>> FieldTerm("y", 0, "d", pa.date32(), "date_part('year', col)", pa.int32()).sql()
+        "date_part('year', `d`)"
+        """
+        quoted = "`" + self.source.replace("`", "``") + "`"
+        parts = self.expression.split("'")  # odd pieces are inside string literals
+        parts[::2] = [re.sub(r"\bcol\b", lambda _: quoted, part) for part in parts[::2]]
+        return "'".join(parts)
+
+
+@dataclass(frozen=True)
+class FieldCondition(Unknown):
+    """A leaf on a partition field name, in a partition whose values do not decide it.
+
+    ``sql`` is the leaf with the field's expression over the source column in place of the
+    name; the reader evaluates ``leaf`` on ``expression`` computed over ``columns[0]`` in
+    memory (never pushed into Lance, which lacks functions such as ``hash()``).
+    """
+
+    leaf: Predicate = dataclasses.field(default_factory=AlwaysTrue)
+    expression: str = "col"
+    result_type: pa.DataType = dataclasses.field(default_factory=pa.null)
+
+
+def field_terms(specs: Sequence[PartitionSpec], schema: NamespaceSchema) -> dict[str, FieldTerm]:
+    """The partition field names of ``specs`` that are not read-schema columns, by name.
+
+    A field whose source column was dropped, and a name two specs give different
+    expressions or sources, are left out (a filter naming them is an unknown column).
+    """
+    read = schema.read_schema()
+    found: dict[str, FieldTerm | None] = {}
+    for spec in specs:
+        for field in spec.fields:
+            if field.name in read.names:
+                continue
+            try:
+                source = schema.name_of(field.source_id)
+                source_type = schema.field_by_id(field.source_id).type
+            except SchemaError:
+                continue
+            if source not in read.names:
+                continue
+            term = FieldTerm(
+                field.name,
+                field.source_id,
+                source,
+                source_type,
+                field.expression,
+                field.result_type,
+            )
+            if field.name in found and found[field.name] != term:
+                found[field.name] = None
+            else:
+                found[field.name] = term
+    return {name: term for name, term in found.items() if term is not None}
+
+
+def field_schema(read: pa.Schema, fields: Mapping[str, FieldTerm]) -> pa.Schema:
+    """``read`` extended by one column per field name, of the field's result type."""
+    return pa.schema([*read, *(pa.field(t.name, t.result_type) for t in fields.values())])
+
+
+def _map_leaves(predicate: Predicate, leaf: Callable[[Predicate], Predicate]) -> Predicate:
+    if isinstance(predicate, And):
+        return and_(_map_leaves(predicate.left, leaf), _map_leaves(predicate.right, leaf))
+    if isinstance(predicate, Or):
+        return or_(_map_leaves(predicate.left, leaf), _map_leaves(predicate.right, leaf))
+    return leaf(predicate)
+
+
+def _term(p: Predicate) -> str | None:
+    term = getattr(p, "term", None)
+    return term if isinstance(term, str) else None
+
+
+def without_fields(predicate: Predicate, fields: Mapping[str, FieldTerm]) -> Predicate:
+    """A NOT-free ``predicate`` with its leaves on field names relaxed to AlwaysTrue."""
+    if not fields:
+        return predicate
+    return _map_leaves(predicate, lambda p: AlwaysTrue() if _term(p) in fields else p)
+
+
+def on_fields(
+    predicate: Predicate, spec: PartitionSpec, fields: Mapping[str, FieldTerm]
+) -> Predicate:
+    """Only the leaves on the field names of ``spec`` (the rest relaxed to AlwaysTrue): a
+    condition on the ``__manifest`` columns of those fields."""
+    own = {f.name for f in spec.fields} & set(fields)
+    return _map_leaves(predicate, lambda p: p if _term(p) in own else AlwaysTrue())
+
+
+def substitute(
+    predicate: Predicate,
+    spec: PartitionSpec,
+    fields: Mapping[str, FieldTerm],
+    values: Mapping[str, Any],
+) -> Predicate:
+    """Decide the leaves on field names in one partition of ``spec`` with ``values``.
+
+    A leaf its value decides becomes AlwaysTrue/AlwaysFalse; the others a
+    :class:`FieldCondition`.
+    """
+    if not fields:
+        return predicate
+    own = {f.name for f in spec.fields}
+    known: dict[str, Any] = {}
+
+    def value(term: FieldTerm) -> Any:
+        if term.name not in known:
+            if term.name in own:
+                known[term.name] = values.get(term.name, NOTHING)
+            else:
+                known[term.name] = _derive(term, spec, values)
+        return known[term.name]
+
+    def leaf(p: Predicate) -> Predicate:
+        name = _term(p)
+        if name is None or name not in fields:
+            return p
+        term = fields[name]
+        v = value(term)
+        decided: bool | None
+        if v is NOTHING:
+            decided = None
+        elif v is None:  # NULL: only IS NULL holds
+            decided = isinstance(p, IsNull)
+        elif isinstance(p, (IsNull, NotNull)):
+            decided = isinstance(p, NotNull)
+        else:
+            decided = holds(p, v)
+        if decided is None:
+            return _condition(p, term)
+        return AlwaysTrue() if decided else AlwaysFalse()
+
+    return _map_leaves(predicate, leaf)
+
+
+def _derive(term: FieldTerm, spec: PartitionSpec, values: Mapping[str, Any]) -> Any:
+    """The value of ``term`` on every row of a partition of ``spec`` whose own fields pin it
+    (None: NULL), else NOTHING."""
+    transform = _transform(term)
+    for field in spec.fields:
+        if field.source_id != term.source_id or field.name not in values:
+            continue
+        pre = field.transform.preimage(values[field.name], term.source_type, field.result_type)
+        if pre.null is True:
+            return None
+        if pre.exact is not NOTHING:
+            image = transform.apply_literal(pre.exact, term.source_type, term.result_type)
+            if image is not FAILED:
+                return image
+        interval = pre.interval
+        if (
+            transform.preserves_order
+            and interval is not None
+            and interval.low is not None
+            and interval.high is not None
+        ):
+            low = transform.apply_literal(interval.low, term.source_type, term.result_type)
+            high = transform.apply_literal(interval.high, term.source_type, term.result_type)
+            if low is not FAILED and low is not None and low == high:
+                return low
+    return NOTHING
+
+
+def _transform(term: FieldTerm) -> Transform:
+    return parse_transform(term.expression, term.result_type)
+
+
+def _condition(leaf: Predicate, term: FieldTerm) -> FieldCondition:
+    named = "`" + term.name.replace("`", "``") + "`"
+    sql = to_sql(leaf).replace(named, f"({term.sql()})", 1)
+    return FieldCondition(sql, (term.source,), leaf, term.expression, term.result_type)
+
+
+def field_conditions(predicate: Predicate) -> list[FieldCondition]:
+    """The :class:`FieldCondition` nodes of a predicate (iterative: any depth)."""
+    found: list[FieldCondition] = []
+    stack = [predicate]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, FieldCondition):
+            found.append(node)
+        elif isinstance(node, (And, Or)):
+            stack += (node.left, node.right)
+    return found

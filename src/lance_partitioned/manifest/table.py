@@ -1,0 +1,342 @@
+"""Access to the ``__manifest`` Lance table: reading snapshots, creating it, and its
+compare-and-swap commits (rows, partition columns, table metadata)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import lance
+import pyarrow as pa
+from lance import LanceDataset, LanceOperation
+from lance.commit import CommitConflictError
+from lance.schema import LanceSchema
+
+from lance_partitioned import errors
+from lance_partitioned.manifest.layout import (
+    BASE_COLUMNS,
+    GUARD_KEY,
+    GUARD_VALUE,
+    MANIFEST_DIR,
+    NAMESPACE,
+    READ_VERSION,
+    _spec_version_of,
+    _with_base,
+    manifest_schema,
+    rows_table,
+    spec_namespace_id,
+)
+from lance_partitioned.manifest.snapshot import (
+    CommitConflict,
+    ManifestEntry,
+    ManifestSnapshot,
+    RawManifest,
+)
+from lance_partitioned.spec.metadata import NamespaceMetadata, keep_unknown_keys
+
+
+class Manifest:
+    """Access to the ``__manifest`` table of one partitioned namespace.
+
+    Parameters
+    ----------
+    root : str
+        The namespace root (a local path or an object store URI).
+    storage_options : dict, optional
+        Passed to every Lance call.
+    """
+
+    def __init__(self, root: str, storage_options: Mapping[str, str] | None = None) -> None:
+        self.root = root.rstrip("/")
+        self.uri = f"{self.root}/{MANIFEST_DIR}"
+        self.storage_options = dict(storage_options or {})
+
+    def table_uri(self, location: str) -> str:
+        """The URI of a leaf table from its ``location`` (relative name or absolute URI)."""
+        if "://" in location or location.startswith("/"):
+            return location
+        return f"{self.root}/{location}"
+
+    def _open(self, version: int | None = None) -> LanceDataset:
+        try:
+            return lance.dataset(
+                self.uri, version=version, storage_options=self.storage_options or None
+            )
+        except ValueError as exc:
+            if version is not None and "not found" in str(exc).lower():
+                raise errors.TableVersionNotFoundError(
+                    f"__manifest version {version} does not exist at {self.root!r}"
+                ) from exc
+            raise errors.NamespaceNotFoundError(
+                f"no partitioned namespace at {self.root!r}: cannot open {self.uri!r} ({exc})"
+            ) from exc
+
+    def read_raw(self, version: int | None = None) -> RawManifest:
+        """One version of the manifest as stored, without parsing its metadata JSON.
+
+        For checks that must report a corrupt ``schema`` or spec key instead of failing on it
+        (``snapshot`` raises); a foreign manifest without ``read_version`` reads it as None.
+        """
+        ds = self._open(version)
+        rows = ds.to_table()
+        names = rows.column_names
+        partition_columns = {f.name: f.type for f in rows.schema if f.name not in BASE_COLUMNS}
+        entries = []
+        for row in rows.to_pylist():
+            read_version = row.get("read_version")
+            entries.append(
+                ManifestEntry(
+                    object_id=row["object_id"],
+                    object_type=row["object_type"],
+                    location=row.get("location"),
+                    metadata=row.get("metadata"),
+                    read_version=None if read_version is None else int(read_version),
+                    values={name: row[name] for name in names if name in partition_columns},
+                )
+            )
+        stamp = ds.get_version().get("timestamp")
+        return RawManifest(
+            int(ds.version),
+            stamp if isinstance(stamp, dt.datetime) else None,
+            dict(ds.metadata),
+            partition_columns,
+            tuple(entries),
+        )
+
+    def version_time(self, version: int) -> dt.datetime | None:
+        """When ``__manifest`` version ``version`` was committed (None: not recorded)."""
+        stamp = self._open(version).get_version().get("timestamp")  # no history listing
+        return stamp if isinstance(stamp, dt.datetime) else None
+
+    def exists(self) -> bool:
+        """Whether a ``__manifest`` Lance table exists at the root."""
+        try:
+            self._open()
+        except errors.NamespaceNotFoundError:
+            return False
+        return True
+
+    def latest_version(self) -> int:
+        """The latest ``__manifest`` version (without reading its rows)."""
+        return int(self._open().version)
+
+    def snapshot(self, version: int | None = None) -> ManifestSnapshot:
+        """Read one version of the manifest (the latest by default)."""
+        ds = self._open(version)
+        table_metadata = dict(ds.metadata)
+        if not NamespaceMetadata.is_partitioned(table_metadata):
+            raise errors.NotAPartitionedNamespaceError(
+                f"{self.root!r} is a directory namespace but not a partitioned namespace: "
+                "its __manifest metadata has no partition_spec_v<N> key (a PartitionedNamespace"
+                ".create interrupted between its two commits leaves this: create(..., "
+                "exist_ok=True) finishes it)"
+            )
+        metadata = NamespaceMetadata.from_table_metadata(table_metadata)
+        return ManifestSnapshot(ds.version, metadata, table_metadata, _with_base(ds.to_table()))
+
+    @classmethod
+    def create(
+        cls,
+        root: str,
+        metadata: NamespaceMetadata,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> Manifest:
+        """Create the ``__manifest`` with the spec-version row and the metadata.
+
+        Raises :class:`~lance_partitioned.errors.NamespaceAlreadyExistsError` if one exists.
+        """
+        manifest = cls(root, storage_options)
+        schema = manifest_schema(metadata.partition_columns())
+        first = spec_namespace_id(metadata.current_spec.version)
+        rows = rows_table(schema, [{"object_id": first, "object_type": NAMESPACE}])
+        try:
+            ds = lance.write_dataset(
+                rows,
+                manifest.uri,
+                schema=schema,
+                mode="create",
+                storage_options=manifest.storage_options or None,
+            )
+        except (OSError, ValueError) as exc:
+            typed = errors.storage_error(exc, manifest.root, "create a namespace")
+            if typed is not None:
+                raise typed from exc
+            if "already exists" in str(exc).lower() or manifest.exists():
+                raise errors.NamespaceAlreadyExistsError(
+                    f"a namespace already exists at {root!r}"
+                ) from exc
+            raise
+        # A crash here leaves a __manifest without partition specs: not a partitioned
+        # namespace to any reader; create(..., exist_ok=True) finishes it (finish_create).
+        manifest._publish_first(int(ds.version), metadata)
+        return manifest
+
+    def _publish_first(self, version: int, metadata: NamespaceMetadata) -> None:
+        updates = {**metadata.to_table_metadata(), GUARD_KEY: GUARD_VALUE}
+        try:
+            self.commit_table_metadata(version, updates)
+        except CommitConflict as exc:
+            raise errors.ConcurrentModificationError(
+                f"another client changed the new __manifest at {self.root!r} before its "
+                f"metadata was written: {exc}"
+            ) from exc
+
+    def is_unfinished(self) -> bool:
+        """Whether the ``__manifest`` is one that :meth:`create` left unfinished: no
+        partition spec key, and no row but spec version namespaces (``v<N>``)."""
+        ds = self._open()
+        if NamespaceMetadata.is_partitioned(dict(ds.metadata)):
+            return False
+        rows = ds.to_table(columns=["object_id", "object_type"]).to_pylist()
+        return all(
+            _spec_version_of(row["object_id"]) is not None and row["object_type"] == NAMESPACE
+            for row in rows
+        )
+
+    def finish_create(self, metadata: NamespaceMetadata) -> None:
+        """Finish a :meth:`create` that stopped between its two commits: add the partition
+        columns and the spec version row it may lack, then publish ``metadata`` and the
+        writer guard.
+
+        Raises
+        ------
+        NamespaceAlreadyExistsError
+            The ``__manifest`` is not an unfinished create (it holds other rows or specs).
+        ConcurrentModificationError
+            Another client changed it meanwhile.
+        """
+        if not self.is_unfinished():
+            raise errors.NamespaceAlreadyExistsError(
+                f"a directory namespace with content exists at {self.root!r}"
+            )
+        ds = self._open()
+        wanted = manifest_schema(metadata.partition_columns())
+        missing = [(f.name, f.type) for f in wanted if f.name not in ds.schema.names]
+        clashing = [
+            f.name
+            for f in wanted
+            if f.name in ds.schema.names and ds.schema.field(f.name).type != f.type
+        ]
+        if clashing:
+            raise errors.NamespaceAlreadyExistsError(
+                f"an unfinished create with other partition columns ({clashing}) is at "
+                f"{self.root!r}: finish it with the schema and partition spec it was started with"
+            )
+        version = int(ds.version)
+        try:
+            if missing:
+                version = self._add_columns(ds, missing, version)
+            first = spec_namespace_id(metadata.current_spec.version)
+            rows = self._open(version).to_table(columns=["object_id"])
+            if first not in rows.column("object_id").to_pylist():
+                row = rows_table(wanted, [{"object_id": first, "object_type": NAMESPACE}])
+                current = self._open(version)
+                transaction, _ = (
+                    current.merge_insert("object_id")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute_uncommitted(row.select(current.schema.names).cast(current.schema))
+                )
+                version = self._commit(transaction, version)
+        except CommitConflict as exc:
+            raise errors.ConcurrentModificationError(
+                f"another client changed the unfinished __manifest at {self.root!r}: {exc}"
+            ) from exc
+        self._publish_first(version, metadata)
+
+    def commit_rows(
+        self,
+        base: ManifestSnapshot,
+        rows: pa.Table,
+        *,
+        delete_where: str | None = None,
+    ) -> int:
+        """Upsert ``rows`` by ``object_id`` as a compare-and-swap on ``base.version``.
+
+        ``delete_where`` additionally deletes every existing row that is not in ``rows`` and
+        matches that SQL filter (used by whole-namespace overwrite). Returns the new
+        manifest version; raises :class:`CommitConflict` when a concurrent commit conflicts.
+        """
+        ds = self._open(base.version)
+        read_version = base.version
+        if READ_VERSION not in ds.schema.names:
+            # another client's manifest without the optional column: add it (nullable, every
+            # existing row NULL: read the latest) so that our rows can carry their versions
+            read_version = self._add_columns(ds, [(READ_VERSION, pa.uint64())], base.version)
+            ds = self._open(read_version)
+        builder = (
+            ds.merge_insert("object_id").when_matched_update_all().when_not_matched_insert_all()
+        )
+        if delete_where is not None:
+            builder = builder.when_not_matched_by_source_delete(delete_where)
+        present = [name for name in ds.schema.names if name in rows.column_names]
+        if len(present) != len(ds.schema.names):
+            raise errors.InternalError(
+                f"the __manifest at {self.root!r} has columns {ds.schema.names}, the rows to "
+                f"commit {rows.column_names}"
+            )
+        transaction, _ = builder.execute_uncommitted(rows.select(present).cast(ds.schema))
+        return self._commit(transaction, read_version)
+
+    def table_metadata(self, version: int) -> dict[str, str]:
+        """The raw table metadata map of one ``__manifest`` version (every key)."""
+        return dict(self._open(version).metadata)
+
+    def add_partition_columns(
+        self, base: ManifestSnapshot, columns: Sequence[tuple[str, pa.DataType]]
+    ) -> int:
+        """Add nullable columns (metadata only: every row reads NULL) as a compare-and-swap
+        on ``base.version``.
+
+        Returns the new manifest version; raises :class:`CommitConflict` when a concurrent
+        commit conflicts (any concurrent row or schema change does).
+        """
+        return self._add_columns(self._open(base.version), columns, base.version)
+
+    def _add_columns(
+        self, ds: LanceDataset, columns: Sequence[tuple[str, pa.DataType]], read_version: int
+    ) -> int:
+        current = ds.schema
+        if LanceSchema.from_pyarrow(current) != ds.lance_schema:
+            raise errors.InternalError(
+                f"the __manifest at {self.root!r} has Lance field ids that do not follow its "
+                "column order; cannot add partition columns to it"
+            )
+        wide = pa.schema([*current, *(pa.field(n, t, nullable=True) for n, t in columns)])
+        fragments = [fragment.metadata for fragment in ds.get_fragments()]
+        operation = LanceOperation.Merge(
+            fragments, LanceSchema.from_pyarrow(wide), preserves_nullability=True
+        )
+        return self._commit(operation, read_version)
+
+    def commit_table_metadata(self, read_version: int, updates: Mapping[str, str]) -> int:
+        """Set table metadata keys (others are kept) as a compare-and-swap on ``read_version``.
+
+        Keys of the JSON values that we do not own (another client's, at any level) are
+        carried over from the values replaced (:func:`~.spec.metadata.keep_unknown_keys`).
+        Lance reports a conflict when a concurrent commit set any of the same keys. Returns
+        the new manifest version; raises :class:`CommitConflict` on a conflict.
+        """
+        current = self.table_metadata(read_version)
+        kept: dict[str, str | None] = {
+            key: keep_unknown_keys(key, current[key], value) if key in current else value
+            for key, value in updates.items()
+        }
+        operation = LanceOperation.UpdateConfig(
+            table_metadata_updates=LanceOperation.UpdateMap(kept, replace=False)
+        )
+        return self._commit(operation, read_version)
+
+    def _commit(self, operation: Any, read_version: int) -> int:
+        try:
+            ds = LanceDataset.commit(
+                self.uri,
+                operation,
+                read_version=read_version,
+                storage_options=self.storage_options or None,
+                max_retries=0,
+            )
+        except CommitConflictError as exc:
+            raise CommitConflict(str(exc)) from exc
+        return int(ds.version)
