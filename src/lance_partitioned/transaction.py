@@ -315,19 +315,34 @@ def _conform_leaf(
         steps.append(lambda d: d.alter_columns(*renames))
     if plan.adds:
         steps.append(lambda d: d.add_columns(pa.schema(plan.adds)))
-    for step in steps:
-        expected = ds.version + 1
-        step(ds)
-        ds = _ensure(uri, expected, options)
     if plan.stamps:  # field metadata, set by the paths the fields have now
         restamp: dict[str, dict[str, str | None]] = {
             path: dict(values) for path, values in plan.stamps.items()
         }
-        expected = ds.version + 1
-        ds.update_field_metadata(restamp)
-        ds = _ensure(uri, expected, options)
+        steps.append(lambda d: d.update_field_metadata(restamp))
+    for step in steps:
+        ds = _leaf_step(uri, ds, step, options)
     log.info("leaf %s evolved to version %d for this write's columns", uri, ds.version)
     return ds
+
+
+def _leaf_step(
+    uri: str, ds: LanceDataset, step: Callable[[LanceDataset], Any], options: dict[str, str] | None
+) -> LanceDataset:
+    """Run one metadata-only schema change on the leaf at ``ds`` and return the leaf at the
+    version it made. Lance reports a concurrent leaf commit (another writer's append or
+    restore) as an ``OSError`` ("Incompatible transaction") here rather than as a commit
+    conflict: raised as :class:`_Rebased`, so that :func:`commit_leaf` looks again and
+    retries, as for any other leaf conflict."""
+    expected = ds.version + 1
+    try:
+        step(ds)
+    except (OSError, ValueError) as exc:
+        text = str(exc).lower()
+        if "incompatible transaction" not in text and "conflict" not in text:
+            raise
+        raise _Rebased(uri) from exc
+    return _ensure(uri, expected, options)
 
 
 def _staged_fragments(uri: str, ds: LanceDataset, leaf: LeafWrite, schema: pa.Schema) -> list[Any]:

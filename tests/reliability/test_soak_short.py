@@ -47,9 +47,16 @@ def test_sigkill_soak_short_mode(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_concurrency_soak_short_mode(tmp_path: Path) -> None:
-    """4 writers, 2 readers and an evolver (partition spec changes: adding columns races
-    writes into issue 16 item 3) for 30 s; every __manifest version is replayed."""
-    done = run("soak/concurrency.py", "--short", "--evolutions", "spec", "--dir", str(tmp_path))
+    """4 writers, 2 readers and an evolver (adding, renaming and dropping columns, changing the
+    partition spec) for 30 s; every __manifest version is replayed."""
+    done = run(
+        "soak/concurrency.py",
+        "--short",
+        "--evolutions",
+        "add,rename,drop,spec",
+        "--dir",
+        str(tmp_path),
+    )
     (row,) = _table(done.stdout)
     assert row["writers"] == "4"
     commits, versions = int(row["commits"]), int(row["versions replayed"])
