@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from lance_partitioned.errors import PartitionSpecError, TransformError
-from lance_partitioned.spec import transforms
+from lance_partitioned.spec import fastpath
 from lance_partitioned.spec.transforms import (
     Bucket,
     Day,
@@ -162,7 +162,7 @@ def test_date_parts_of_all_nulls_and_empty() -> None:
 def test_date_parts_over_a_wide_span_skip_the_lookup_table() -> None:
     days = [-3_000_000, 0, 3_000_000, None]  # span > _MAX_TABLE
     spans = (6_000_000, 500 * 365 * 24)  # days, then hours
-    assert all(span > transforms._MAX_TABLE for span in spans)
+    assert all(span > fastpath.MAX_TABLE for span in spans)
     assert _both(Year(), pa.array(days, pa.date32())) == [-6244, 1970, 10183, None]
     seconds = [-1, 0, 500 * 365 * 86_400 + 5 * 3600 + 7, None]  # span > _MAX_TABLE hours
     assert _both(Hour(), pa.array(seconds, pa.timestamp("s"))) == [23, 0, 5, None]
@@ -258,10 +258,10 @@ def test_truncate_strings_counts_characters() -> None:
 
 def test_truncate_ascii_strings_take_the_byte_path() -> None:
     values = pa.array(["abcdef", None, "", "xy", "0123456789"])
-    assert transforms._is_ascii(values)
-    assert not transforms._is_ascii(pa.array(["abc", "é"]))
-    assert transforms._is_ascii(pa.array(["é", "abc"]).slice(1))
-    assert transforms._is_ascii(pa.array([None, ""]))
+    assert fastpath.is_ascii(values)
+    assert not fastpath.is_ascii(pa.array(["abc", "é"]))
+    assert fastpath.is_ascii(pa.array(["é", "abc"]).slice(1))
+    assert fastpath.is_ascii(pa.array([None, ""]))
     for dtype in (pa.utf8(), pa.large_utf8(), pa.string_view()):
         column = values.cast(dtype).slice(1)
         assert _both(Truncate(3, string=True), column) == [None, "", "xy", "012"]
