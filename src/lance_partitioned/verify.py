@@ -53,6 +53,7 @@ from lance_partitioned.manifest import (
     MANIFEST_DIR,
     Manifest,
     ManifestEntry,
+    local_path,
     properties_error,
 )
 from lance_partitioned.runtime import DEFAULT_THREADS
@@ -471,12 +472,6 @@ def _check_values(
 # --------------------------------------------------------------------------------- orphans
 
 
-def _local_root(root: str) -> str | None:
-    if root.startswith("file://"):
-        return root[len("file://") :]
-    return None if "://" in root else root
-
-
 def _size(path: str) -> int:
     total = 0
     for folder, _, files in os.walk(path):
@@ -489,7 +484,7 @@ def _size(path: str) -> int:
 
 
 def _orphans(root: str, referenced: set[str]) -> list[Orphan] | None:
-    local = _local_root(root)
+    local = local_path(root)
     if local is None:
         return None
     out = []

@@ -37,6 +37,7 @@ from lance_partitioned.manifest import (
     ManifestSnapshot,
     leaf_location,
     leaf_object_id,
+    local_path,
     partition_name,
     spec_namespace_id,
     value_tokens,
@@ -347,7 +348,7 @@ class _Stager:
         directory and its pinned version are there (two ``stat`` calls), so that a damaged
         namespace fails before anything is written. Elsewhere the leaf commit finds it."""
         uri = self.manifest.table_uri(location)
-        path = _local_path(uri)
+        path = local_path(uri)
         if path is None:
             return
         version = self.snapshot.read_version(object_id)
@@ -460,8 +461,8 @@ class _Stager:
         self.staged_bytes += nbytes
         part.buffer, part.buffered = [], 0
         uri = self.manifest.table_uri(part.location)
-        if part.directory_existed is None and _local_path(uri) is not None:
-            part.directory_existed = os.path.exists(_local_path(uri) or "")
+        if part.directory_existed is None and local_path(uri) is not None:
+            part.directory_existed = os.path.exists(local_path(uri) or "")
         # staged with the field ids of a new leaf in the leaf schema, never against what is in
         # the leaf directory (its latest version may be an orphan of any schema): the commit
         # maps them to the ids of the leaf version it commits on
@@ -511,7 +512,7 @@ class _Stager:
                     for fragment in future.result()
                 ),
             ]
-            root = _local_path(self.manifest.table_uri(part.location))
+            root = local_path(self.manifest.table_uri(part.location))
             if root is None:
                 continue
             for fragment in fragments:
@@ -544,13 +545,6 @@ class _Stager:
 
 
 _U64_MAX = (1 << 64) - 1  # Lance's V2 manifest paths name version v as u64::MAX - v
-
-
-def _local_path(uri: str) -> str | None:
-    """The local path of a leaf URI, or None for an object store."""
-    if uri.startswith("file://"):
-        return uri[len("file://") :]
-    return None if "://" in uri else uri
 
 
 def partition_values(

@@ -164,3 +164,14 @@ def rows_table(schema: pa.Schema, rows: Sequence[Mapping[str, Any]]) -> pa.Table
     """Build manifest rows (dicts of column name to Python value) in the manifest schema."""
     columns = {f.name: pa.array([row.get(f.name) for row in rows], type=f.type) for f in schema}
     return pa.table(columns, schema=schema)
+
+
+def local_path(uri: str) -> str | None:
+    """The local file system path of a namespace or leaf URI, or None for an object store.
+
+    >>> local_path("file:///data/ns"), local_path("/data/ns"), local_path("s3://b/ns")
+    ('/data/ns', '/data/ns', None)
+    """
+    if uri.startswith("file://"):
+        return uri[len("file://") :]
+    return None if "://" in uri else uri

@@ -43,7 +43,7 @@ from typing import Any, cast
 import lance
 import lance.file
 
-from lance_partitioned.manifest import Manifest
+from lance_partitioned.manifest import Manifest, local_path
 
 __all__ = [
     "STAGING_DIR",
@@ -154,11 +154,11 @@ class StagingJournal:
 
     def remove_directory(self) -> None:
         """Remove the job's emptied directory (object stores have none to remove)."""
-        root = self.manifest.root
-        if "://" in root and not root.startswith("file://"):
+        root = local_path(self.manifest.root)
+        if root is None:
             return
         with contextlib.suppress(OSError):  # not empty, or already gone
-            os.rmdir(f"{root.removeprefix('file://')}/{self.directory}")
+            os.rmdir(f"{root}/{self.directory}")
 
 
 def _referenced_since(uri: str, options: dict[str, str], since: datetime.datetime) -> set[str]:
