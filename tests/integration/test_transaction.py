@@ -13,6 +13,7 @@ import pytest
 
 import lance_partitioned as lp
 from lance_partitioned import errors, transaction
+from lance_partitioned.transaction import leaves
 from tests.integration.helpers import Boom, crash_after_leaf_commits, read_leaves
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("k", pa.string())])
@@ -129,20 +130,20 @@ def _pending(ns: lp.PartitionedNamespace) -> transaction.PendingWrite:
 def _count_looks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record every time a leaf commit opens a leaf (its latest version, or its schema)."""
     looks: list[str] = []
-    real = transaction._latest_version
+    real = leaves._latest_version
 
     def latest_version(uri: str, options: dict[str, str] | None) -> int | None:
         looks.append(uri)
         return real(uri, options)
 
-    monkeypatch.setattr(transaction, "_latest_version", latest_version)
-    real_open = transaction._open_leaf
+    monkeypatch.setattr(leaves, "_latest_version", latest_version)
+    real_open = leaves._open_leaf
 
     def open_leaf(uri: str, version: int, options: dict[str, str] | None) -> Any:
         looks.append(uri)
         return real_open(uri, version, options)
 
-    monkeypatch.setattr(transaction, "_open_leaf", open_leaf)
+    monkeypatch.setattr(leaves, "_open_leaf", open_leaf)
     return looks
 
 
@@ -189,7 +190,7 @@ def test_a_leaf_commit_overtaken_by_another_writer_re_reads_the_manifest(
     ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="k")
     ns.write(rows(range(10), ["a"]))
     other = lp.PartitionedNamespace.open(ns.uri)
-    real = transaction.LanceDataset
+    real = leaves.LanceDataset
 
     class Overtaken:
         """``LanceDataset`` whose first commit lets the other writer finish first."""
@@ -203,7 +204,7 @@ def test_a_leaf_commit_overtaken_by_another_writer_re_reads_the_manifest(
                 other.write(rows(range(100, 105), ["a"]))
             return real.commit(*args, **kwargs)
 
-    monkeypatch.setattr(transaction, "LanceDataset", Overtaken)
+    monkeypatch.setattr(leaves, "LanceDataset", Overtaken)
     with caplog.at_level("INFO", logger=transaction.__name__):
         result = ns.write(rows(range(200, 205), ["a"]))
     assert Overtaken.fired

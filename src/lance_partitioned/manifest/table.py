@@ -251,12 +251,15 @@ class Manifest:
         rows: pa.Table,
         *,
         delete_where: str | None = None,
+        properties: Mapping[str, str] | None = None,
     ) -> int:
         """Upsert ``rows`` by ``object_id`` as a compare-and-swap on ``base.version``.
 
         ``delete_where`` additionally deletes every existing row that is not in ``rows`` and
-        matches that SQL filter (used by whole-namespace overwrite). Returns the new
-        manifest version; raises :class:`CommitConflict` when a concurrent commit conflicts.
+        matches that SQL filter (whole-namespace overwrite, dropped leaves). ``properties``
+        become the Lance transaction properties of the commit (what the operation did; other
+        clients ignore them). Returns the new manifest version; raises
+        :class:`CommitConflict` when a concurrent commit conflicts.
         """
         ds = self._open(base.version)
         read_version = base.version
@@ -277,6 +280,11 @@ class Manifest:
                 f"commit {rows.column_names}"
             )
         transaction, _ = builder.execute_uncommitted(rows.select(present).cast(ds.schema))
+        if properties:
+            transaction.transaction_properties = {
+                **(transaction.transaction_properties or {}),
+                **properties,
+            }
         return self._commit(transaction, read_version)
 
     def table_metadata(self, version: int) -> dict[str, str]:

@@ -1,0 +1,644 @@
+"""The commit protocol: every change of data becomes visible in one ``__manifest`` commit.
+
+This package is the only place that commits data (:mod:`.leaves` holds the leaf-level
+commits). Every operation hands :func:`commit_changes` a planner that returns a
+:class:`ChangePlan` for a ``__manifest`` snapshot: changes of existing leaves computed from
+the leaf at its ``read_version`` (:class:`LeafChange`: row-level deletes, updates,
+compactions), leaves dropped from the ``__manifest``, and staged new data. Writes (the Python
+API, the Spark driver, the CLI) use :func:`commit_write`, a plan that only writes: a
+:class:`PendingWrite` (fragments already staged, invisible, with the field ids of a new leaf in
+the leaf schema). For each attempt the protocol:
+
+1. reads the latest ``__manifest`` snapshot and checks that the write still means what it
+   meant when staged: an ``overwrite`` or ``overwrite_partitions`` staged under a partition
+   spec that is no longer current, or columns staged in a type that a promotion changed
+   meanwhile, raise :class:`~lance_partitioned.errors.ConcurrentSchemaChangeError` (an
+   append staged under an older spec still lands, in that spec's leaves);
+2. commits each touched leaf: a leaf whose row is absent gets an ``Overwrite`` (creating the
+   dataset, or replacing an orphan left by a crashed writer); a leaf whose latest version is
+   not the manifest's ``read_version`` is first restored to it (the difference is an orphan or
+   an in-flight writer that will retry), then gets an ``Append`` or an ``Overwrite``. An
+   ``Append`` goes on a leaf version whose schema takes the staged columns: when the
+   ``__manifest`` does not record the staged schema for that version, the leaf is opened,
+   brought to take them with Lance's metadata-only schema changes (leaf commits too, see
+   :mod:`lance_partitioned.leafplan`), and the fragments' field ids are mapped to the leaf's
+   and checked column by column, so a commit never publishes fragments that the leaf would
+   misread. The first attempt does not open a leaf that is as the manifest says: it commits
+   on the manifest's view, and Lance's rebase, conflict or "not found" is what sends the next
+   attempt to look;
+   A changed leaf is opened at its ``read_version`` (an orphan on top restored away), the
+   change prepared on it and committed; a leaf both changed and appended to gets the change,
+   then the staged fragments on top;
+3. upserts every touched row (new ``read_version``s, new namespace and table rows) and deletes
+   the dropped ones in one ``merge_insert`` committed as a compare-and-swap on the version
+   read in step 1, with the plan's properties as its Lance transaction properties.
+
+Every manifest commit also rewrites every spec version row (``v1``, ``v2``, …): pylance
+rebases concurrent commits that share no row, which would duplicate a partition created by two
+writers at once, or let an overwrite be rebased over a write under a newer spec and leave that
+write's rows visible; rewriting shared rows turns both into conflicts. On a conflict the
+protocol re-reads, keeps the leaf commits whose expected ``read_version`` still holds, redoes
+the others on the new base (staged fragments are reusable), and retries with exponential
+backoff and jitter. A leaf commit that conflicts after the manifest has moved on does the same
+rather than retry on its outdated expectation (two writers restoring a leaf to different
+versions would keep undoing each other). Until step 3 succeeds nothing is visible: readers
+open leaves at the ``read_version`` of the manifest version they read.
+
+:func:`pause_at` lets a test run another writer or an evolution at a precise step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pyarrow as pa
+
+from lance_partitioned import errors
+from lance_partitioned.consistency import leaf_schema
+from lance_partitioned.manifest import (
+    DELIMITER,
+    NAMESPACE,
+    TABLE,
+    CommitConflict,
+    LeafStats,
+    Manifest,
+    ManifestSnapshot,
+    WriterTransactions,
+    rows_table,
+    spec_namespace_id,
+)
+from lance_partitioned.restage import current_names, promoted_schema, restage_fragments
+from lance_partitioned.transaction.leaves import (
+    _ABSENT,
+    _NULL,
+    Backoff,
+    LeafChange,
+    LeafCommit,
+    LeafWrite,
+    _pause,
+    _StaleSnapshot,
+    commit_change,
+    commit_leaf,
+    pause_at,
+)
+
+__all__ = [
+    "Backoff",
+    "ChangePlan",
+    "CommitResult",
+    "LeafChange",
+    "LeafCommit",
+    "LeafWrite",
+    "PendingWrite",
+    "commit_change",
+    "commit_changes",
+    "commit_leaf",
+    "commit_write",
+    "merge_pending",
+    "pause_at",
+]
+
+log = logging.getLogger(__name__)
+
+WriteMode = Literal["append", "overwrite", "overwrite_partitions"]
+_SPEC_ID = re.compile(r"v[0-9]+")
+
+
+@dataclass
+class PendingWrite:
+    """Everything one write adds: leaves, their ancestor namespaces and the mode.
+
+    ``namespaces`` maps each ancestor partition namespace object id to its inherited values.
+    """
+
+    spec_version: int
+    leaf_schema: pa.Schema
+    leaves: list[LeafWrite]
+    namespaces: dict[str, dict[str, Any]]
+    mode: WriteMode = "append"
+
+
+@dataclass
+class CommitResult:
+    """What a commit did.
+
+    Attributes
+    ----------
+    version : int
+        The new ``__manifest`` version.
+    leaf_versions : dict[str, int]
+        The committed ``read_version`` of each touched leaf.
+    created : list[str]
+        Object ids of leaf tables that did not exist before.
+    attempts : int
+        Manifest commit attempts (1 when there was no conflict).
+    """
+
+    version: int
+    leaf_versions: dict[str, int]
+    created: list[str]
+    attempts: int
+    rows: int = 0
+    deleted_leaves: int = 0
+    skipped: bool = False  # nothing to commit, or an idempotent write already committed
+    changed: dict[str, int] = field(default_factory=dict)  # leaf -> read_version of a change
+    dropped: list[str] = field(default_factory=list)  # leaves whose rows were removed
+
+
+def _expected(snapshot: ManifestSnapshot, object_id: str) -> int:
+    if not snapshot.has(object_id):
+        return _ABSENT
+    read_version = snapshot.read_version(object_id)
+    return _NULL if read_version is None else read_version
+
+
+def _namespace_row(
+    snapshot: ManifestSnapshot, object_id: str, values: Mapping[str, Any]
+) -> dict[str, Any]:
+    existing = snapshot.row(object_id)
+    if existing is not None:
+        return existing
+    return {"object_id": object_id, "object_type": NAMESPACE, **values}
+
+
+def _leaf_row(snapshot: ManifestSnapshot, leaf: LeafWrite, commit: LeafCommit) -> dict[str, Any]:
+    row = snapshot.row(leaf.object_id) or {
+        "object_id": leaf.object_id,
+        "object_type": TABLE,
+        "location": leaf.location,
+        **leaf.values,
+    }
+    stats = LeafStats(commit.version, commit.num_rows, commit.fingerprint)
+    return {
+        **row,
+        "read_version": commit.version,
+        "metadata": stats.merge_into(row.get("metadata")),
+    }
+
+
+def _known(snapshot: ManifestSnapshot, object_id: str, expected: int) -> str | None:
+    """The leaf schema fingerprint the ``__manifest`` recorded for version ``expected``."""
+    if expected < 0:
+        return None
+    row = snapshot.row(object_id)
+    return None if row is None else LeafStats.schema_at(row.get("metadata"), expected)
+
+
+def _spec_rows(snapshot: ManifestSnapshot) -> list[str]:
+    """The object ids of the spec version namespaces (``v1``, ``v2``, …)."""
+    ids = snapshot.rows.column("object_id").to_pylist()
+    return [oid for oid in ids if _SPEC_ID.fullmatch(oid)]
+
+
+def _check_base(
+    manifest: Manifest, snapshot: ManifestSnapshot, pending: PendingWrite
+) -> PendingWrite:
+    """``pending`` as it can be committed on ``snapshot``: with the current names of the
+    columns renamed meanwhile (leaves keep the namespace's names), re-staged when a column it
+    staged was promoted meanwhile (:mod:`lance_partitioned.restage`); refused with
+    ``ConcurrentSchemaChangeError`` when it was staged for an overwrite under a partition
+    spec that is no longer current."""
+    current = snapshot.metadata.current_spec.version
+    if pending.mode != "append" and current != pending.spec_version:
+        raise errors.ConcurrentSchemaChangeError(
+            f"this {pending.mode!r} write was staged under partition spec v"
+            f"{pending.spec_version}, but spec v{current} was published in the __manifest at "
+            f"{snapshot.version} meanwhile: nothing was changed; write the data again"
+        )
+    now = leaf_schema(snapshot.metadata.schema)
+    if not any(leaf.aliases for leaf in pending.leaves):  # (not rename_column's own commit)
+        renamed = current_names(pending.leaf_schema, now)
+        if renamed != pending.leaf_schema:
+            pending = dataclasses.replace(pending, leaf_schema=renamed)
+    promoted = promoted_schema(pending.leaf_schema, now)
+    if promoted is None:
+        return pending
+    log.info("a column type was promoted while this write was staged: re-staging it")
+    options = manifest.storage_options or None
+    leaves = [
+        dataclasses.replace(
+            leaf,
+            fragments=restage_fragments(
+                manifest.table_uri(leaf.location), leaf.fragments, promoted, options
+            ),
+        )
+        for leaf in pending.leaves
+    ]
+    return dataclasses.replace(pending, leaf_schema=promoted, leaves=leaves)
+
+
+def _check_location(snapshot: ManifestSnapshot, leaf: LeafWrite) -> None:
+    location = snapshot.location(leaf.object_id)
+    if location is not None and location != leaf.location:
+        raise errors.ConcurrentModificationError(
+            f"leaf {leaf.object_id!r} was created at {location!r} by another client while "
+            f"this write staged its data at {leaf.location!r}; retry the write"
+        )
+
+
+@dataclass
+class ChangePlan:
+    """Everything one operation changes, planned on one ``__manifest`` snapshot.
+
+    Attributes
+    ----------
+    changes : list of LeafChange
+        Changes to existing leaves (row-level deletes, updates, compactions).
+    drops : list of str
+        Leaf object ids whose rows leave the ``__manifest`` (metadata only: older versions
+        still read the data; cleanup removes it).
+    writes : PendingWrite, optional
+        New staged data, mode ``append`` or ``overwrite_partitions`` (each written leaf
+        replaced) or ``overwrite`` (the whole namespace). A leaf with both a change and an
+        append gets the change first, then the staged fragments on top, in one leaf commit
+        chain.
+    reads : dict of str to int
+        Leaf object id to the ``read_version`` whose content the plan depends on (rows that
+        an update moves, merge matches); checked against the snapshot the plan was made on.
+    properties : dict of str to str
+        Recorded as the Lance transaction properties of the ``__manifest`` commit.
+    """
+
+    changes: list[LeafChange] = field(default_factory=list)
+    drops: list[str] = field(default_factory=list)
+    writes: PendingWrite | None = None
+    reads: dict[str, int] = field(default_factory=dict)
+    properties: dict[str, str] = field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        """Whether the plan changes nothing."""
+        return not (self.changes or self.drops or (self.writes and self.writes.leaves)) and (
+            self.writes is None or self.writes.mode != "overwrite"
+        )
+
+
+@dataclass
+class _Attempt:
+    """What one commit attempt does to one leaf, and what it reuses from the previous one."""
+
+    expected: int
+    change: LeafChange | None
+    write: LeafWrite | None
+
+
+def _same(a: _Attempt, b: _Attempt) -> bool:
+    return a.expected == b.expected and a.change is b.change and a.write is b.write
+
+
+def _commit_one(
+    manifest: Manifest,
+    snapshot: ManifestSnapshot,
+    step: _Attempt,
+    pending: PendingWrite | None,
+    stale: Callable[[], bool],
+) -> LeafCommit | None:
+    """One leaf's part of an attempt: its change, then its staged fragments on top."""
+    commit: LeafCommit | None = None
+    expected = step.expected
+    if step.change is not None:
+        location = snapshot.location(step.change.object_id)
+        if location is None:
+            raise errors.InternalError(f"leaf {step.change.object_id!r} has no location")
+        commit = commit_change(manifest, location, step.change, expected, stale=stale)
+        if commit is not None:
+            expected = commit.version
+    if step.write is None or pending is None:
+        return commit
+    known = (
+        commit.fingerprint
+        if commit is not None
+        else _known(snapshot, step.write.object_id, expected)
+    )
+    return commit_leaf(
+        manifest,
+        step.write,
+        expected,
+        overwrite=pending.mode != "append",
+        schema=pending.leaf_schema,
+        stale=stale,
+        known=known,
+    )
+
+
+def _plan_steps(
+    snapshot: ManifestSnapshot, plan: ChangePlan, pending: PendingWrite | None
+) -> dict[str, _Attempt]:
+    """Per touched leaf, what this attempt does to it; checks the plan against ``snapshot``."""
+    steps: dict[str, _Attempt] = {}
+    for object_id, version in plan.reads.items():
+        if _expected(snapshot, object_id) != version:
+            raise errors.InternalError(
+                f"the plan read leaf {object_id!r} at version {version}, but the __manifest at "
+                f"{snapshot.version} says {snapshot.read_version(object_id)}"
+            )
+    for change in plan.changes:
+        expected = _expected(snapshot, change.object_id)
+        if expected == _ABSENT or change.object_id in steps:
+            raise errors.InternalError(
+                f"a change of leaf {change.object_id!r}, which is not in the __manifest at "
+                f"{snapshot.version} or is changed twice by one plan"
+            )
+        steps[change.object_id] = _Attempt(expected, change, None)
+    if pending is not None:
+        for leaf in pending.leaves:
+            _check_location(snapshot, leaf)
+            seen = steps.get(leaf.object_id)
+            if seen is not None and (pending.mode != "append" or seen.write is not None):
+                raise errors.InternalError(
+                    f"leaf {leaf.object_id!r} is both changed and overwritten by one plan"
+                )
+            if seen is not None:
+                seen.write = leaf
+            else:
+                steps[leaf.object_id] = _Attempt(_expected(snapshot, leaf.object_id), None, leaf)
+    for object_id in plan.drops:
+        if object_id in steps or not snapshot.has(object_id):
+            raise errors.InternalError(
+                f"leaf {object_id!r} is dropped by a plan that also changes it, or is not in "
+                f"the __manifest at {snapshot.version}"
+            )
+    return steps
+
+
+def _changed_row(snapshot: ManifestSnapshot, object_id: str, commit: LeafCommit) -> dict[str, Any]:
+    row = snapshot.row(object_id)
+    if row is None:
+        raise errors.InternalError(f"leaf {object_id!r} has no __manifest row")
+    stats = LeafStats(commit.version, commit.num_rows, commit.fingerprint)
+    return {**row, "read_version": commit.version, "metadata": stats.merge_into(row["metadata"])}
+
+
+def _quoted(object_ids: Sequence[str]) -> str:
+    return ", ".join("'" + oid.replace("'", "''") + "'" for oid in object_ids)
+
+
+def commit_changes(
+    manifest: Manifest,
+    plan: Callable[[ManifestSnapshot], ChangePlan],
+    *,
+    backoff: Backoff | None = None,
+    leaf_threads: int = 8,
+    on_leaves_committed: Callable[[dict[str, int]], None] | None = None,
+    txn: tuple[str, int] | None = None,
+) -> CommitResult:
+    """Make what ``plan`` returns visible atomically (see the module docstring).
+
+    Each attempt reads the latest ``__manifest`` snapshot and calls ``plan(snapshot)``; after a
+    conflict it is called again with the new snapshot, so a planner caches its work by (leaf,
+    ``read_version``) and redoes only what moved. Leaf commits whose expected ``read_version``
+    still holds (and whose change and staged data are the same objects) are reused. Then one
+    ``__manifest`` compare-and-swap publishes every changed, written and dropped leaf, with the
+    plan's ``properties`` as the Lance transaction properties of that commit.
+
+    ``txn`` = (application id, version) makes the operation idempotent: the commit records it,
+    and an operation whose application id already committed that version (or a later one)
+    does nothing (``skipped``). It is checked on every attempt.
+
+    Raises :class:`~lance_partitioned.errors.ConcurrentModificationError` when the manifest
+    commit keeps losing to concurrent writers after every retry.
+    """
+    backoff = backoff or Backoff()
+    states: dict[str, tuple[_Attempt, LeafCommit | None]] = {}
+    staged_in: PendingWrite | None = None  # the planner's writes, as last seen
+    staged_out: PendingWrite | None = None  # the same, re-staged for the last snapshot
+    _pause("staged")
+    with ThreadPoolExecutor(max_workers=max(1, leaf_threads)) as pool:
+        for attempt in range(backoff.attempts):
+            snapshot = manifest.snapshot()
+            if txn is not None:
+                done = WriterTransactions.version_of(snapshot, txn[0])
+                if done is not None and done >= txn[1]:
+                    log.info("transaction %s/%d is already committed: skipped", *txn)
+                    return CommitResult(snapshot.version, {}, [], attempt + 1, skipped=True)
+            current = plan(snapshot)
+            pending = current.writes
+            if pending is not None:
+                sentinel = spec_namespace_id(pending.spec_version)
+                if not snapshot.has(sentinel):
+                    raise errors.InternalError(
+                        f"spec version namespace {sentinel!r} has no row in the __manifest"
+                    )
+                base = staged_out if pending is staged_in and staged_out is not None else pending
+                staged_in, staged_out = pending, _check_base(manifest, snapshot, base)
+                if staged_out.leaf_schema != base.leaf_schema:  # renamed or promoted meanwhile
+                    states = {oid: state for oid, state in states.items() if not state[0].write}
+                pending = staged_out
+            steps = _plan_steps(snapshot, current, pending)
+            if current.is_empty() and txn is None:
+                return CommitResult(snapshot.version, {}, [], attempt + 1, skipped=True)
+            states = {
+                oid: state
+                for oid, state in states.items()
+                if oid in steps and _same(state[0], steps[oid])
+            }
+
+            def moved(read: int = snapshot.version) -> bool:
+                return manifest.latest_version() != read
+
+            futures = [
+                (oid, step, pool.submit(_commit_one, manifest, snapshot, step, pending, moved))
+                for oid, step in steps.items()
+                if oid not in states
+            ]
+            outdated = []
+            for oid, step, future in futures:
+                try:
+                    states[oid] = (step, future.result())
+                except _StaleSnapshot:
+                    outdated.append(oid)
+            if outdated:
+                log.info("leaf commit conflicts on attempt %d: re-reading", attempt + 1)
+                backoff.sleep(attempt)
+                continue
+            versions = {
+                oid: commit.version for oid, (_, commit) in states.items() if commit is not None
+            }
+            if on_leaves_committed is not None:
+                on_leaves_committed(versions)
+            _pause("leaves_committed")
+            rows = _manifest_rows(snapshot, current, pending, states, txn)
+            deletes = []
+            if pending is not None and pending.mode == "overwrite":
+                deletes.append(f"object_id LIKE '%{DELIMITER}%'")
+            if current.drops:
+                deletes.append(f"object_id IN ({_quoted(current.drops)})")
+            try:
+                version = manifest.commit_rows(
+                    snapshot,
+                    rows_table(snapshot.rows.schema, rows),
+                    delete_where=" OR ".join(deletes) or None,
+                    properties=current.properties,
+                )
+            except CommitConflict as exc:
+                log.info("manifest commit conflict on attempt %d: %s", attempt + 1, exc)
+                backoff.sleep(attempt)
+                continue
+            return _result(snapshot, current, pending, states, version, attempt + 1)
+    raise errors.ConcurrentModificationError(
+        f"the __manifest at {manifest.root!r} kept changing under this operation: gave up "
+        f"after {backoff.attempts} commit attempts (nothing of it is visible)"
+    )
+
+
+def _manifest_rows(
+    snapshot: ManifestSnapshot,
+    plan: ChangePlan,
+    pending: PendingWrite | None,
+    states: Mapping[str, tuple[_Attempt, LeafCommit | None]],
+    txn: tuple[str, int] | None,
+) -> list[dict[str, Any]]:
+    """The rows of one ``__manifest`` commit. Every spec version row is rewritten: any two
+    commits conflict, whatever spec each was staged under (Lance would rebase commits that
+    share no row); an idempotent writer's (app id, version) is recorded in the current spec's
+    row."""
+    current = spec_namespace_id(snapshot.metadata.current_spec.version)
+    sentinel = current if pending is None else spec_namespace_id(pending.spec_version)
+    rows = [_namespace_row(snapshot, oid, {}) for oid in _spec_rows(snapshot)]
+    if txn is not None:
+        rows = [
+            {**row, "metadata": WriterTransactions.merge_into(row.get("metadata"), *txn)}
+            if row["object_id"] == sentinel
+            else row
+            for row in rows
+        ]
+    if pending is not None:
+        rows += [
+            _namespace_row(snapshot, oid, values) for oid, values in pending.namespaces.items()
+        ]
+    for oid, (step, commit) in states.items():
+        if commit is None:
+            continue
+        if step.write is not None:
+            rows.append(_leaf_row(snapshot, step.write, commit))
+        else:
+            rows.append(_changed_row(snapshot, oid, commit))
+    return rows
+
+
+def _result(
+    snapshot: ManifestSnapshot,
+    plan: ChangePlan,
+    pending: PendingWrite | None,
+    states: Mapping[str, tuple[_Attempt, LeafCommit | None]],
+    version: int,
+    attempts: int,
+) -> CommitResult:
+    written = [] if pending is None else pending.leaves
+    deleted = len(plan.drops)
+    if pending is not None and pending.mode == "overwrite":
+        kept = {leaf.object_id for leaf in written}
+        deleted = sum(
+            1 for oid in snapshot.tables.column("object_id").to_pylist() if oid not in kept
+        )
+    return CommitResult(
+        version=version,
+        leaf_versions={
+            leaf.object_id: commit.version
+            for leaf in written
+            if (commit := states[leaf.object_id][1]) is not None
+        },
+        created=[
+            leaf.object_id for leaf in written if states[leaf.object_id][0].expected == _ABSENT
+        ],
+        attempts=attempts,
+        rows=sum(leaf.rows for leaf in written),
+        deleted_leaves=deleted,
+        changed={
+            oid: commit.version
+            for oid, (step, commit) in states.items()
+            if step.change is not None and commit is not None
+        },
+        dropped=list(plan.drops),
+    )
+
+
+def commit_write(
+    manifest: Manifest,
+    pending: PendingWrite,
+    *,
+    backoff: Backoff | None = None,
+    leaf_threads: int = 8,
+    on_leaves_committed: Callable[[dict[str, int]], None] | None = None,
+    txn: tuple[str, int] | None = None,
+    properties: Mapping[str, str] | None = None,
+) -> CommitResult:
+    """Make a pending write visible atomically: :func:`commit_changes` with a plan that only
+    writes (see the module docstring).
+
+    ``txn`` = (application id, version) makes the write idempotent (see
+    :func:`commit_changes`); ``properties`` are recorded on the ``__manifest`` commit.
+    """
+    plan = ChangePlan(writes=pending, properties=dict(properties or {}))
+    return commit_changes(
+        manifest,
+        lambda _snapshot: plan,
+        backoff=backoff,
+        leaf_threads=leaf_threads,
+        on_leaves_committed=on_leaves_committed,
+        txn=txn,
+    )
+
+
+def merge_pending(writes: Sequence[PendingWrite]) -> PendingWrite:
+    """Combine the pending writes staged by several workers (Spark tasks) into one.
+
+    Every write must use the same spec version and mode. Leaves with the same object id are
+    one leaf: their fragments are concatenated and their rows summed; namespaces are united.
+    The leaf schema is the first write's.
+
+    Raises :class:`~lance_partitioned.errors.InternalError` for an empty input, different spec
+    versions or modes, or one leaf staged at two locations (the workers read different
+    ``__manifest`` versions).
+
+    >>> schema = pa.schema([("n", pa.int64())])
+    >>> def task(rows):
+    ...     leaf = LeafWrite("v1$a$dataset", "0_v1$a$dataset", [f"frag{rows}"], rows, {"k": 1})
+    ...     return PendingWrite(1, schema, [leaf], {"v1$a": {"k": 1}})
+    >>> merged = merge_pending([task(2), task(3)])
+    >>> [(leaf.rows, leaf.fragments) for leaf in merged.leaves]
+    [(5, ['frag2', 'frag3'])]
+    """
+    if not writes:
+        raise errors.InternalError("merge_pending needs at least one pending write")
+    first = writes[0]
+    leaves: dict[str, LeafWrite] = {}
+    namespaces: dict[str, dict[str, Any]] = {}
+    for write in writes:
+        if (write.spec_version, write.mode) != (first.spec_version, first.mode):
+            raise errors.InternalError(
+                f"cannot merge a {write.mode!r} write under spec v{write.spec_version} with a "
+                f"{first.mode!r} write under spec v{first.spec_version}"
+            )
+        for object_id, values in write.namespaces.items():
+            namespaces.setdefault(object_id, values)
+        for leaf in write.leaves:
+            seen = leaves.get(leaf.object_id)
+            if seen is None:
+                leaves[leaf.object_id] = LeafWrite(
+                    leaf.object_id,
+                    leaf.location,
+                    list(leaf.fragments),
+                    leaf.rows,
+                    leaf.values,
+                )
+            elif seen.location != leaf.location:
+                raise errors.InternalError(
+                    f"leaf {leaf.object_id!r} was staged at {seen.location!r} and at "
+                    f"{leaf.location!r}"
+                )
+            else:
+                seen.fragments.extend(leaf.fragments)
+                seen.rows += leaf.rows
+    return PendingWrite(
+        spec_version=first.spec_version,
+        leaf_schema=first.leaf_schema,
+        leaves=list(leaves.values()),
+        namespaces=namespaces,
+        mode=first.mode,
+    )
