@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import lance_namespace as ln
 import pyarrow as pa
@@ -48,6 +48,9 @@ from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.shorthand import parse_partition_by
 from lance_partitioned.transaction import commit_write
 from lance_partitioned.write import WriteOptions, WriteProgress, stage
+
+if TYPE_CHECKING:
+    from lance_partitioned.maintenance.optimize import OptimizeProgress, OptimizeResult
 
 __all__ = ["PartitionedNamespace", "WriteResult"]
 
@@ -555,4 +558,21 @@ class PartitionedNamespace(ln.LanceNamespace):
         raise errors.UnsupportedOperationError(
             "dropping a leaf table would lose a partition's data outside the commit "
             "protocol; use PartitionedNamespace.write(mode='overwrite_partitions')"
+        )
+
+    # --- optimize18 ---
+    def optimize(
+        self,
+        filter: str | Predicate | None = None,
+        *,
+        target_rows_per_fragment: int = 1_048_576,
+        compact_manifest: bool = True,
+        progress: Callable[[OptimizeProgress], None] | None = None,
+    ) -> OptimizeResult:
+        """Compact the leaves ``filter`` selects (as a scan would) and the ``__manifest``, in
+        one atomic commit (see :mod:`lance_partitioned.maintenance.optimize`)."""
+        from lance_partitioned.maintenance import optimize
+
+        return optimize.optimize_namespace(
+            self, filter, target_rows_per_fragment, compact_manifest, progress
         )

@@ -4,13 +4,15 @@ compare-and-swap commits (rows, partition columns, table metadata)."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import lance
 import pyarrow as pa
-from lance import LanceDataset, LanceOperation
+from lance import LanceDataset, LanceOperation, Transaction
 from lance.commit import CommitConflictError
+from lance.optimize import Compaction, CompactionOptions
 from lance.schema import LanceSchema
 
 from lance_partitioned import errors
@@ -34,6 +36,16 @@ from lance_partitioned.manifest.snapshot import (
     RawManifest,
 )
 from lance_partitioned.spec.metadata import NamespaceMetadata, keep_unknown_keys
+
+
+@dataclass(frozen=True)
+class ManifestCompaction:
+    """What :meth:`Manifest.compact` did: the version it committed (None: nothing to compact)
+    and the ``__manifest``'s fragments before and after."""
+
+    version: int | None
+    fragments_before: int
+    fragments_after: int
 
 
 class Manifest:
@@ -348,3 +360,43 @@ class Manifest:
         except CommitConflictError as exc:
             raise CommitConflict(str(exc)) from exc
         return int(ds.version)
+
+    def compact(
+        self,
+        *,
+        properties: Mapping[str, str] | None = None,
+        before_commit: Callable[[], None] | None = None,
+    ) -> ManifestCompaction:
+        """Compact the ``__manifest``'s own fragments (every commit adds one) with Lance's
+        compaction, committed as a ``Rewrite`` on the latest version read (``properties`` are
+        its transaction properties; ``before_commit`` runs just before the commit, for tests).
+
+        Rows, table metadata and older versions stay as they are. Nothing is committed
+        (``version`` None) when there is nothing to compact, or when the table has indices
+        (which this rewrite would not remap). A concurrent commit that touched a fragment
+        being rewritten makes Lance refuse the rewrite: :class:`CommitConflict` is raised and
+        nothing is lost (compact again later); one that touched none is kept, the rewrite
+        applied on top of it.
+        """
+        ds = self._open()
+        before = len(ds.get_fragments())
+        if ds.describe_indices():
+            return ManifestCompaction(None, before, before)
+        plan = Compaction.plan(ds, CompactionOptions())
+        if not plan.tasks:
+            return ManifestCompaction(None, before, before)
+        # what Compaction.commit commits, without index remapping (there is no index)
+        pairs = [
+            (list(r.original_fragments), list(r.new_fragments))  # type: ignore[attr-defined]
+            for r in (task.execute(ds) for task in plan.tasks)
+        ]
+        groups = [LanceOperation.RewriteGroup(old, new) for old, new in pairs]
+        after = before - sum(len(old) - len(new) for old, new in pairs)
+        operation = LanceOperation.Rewrite(groups=groups, rewritten_indices=[])
+        transaction = Transaction(
+            int(ds.version), operation, transaction_properties=dict(properties or {})
+        )
+        if before_commit is not None:
+            before_commit()
+        version = self._commit(transaction, int(ds.version))
+        return ManifestCompaction(version, before, after)

@@ -1,0 +1,1 @@
+"""Maintenance of a partitioned namespace: compaction (``optimize``) and retention (``cleanup``)."""
