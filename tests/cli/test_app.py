@@ -32,6 +32,7 @@ def test_help_lists_the_commands_and_no_stub_of_a_missing_operation() -> None:
         "evolve",
         "verify",
         "stats",
+        "optimize",
     }
 
 
@@ -43,8 +44,8 @@ def test_a_missing_path_is_one_line_with_exit_2(tmp_path: Path) -> None:
 
 
 def test_usage_errors_are_one_line_with_exit_2(tmp_path: Path, here: Here) -> None:
-    unknown = one_line_error(here("optimize", tmp_path))
-    assert "No such command 'optimize'" in unknown
+    unknown = one_line_error(here("frobnicate", tmp_path))
+    assert "No such command 'frobnicate'" in unknown
     option = one_line_error(here("describe", tmp_path, "--storage-option", "novalue"))
     assert "'novalue' is not KEY=VALUE" in option
     missing_argument = one_line_error(here("describe"))
