@@ -60,9 +60,16 @@ def test_an_overwrite_between_the_leaf_commits_and_the_manifest_commit(tmp_path:
     ns = appended(tmp_path / "ns", 5)
     before = read_versions(ns)
     us = next(t.object_id for t in ns.plan_scan("country = 'US'"))
-    with transaction.pause_at("leaves_committed", lambda: _run(_overwrite, ns.uri, 100, 4, ["US"])):
-        result = ns.optimize(compact_manifest=False)
+    seen: list[str] = []
+
+    def overwrite() -> None:
+        _run(_overwrite, ns.uri, 100, 4, ["US"])
+
+    with transaction.pause_at("leaves_committed", overwrite):
+        result = ns.optimize(compact_manifest=False, progress=lambda p: seen.append(p.object_id))
     assert result.attempts == 2
+    # only the leaf that moved was planned again; the others' compactions were reused
+    assert sorted(seen) == sorted([*before, us])
     us_ids = [i for i in range(60) if i % 3 == 0]
     assert ids_at(ns.uri) == sorted({*range(60)} - set(us_ids) | set(range(100, 104)))
     # the overwritten leaf has one fragment: nothing to compact, its overwrite stays published
