@@ -7,7 +7,7 @@ from pathlib import Path
 import lance_partitioned as lp
 from tests.cli.conftest import Here
 from tests.cli.helpers import build, cli, one_line_error
-from tests.maintenance.helpers import leaf_fragments
+from tests.maintenance.optimize_helpers import leaf_fragments
 
 
 def test_optimize_compacts_and_reports_json(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from lance_partitioned import errors, transaction
 from lance_partitioned.maintenance import optimize as optimize_module
 from lance_partitioned.maintenance.optimize import OptimizeProgress
 from lance_partitioned.manifest.table import Manifest
-from tests.maintenance.helpers import (
+from tests.maintenance.optimize_helpers import (
     appended,
     events,
     ids_at,

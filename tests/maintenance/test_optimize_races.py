@@ -15,7 +15,13 @@ import lance_partitioned as lp
 from lance_partitioned import transaction
 from lance_partitioned.manifest import CommitConflict
 from lance_partitioned.manifest.table import Manifest
-from tests.maintenance.helpers import appended, events, ids_at, leaf_fragments, read_versions
+from tests.maintenance.optimize_helpers import (
+    appended,
+    events,
+    ids_at,
+    leaf_fragments,
+    read_versions,
+)
 
 _CTX = mp.get_context("spawn")
 
