@@ -29,6 +29,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+import lance.file
 import pyarrow.fs as pafs
 
 from lance_partitioned import errors
@@ -110,6 +111,13 @@ class Store:
         except (OSError, ValueError) as exc:
             raise _storage_failure(exc, self.root, "open the storage") from exc
         self.local = local is not None
+        self._session = (
+            None
+            if self.local
+            else lance.file.LanceFileSession(
+                self.root, storage_options=dict(storage_options) if storage_options else None
+            )
+        )
 
     def _full(self, path: str) -> str:
         return f"{self.base}/{path}" if path else self.base
@@ -142,10 +150,16 @@ class Store:
         return sorted(i.base_name for i in infos if i.type == pafs.FileType.Directory)
 
     def delete(self, paths: Iterable[str]) -> None:
-        """Delete files (relative to the root); one already gone is not an error."""
+        """Delete files (relative to the root); one already gone is not an error.
+
+        On object stores through Lance's own object store: ``pyarrow.fs`` would leave an
+        empty "directory" marker object behind the last file of a prefix."""
         for path in paths:
             try:
-                self.fs.delete_file(self._full(path))
+                if self._session is None:
+                    self.fs.delete_file(self._full(path))
+                else:
+                    self._session.delete_file(path)
             except FileNotFoundError:
                 continue
             except (OSError, ValueError) as exc:
