@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ import pyarrow as pa
 from lance_partitioned import errors, scan
 from lance_partitioned.consistency import leaf_schema
 from lance_partitioned.expressions import Predicate
+from lance_partitioned.maintenance.cleanup import CleanupProgress, CleanupResult
 from lance_partitioned.manifest import (
     BASE_COLUMNS,
     DELIMITER,
@@ -576,3 +578,16 @@ class PartitionedNamespace(ln.LanceNamespace):
         return optimize.optimize_namespace(
             self, filter, target_rows_per_fragment, compact_manifest, progress
         )
+    # --- cleanup18 ---
+    def cleanup(
+        self,
+        older_than: datetime.timedelta = datetime.timedelta(days=7),
+        *,
+        dry_run: bool = False,
+        progress: Callable[[CleanupProgress], None] | None = None,
+    ) -> CleanupResult:
+        """Remove what no retained version needs (see :mod:`.maintenance.cleanup`)."""
+        from lance_partitioned.maintenance import cleanup
+
+        self._require_writable("cleanup")
+        return cleanup.cleanup(self._manifest, older_than, dry_run=dry_run, progress=progress)

@@ -1,0 +1,428 @@
+"""``cleanup``: remove what no retained version of a namespace needs, after a retention period.
+
+A version of the ``__manifest`` is *retained* when it is the latest, when a tag names it, or
+when it stopped being the latest less than ``older_than`` ago (the version current at any
+instant since the cutoff stays). Everything a retained version reads stays: the leaf versions
+its rows pin through ``read_version`` and every file those read. The cleanup removes, in this
+order (so that a crash at any point leaves every version that still exists readable, and a
+second run finishes the job):
+
+1. the expired ``__manifest`` versions (Lance's cleanup, which keeps tagged versions too);
+2. in each leaf that a retained version lists: the data files staged by writers that never
+   committed (no leaf version reads them) older than the cutoff, then the leaf versions that
+   no retained version pins, older than the cutoff (Lance's cleanup with an explicit list of
+   versions, which keeps every file a remaining version reads; the latest leaf version stays,
+   even when it is an orphan a crashed writer left: the next writer restores over it);
+3. leaf directories that no retained version lists (leaves dropped by ``overwrite``, leaves a
+   crashed writer created, another client's unpublished table) whose newest file is older
+   than the cutoff: the files listed are deleted, not the directory as such, so a writer
+   staging into it meanwhile keeps its new files;
+4. Spark write journals (``_spark_staging/<job>``) whose newest file is older than the cutoff.
+
+Ages protect concurrent writers: a writer's staged files, new leaf directory and leaf commits
+not yet published are younger than the cutoff; the ``__manifest`` version it read, and the
+leaf versions it may restore a leaf to, are retained while it is younger than the retention.
+So a cleanup is safe to run while writers, ``optimize`` and readers run, as long as none of
+them takes longer than ``older_than``; ``older_than=timedelta(0)`` is only safe when nothing
+else writes or reads older versions meanwhile.
+
+>>> import tempfile, datetime as dt, pyarrow as pa, lance_partitioned as lp
+>>> root = tempfile.mkdtemp()
+>>> ns = lp.PartitionedNamespace.create(root, schema=pa.schema([("k", pa.string())]),
+...                                     partition_by="k")
+>>> for key in ("a", "a", "b"):
+...     _ = ns.write(pa.table({"k": [key]}))
+>>> _ = ns.write(pa.table({"k": ["c"]}), mode="overwrite")
+>>> preview = ns.cleanup(dt.timedelta(0), dry_run=True)
+>>> preview.removed_manifest_versions, preview.leaf_directories.count
+((1, 2, 3, 4, 5), 2)
+>>> done = ns.cleanup(dt.timedelta(0))
+>>> done.removed_manifest_versions, done.leaf_directories.count, done.kept_manifest_versions
+((1, 2, 3, 4, 5), 2, (6,))
+>>> (done.files, done.bytes) == (preview.files, preview.bytes)
+True
+>>> ns.refresh().to_table().column("k").to_pylist()
+['c']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from lance_partitioned import errors
+from lance_partitioned.maintenance.files import Store, StoredFile
+from lance_partitioned.maintenance.versions import (
+    DatasetHistory,
+    Removed,
+    expired_versions,
+    history,
+    predict_removal,
+    remove_versions,
+    staged_files,
+    utc,
+)
+from lance_partitioned.manifest import MANIFEST_DIR, TABLE, Manifest
+
+__all__ = ["CleanupProgress", "CleanupResult", "Removed", "cleanup", "on_step"]
+
+log = logging.getLogger(__name__)
+
+#: Directories under the root that are never leaves.
+SPARK_STAGING = "_spark_staging"
+_NOT_LEAVES = (MANIFEST_DIR, SPARK_STAGING)
+_LANCE_DIRS = ("_versions/", "data/", "_transactions/", "_deletions/", "_indices/", "_refs/")
+
+
+@dataclass(frozen=True)
+class CleanupProgress:
+    """Where a cleanup is: the leaf just done (its location) and how many of how many."""
+
+    location: str
+    leaves_done: int
+    leaves_total: int
+
+
+@dataclass(frozen=True)
+class CleanupResult:
+    """What :func:`cleanup` removed (or, with ``dry_run``, would remove).
+
+    Attributes
+    ----------
+    cutoff : datetime
+        ``now - older_than`` (UTC): what is older than this and not needed goes.
+    dry_run : bool
+        True when nothing was removed.
+    manifest_versions, leaf_versions : Removed
+        Versions of the ``__manifest`` and of the leaves removed, with their files and bytes.
+    leaf_directories : Removed
+        Leaf directories no retained version lists (count: directories).
+    staged_files : Removed
+        Files staged by writers that never committed, in the ``__manifest``, in leaves and
+        in Spark journals (count: files).
+    kept_manifest_versions, removed_manifest_versions : tuple of int
+        The ``__manifest`` versions that stay and those removed.
+    kept_leaf_versions : int
+        Leaf versions that stay, over every leaf a retained version lists.
+    leaves : int
+        Leaves examined.
+    seconds : float
+        Wall time.
+    """
+
+    cutoff: dt.datetime
+    dry_run: bool
+    manifest_versions: Removed
+    leaf_versions: Removed
+    leaf_directories: Removed
+    staged_files: Removed
+    kept_manifest_versions: tuple[int, ...]
+    removed_manifest_versions: tuple[int, ...]
+    kept_leaf_versions: int
+    leaves: int
+    seconds: float
+
+    @property
+    def files(self) -> int:
+        """Files removed, every kind together."""
+        return sum(r.files for r in self._kinds())
+
+    @property
+    def bytes(self) -> int:
+        """Bytes removed, every kind together."""
+        return sum(r.bytes for r in self._kinds())
+
+    def _kinds(self) -> tuple[Removed, ...]:
+        return (
+            self.manifest_versions,
+            self.leaf_versions,
+            self.leaf_directories,
+            self.staged_files,
+        )
+
+
+# ------------------------------------------------------------------------ crash injection
+_HOOKS: dict[str, list[Callable[[str], None]]] = {}
+_HOOKS_LOCK = threading.Lock()
+STEPS = ("manifest_versions", "leaf_staged", "leaf_versions", "leaf_directory", "journal", "file")
+
+
+@contextlib.contextmanager
+def on_step(point: str, action: Callable[[str], None]) -> Iterator[None]:
+    """Call ``action(detail)`` each time a cleanup reaches ``point`` while the block runs.
+
+    For tests that inject a crash (an exception from ``action``) or a concurrent writer at a
+    precise step. Points: ``"manifest_versions"`` (before removing ``__manifest`` versions),
+    ``"leaf_staged"`` and ``"leaf_versions"`` (before removing a leaf's staged files or
+    versions; detail: the leaf URI), ``"leaf_directory"`` and ``"journal"`` (before removing
+    a directory; detail: its path), ``"file"`` (before deleting one file; detail: its path).
+
+    >>> seen = []
+    >>> with on_step("file", seen.append):
+    ...     _step("file", "a/b.lance")
+    >>> seen
+    ['a/b.lance']
+    """
+    if point not in STEPS:
+        raise errors.InternalError(f"no cleanup step {point!r}")
+    with _HOOKS_LOCK:
+        _HOOKS.setdefault(point, []).append(action)
+    try:
+        yield
+    finally:
+        with _HOOKS_LOCK:
+            _HOOKS[point].remove(action)
+
+
+def _step(point: str, detail: str) -> None:
+    for action in list(_HOOKS.get(point, ())):
+        action(detail)
+
+
+# ------------------------------------------------------------------------ the cleanup
+@dataclass
+class _Totals:
+    manifest_versions: Removed = field(default_factory=Removed)
+    leaf_versions: Removed = field(default_factory=Removed)
+    leaf_directories: Removed = field(default_factory=Removed)
+    staged_files: Removed = field(default_factory=Removed)
+    kept_leaf_versions: int = 0
+
+
+def _delete(store: Store, files: Sequence[StoredFile], dry_run: bool) -> Removed:
+    if not dry_run:
+        for stored in files:
+            _step("file", stored.path)
+            store.delete([stored.path])
+    return Removed(len(files), len(files), sum(f.size for f in files))
+
+
+def _relative(root: str, uri: str) -> str | None:
+    """``uri`` relative to ``root``, or None when it lies elsewhere."""
+    prefix = root.rstrip("/") + "/"
+    return uri[len(prefix) :] if uri.startswith(prefix) else None
+
+
+def _references(manifest: Manifest, versions: Sequence[int]) -> dict[str, set[int | None]]:
+    """Leaf URI -> the ``read_version``s that the given ``__manifest`` versions pin (None:
+    a NULL ``read_version``, read the latest)."""
+    refs: dict[str, set[int | None]] = {}
+    for version in versions:
+        try:
+            raw = manifest.read_raw(version)
+        except errors.TableVersionNotFoundError:
+            continue  # another cleanup removed it meanwhile
+        except (OSError, ValueError) as exc:
+            typed = errors.storage_error(exc, manifest.root, "read the __manifest")
+            raise typed or errors.StorageError(
+                f"cannot read __manifest version {version} at {manifest.root!r}: {exc}"
+            ) from exc
+        for entry in raw.entries:
+            if entry.object_type == TABLE and entry.location:
+                uri = manifest.table_uri(entry.location)
+                refs.setdefault(uri, set()).add(entry.read_version)
+    return refs
+
+
+def _clean_dataset(
+    store: Store,
+    prefix: str,
+    hist: DatasetHistory | None,
+    remove: set[int],
+    cutoff: dt.datetime,
+    dry_run: bool,
+    totals: _Totals,
+    *,
+    is_manifest: bool = False,
+) -> None:
+    """Staged files first, then versions (Lance would otherwise count the old staged files
+    among the removed versions' files)."""
+    listing = store.files(prefix)
+    local = [StoredFile(f.path[len(prefix) + 1 :], f.size, f.mtime) for f in listing]
+    staged = staged_files(hist, local, cutoff)
+    if staged:
+        _step("leaf_staged", store.root + "/" + prefix)
+        full = [StoredFile(f"{prefix}/{f.path}", f.size, f.mtime) for f in staged]
+        totals.staged_files += _delete(store, full, dry_run)
+    if hist is None:
+        return
+    if not is_manifest:
+        totals.kept_leaf_versions += len(hist.times) - len(remove)
+    if not remove:
+        return
+    if dry_run:
+        removed = predict_removal(hist, remove, local)
+    else:
+        _step("manifest_versions" if is_manifest else "leaf_versions", hist.uri)
+        removed = remove_versions(hist, remove)
+    if is_manifest:
+        totals.manifest_versions += removed
+    else:
+        totals.leaf_versions += removed
+
+
+def _leaf_store(store: Store, uri: str, options: dict[str, str]) -> tuple[Store, str]:
+    relative = _relative(store.root, uri)
+    if relative is not None:
+        return store, relative
+    return Store(uri, options), ""
+
+
+def _is_leaf_directory(name: str, files: Sequence[StoredFile], prefix: str) -> bool:
+    """Whether a directory under the root looks like a leaf table: a Lance dataset or its
+    staged data (anything else, put there by hand, is never touched)."""
+    inner = [f.path[len(prefix) + 1 :] for f in files]
+    return bool(inner) and all(path.startswith(_LANCE_DIRS) for path in inner)
+
+
+def _newest(files: Sequence[StoredFile]) -> dt.datetime | None:
+    """The newest modification time, or None when one is unknown (then keep everything)."""
+    times = [f.mtime for f in files]
+    if any(t is None for t in times):
+        return None
+    return max(t for t in times if t is not None)
+
+
+def _clean_directories(
+    store: Store, referenced: set[str], cutoff: dt.datetime, dry_run: bool, totals: _Totals
+) -> None:
+    for name in store.directories():
+        if name in _NOT_LEAVES or name in referenced:
+            continue
+        files = store.files(name)
+        if not _is_leaf_directory(name, files, name):
+            continue
+        newest = _newest(files)
+        if newest is None or newest >= cutoff:
+            continue
+        if any(f.path.startswith(f"{name}/_refs/") for f in files):
+            continue  # a Lance tag someone set on it by hand
+        _step("leaf_directory", name)
+        removed = _delete(store, files, dry_run)
+        if not dry_run:
+            store.prune_empty(name)
+        totals.leaf_directories += Removed(1, removed.files, removed.bytes)
+
+
+def _clean_journals(store: Store, cutoff: dt.datetime, dry_run: bool, totals: _Totals) -> None:
+    for job in store.directories(SPARK_STAGING):
+        prefix = f"{SPARK_STAGING}/{job}"
+        files = store.files(prefix)
+        newest = _newest(files)
+        if not files or newest is None or newest >= cutoff:
+            continue
+        _step("journal", prefix)
+        totals.staged_files += _delete(store, files, dry_run)
+        if not dry_run:
+            store.prune_empty(prefix)
+    if not dry_run and not store.files(SPARK_STAGING):
+        store.prune_empty(SPARK_STAGING)
+
+
+def cleanup(
+    manifest: Manifest,
+    older_than: dt.timedelta = dt.timedelta(days=7),
+    *,
+    dry_run: bool = False,
+    progress: Callable[[CleanupProgress], None] | None = None,
+    now: dt.datetime | None = None,
+) -> CleanupResult:
+    """Remove what no retained version needs, once older than ``older_than`` (see the module
+    docstring for what goes, in which order, and what is safe to run meanwhile).
+
+    Parameters
+    ----------
+    manifest : Manifest
+        The namespace's ``__manifest``.
+    older_than : timedelta
+        The retention: nothing younger goes, and every ``__manifest`` version that was the
+        latest at some instant within it stays.
+    dry_run : bool
+        Report what would go and remove nothing.
+    progress : callable, optional
+        Called with a :class:`CleanupProgress` after each leaf.
+    now : datetime, optional
+        The present (tests set it; a naive datetime is local time).
+
+    Raises
+    ------
+    InvalidInputError
+        ``older_than`` is negative.
+    StorageError
+        The storage refused a listing or a deletion; what was removed until then was not
+        needed by any retained version, and running the cleanup again finishes the job.
+    """
+    if older_than < dt.timedelta(0):
+        raise errors.InvalidInputError(f"older_than must not be negative, got {older_than}")
+    started = time.perf_counter()
+    cutoff = utc(now or dt.datetime.now(dt.timezone.utc)) - older_than
+    options = dict(manifest.storage_options)
+    store = Store(manifest.root, options)
+    totals = _Totals()
+
+    manifest_history = history(manifest.uri, options)
+    if manifest_history is None:
+        raise errors.NamespaceNotFoundError(
+            f"no partitioned namespace at {manifest.root!r}: {manifest.uri!r} holds no table"
+        )
+    expired = expired_versions(manifest_history.times, manifest_history.tagged, cutoff)
+    kept = sorted(set(manifest_history.times) - expired)
+    refs = _references(manifest, kept)
+
+    # 1. expired __manifest versions first: leaf versions only they pin go next, so every
+    # __manifest version that still exists stays readable whatever step a crash stops at
+    _clean_dataset(
+        store, MANIFEST_DIR, manifest_history, expired, cutoff, dry_run, totals, is_manifest=True
+    )
+
+    # 2. each listed leaf: staged files, then the versions no retained version pins
+    referenced_dirs: set[str] = set()
+    for i, (uri, pinned) in enumerate(sorted(refs.items())):
+        leaf_store, prefix = _leaf_store(store, uri, options)
+        if leaf_store is store:
+            referenced_dirs.add(prefix.split("/", 1)[0])
+        hist = history(uri, options)
+        remove: set[int] = set()
+        if hist is not None:
+            remove = {
+                version
+                for version, committed in hist.times.items()
+                if version not in pinned
+                and version != hist.latest
+                and version not in hist.tagged
+                and committed < cutoff
+            }
+        _clean_dataset(leaf_store, prefix, hist, remove, cutoff, dry_run, totals)
+        if progress is not None:
+            progress(CleanupProgress(uri, i + 1, len(refs)))
+
+    # 3. leaf directories no retained version lists; 4. Spark journals
+    _clean_directories(store, referenced_dirs, cutoff, dry_run, totals)
+    _clean_journals(store, cutoff, dry_run, totals)
+
+    result = CleanupResult(
+        cutoff=cutoff,
+        dry_run=dry_run,
+        manifest_versions=totals.manifest_versions,
+        leaf_versions=totals.leaf_versions,
+        leaf_directories=totals.leaf_directories,
+        staged_files=totals.staged_files,
+        kept_manifest_versions=tuple(kept),
+        removed_manifest_versions=tuple(sorted(expired)),
+        kept_leaf_versions=totals.kept_leaf_versions,
+        leaves=len(refs),
+        seconds=time.perf_counter() - started,
+    )
+    log.info(
+        "cleanup%s of %s: %d files, %d bytes",
+        " (dry run)" if dry_run else "",
+        manifest.root,
+        result.files,
+        result.bytes,
+    )
+    return result

@@ -1,0 +1,246 @@
+"""The versions of one Lance dataset (a leaf or the ``__manifest``) as a cleanup sees them:
+which can go, which files only they reference, and which staged files no version references.
+
+Removing versions goes through Lance's own ``cleanup_old_versions(versions=[...])``: Lance
+deletes each listed version's manifest and transaction files and every data, deletion and
+index file that no remaining version references (its current version and tagged versions are
+never removed). Lance also deletes, on any cleanup, the files that no version references and
+that are more than 7 days old (a writer that never committed); the cleanup removes younger
+ones itself (:func:`staged_files`) when its retention is shorter.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import logging
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import lance
+from lance import LanceDataset
+
+from lance_partitioned import errors
+from lance_partitioned.maintenance.files import StoredFile
+
+__all__ = [
+    "DatasetHistory",
+    "Removed",
+    "expired_versions",
+    "history",
+    "predict_removal",
+    "remove_versions",
+    "staged_files",
+    "utc",
+]
+
+log = logging.getLogger(__name__)
+
+_U64_MAX = (1 << 64) - 1  # Lance's V2 manifest paths name version v as u64::MAX - v
+_STAGED_DIRS = ("data/", "_deletions/")
+
+
+@dataclass(frozen=True)
+class Removed:
+    """What one kind of cleanup removed (or, in a dry run, would remove).
+
+    Attributes
+    ----------
+    count : int
+        Versions, directories or files, depending on the kind.
+    files : int
+        Files deleted.
+    bytes : int
+        Bytes those files held.
+
+    >>> Removed(1, 3, 100) + Removed(2, 1, 5)
+    Removed(count=3, files=4, bytes=105)
+    """
+
+    count: int = 0
+    files: int = 0
+    bytes: int = 0
+
+    def __add__(self, other: Removed) -> Removed:
+        return Removed(self.count + other.count, self.files + other.files, self.bytes + other.bytes)
+
+
+def utc(moment: dt.datetime) -> dt.datetime:
+    """``moment`` as an aware UTC datetime; a naive one is local time (what pylance returns
+    for version timestamps).
+
+    >>> utc(dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)).isoformat()
+    '2025-01-01T00:00:00+00:00'
+    """
+    return moment.astimezone(dt.timezone.utc)
+
+
+def expired_versions(
+    times: Mapping[int, dt.datetime], tagged: Collection[int], cutoff: dt.datetime
+) -> set[int]:
+    """The versions that stopped being the latest before ``cutoff``: every version but the
+    latest and the tagged ones whose successor was committed before ``cutoff``.
+
+    A version is judged by when it was superseded, not when it was written, so that the
+    version that was current at any instant since the cutoff stays (time travel by time
+    within the retention works, and a writer that read it less than the retention ago can
+    still commit or restore on it).
+
+    >>> def day(n): return dt.datetime(2025, 1, n, tzinfo=dt.timezone.utc)
+    >>> t = {v: day(v) for v in (1, 2, 3, 5)}
+    >>> sorted(expired_versions(t, tagged={1}, cutoff=day(4)))
+    [2]
+    >>> sorted(expired_versions(t, tagged=(), cutoff=day(31)))
+    [1, 2, 3]
+    """
+    ordered = sorted(times)
+    return {
+        version
+        for version, successor in itertools.pairwise(ordered)
+        if version not in tagged and utc(times[successor]) < cutoff
+    }
+
+
+@dataclass
+class DatasetHistory:
+    """The versions of one Lance dataset: number -> commit time (UTC), the latest, the tagged
+    ones, and the dataset opened at its latest version."""
+
+    uri: str
+    dataset: LanceDataset
+    times: dict[int, dt.datetime]
+    latest: int
+    tagged: set[int]
+
+    def files(self, version: int) -> set[str]:
+        """The data and deletion files (relative to the dataset) that ``version`` reads."""
+        at = self.dataset.checkout_version(version)
+        out: set[str] = set()
+        for fragment in at.get_fragments():
+            meta = fragment.metadata
+            out |= {f"data/{data_file.path}" for data_file in meta.files}
+            if meta.deletion_file is not None:
+                out.add(meta.deletion_file.path(meta.id))
+        return out
+
+
+def _not_found(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "not found" in text or "does not exist" in text or "no such file" in text
+
+
+def _moment(value: object) -> dt.datetime:
+    if not isinstance(value, dt.datetime):
+        raise errors.InternalError(f"a Lance version timestamp is {value!r}, not a datetime")
+    return value
+
+
+def history(uri: str, options: Mapping[str, str] | None) -> DatasetHistory | None:
+    """The versions of the Lance dataset at ``uri``; None when there is none (a directory
+    that holds only staged files)."""
+    try:
+        ds = lance.dataset(uri, storage_options=dict(options) if options else None)
+        times = {int(v["version"]): utc(_moment(v["timestamp"])) for v in ds.versions()}
+        tags = ds.tags.list()
+    except (OSError, ValueError) as exc:
+        if _not_found(exc):
+            return None
+        typed = errors.storage_error(exc, uri, "read the versions of a table")
+        raise typed or errors.StorageError(
+            f"cannot read the versions of the Lance table at {uri!r}: {exc}"
+        ) from exc
+    tagged = {int(tag["version"]) for tag in tags.values()}
+    latest = int(ds.version)
+    times.setdefault(latest, utc(_moment(ds.get_version()["timestamp"])))
+    return DatasetHistory(uri, ds, times, latest, tagged)
+
+
+def staged_files(
+    hist: DatasetHistory | None, listing: Iterable[StoredFile], cutoff: dt.datetime
+) -> list[StoredFile]:
+    """Data and deletion files older than ``cutoff`` that no version of the dataset reads:
+    written by a writer that never committed them (a crash, a lost commit race). A file of
+    unknown age is kept."""
+    candidates = {
+        f.path: f
+        for f in listing
+        if f.path.startswith(_STAGED_DIRS) and f.mtime is not None and f.mtime < cutoff
+    }
+    if hist is not None:
+        for version in sorted(hist.times, reverse=True):  # the latest reads the most
+            if not candidates:
+                break
+            for path in hist.files(version):
+                candidates.pop(path, None)
+    return sorted(candidates.values(), key=lambda f: f.path)
+
+
+def _manifest_path(name: str) -> int | None:
+    """The version a ``_versions/`` file holds (either Lance naming scheme), or None."""
+    if not name.endswith(".manifest"):
+        return None
+    stem = name[: -len(".manifest")]
+    if not stem.isdigit():
+        return None
+    number = int(stem)
+    return _U64_MAX - number if len(stem) == 20 and number > _U64_MAX // 2 else number
+
+
+def predict_removal(
+    hist: DatasetHistory, remove: Collection[int], listing: Iterable[StoredFile]
+) -> Removed:
+    """What ``cleanup_old_versions(versions=remove)`` deletes, without deleting anything:
+    the versions' manifest and transaction files and the data and deletion files that only
+    they read (index files are not predicted)."""
+    if not remove:
+        return Removed()
+    sizes = {f.path: f.size for f in listing}
+    doomed: set[str] = set()
+    for version in remove:
+        doomed |= hist.files(version)
+    for version in set(hist.times) - set(remove):
+        doomed -= hist.files(version)
+    for path in sizes:
+        if path.startswith("_versions/") and _manifest_path(path[len("_versions/") :]) in remove:
+            doomed.add(path)
+    for version in remove:
+        transaction = _transaction(hist.dataset, version)
+        if transaction is not None:
+            doomed.add(f"_transactions/{transaction.read_version}-{transaction.uuid}.txn")
+    present = [path for path in doomed if path in sizes]
+    return Removed(len(remove), len(present), sum(sizes[p] for p in present))
+
+
+def _transaction(ds: LanceDataset, version: int) -> Any:
+    try:
+        return ds.read_transaction(version)
+    except (OSError, ValueError):
+        return None
+
+
+def remove_versions(hist: DatasetHistory, remove: Collection[int]) -> Removed:
+    """Remove ``remove`` (never the latest, never a tagged version) with Lance's cleanup."""
+    versions = sorted(v for v in remove if v != hist.latest and v not in hist.tagged)
+    if not versions:
+        return Removed()
+    try:
+        stats = hist.dataset.cleanup_old_versions(
+            versions=versions, error_if_tagged_old_versions=False, delete_unverified=False
+        )
+    except (OSError, ValueError) as exc:
+        typed = errors.storage_error(exc, hist.uri, "remove old versions")
+        raise typed or errors.StorageError(
+            f"cannot remove versions {versions} of the Lance table at {hist.uri!r}: {exc}; "
+            "nothing a retained version reads was removed: run the cleanup again"
+        ) from exc
+    if stats.failed_deletes:
+        log.warning("%d files of %s could not be deleted", stats.failed_deletes, hist.uri)
+    files = (
+        stats.old_versions
+        + stats.data_files_removed
+        + stats.deletion_files_removed
+        + stats.index_files_removed
+        + stats.transaction_files_removed
+    )
+    return Removed(int(stats.old_versions), int(files), int(stats.bytes_removed))
