@@ -14,10 +14,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import lance_namespace as ln
 import pyarrow as pa
@@ -34,6 +35,7 @@ from lance_partitioned.manifest import (
     row_properties,
     row_read_version,
 )
+from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.scan import ScanTask
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.metadata import NamespaceMetadata, check_column_names
@@ -48,6 +50,9 @@ from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.shorthand import parse_partition_by
 from lance_partitioned.transaction import commit_write
 from lance_partitioned.write import WriteOptions, WriteProgress, stage
+
+if TYPE_CHECKING:
+    from lance_partitioned.history import Tags
 
 __all__ = ["PartitionedNamespace", "WriteResult"]
 
@@ -201,10 +206,16 @@ class PartitionedNamespace(ln.LanceNamespace):
         uri: str,
         *,
         storage_options: Mapping[str, str] | None = None,
-        version: int | None = None,
+        version: int | str | dt.datetime | None = None,
     ) -> PartitionedNamespace:
-        """Open a partitioned namespace, at its latest ``__manifest`` version or ``version``."""
-        return cls(str(uri), storage_options=storage_options, version=version)
+        """Open a partitioned namespace, at its latest ``__manifest`` version or ``version``
+        (read-only): a version number, a tag name, or a time, which opens the latest version
+        committed at or before it (a naive datetime is taken to be UTC). Errors: see
+        :func:`lance_partitioned.history.resolve_version`."""
+        from lance_partitioned import history
+
+        number = history.resolve_version(Manifest(str(uri), storage_options), version)
+        return cls(str(uri), storage_options=storage_options, version=number)
 
     def refresh(self) -> PartitionedNamespace:
         """Re-read the latest ``__manifest`` version (no-op when opened at a fixed version)."""
@@ -307,9 +318,19 @@ class PartitionedNamespace(ln.LanceNamespace):
             self.uri,
             "write",
         )
+        operation = Operation(
+            "write",
+            mode=mode,
+            rows_added=sum(leaf.rows for leaf in pending.leaves),
+            rows_removed=0 if mode == "append" else None,  # known only at commit time
+            partitions_touched=len(pending.leaves),
+        )
         result = _storage(
             lambda: commit_write(
-                self._manifest, pending, leaf_threads=(options or WriteOptions()).threads
+                self._manifest,
+                pending,
+                leaf_threads=(options or WriteOptions()).threads,
+                properties=operation.to_properties(),
             ),
             self.uri,
             "write",
@@ -556,3 +577,20 @@ class PartitionedNamespace(ln.LanceNamespace):
             "dropping a leaf table would lose a partition's data outside the commit "
             "protocol; use PartitionedNamespace.write(mode='overwrite_partitions')"
         )
+
+    # --- history18 ---
+    def versions(self) -> pa.Table:
+        """One row per ``__manifest`` version, oldest first: version, timestamp (UTC),
+        operation, mode, rows added and removed, partitions touched, tags, and the commit's
+        transaction properties (see :func:`lance_partitioned.history.versions`)."""
+        from lance_partitioned import history
+
+        return history.versions(self._manifest)
+
+    @property
+    def tags(self) -> Tags:
+        """The tags of the namespace: ``create(name, version=None)`` (None: :attr:`version`),
+        ``delete(name)``, ``list()`` (see :class:`lance_partitioned.history.Tags`)."""
+        from lance_partitioned import history
+
+        return history.Tags(self._manifest, self.version)
