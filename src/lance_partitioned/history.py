@@ -123,7 +123,7 @@ def version_at(manifest: Manifest, when: dt.datetime) -> int:
     moment = _as_utc(when)
     stamped = [
         (info.version, info.timestamp)
-        for info in list_versions(manifest)
+        for info in list_versions(manifest, properties=False)
         if info.timestamp is not None
     ]
     found = [number for number, stamp in stamped if stamp <= moment]

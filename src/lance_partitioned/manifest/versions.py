@@ -75,17 +75,22 @@ def _utc(stamp: object) -> dt.datetime | None:
     return stamp.astimezone(dt.timezone.utc)
 
 
-def list_versions(manifest: Manifest, *, threads: int = 8) -> list[VersionInfo]:
+def list_versions(
+    manifest: Manifest, *, properties: bool = True, threads: int = 8
+) -> list[VersionInfo]:
     """Every version Lance still has of the ``__manifest``, oldest first, with its commit
-    time and transaction properties. Reads each version's manifest and transaction file, never
-    its rows. On an object store the transaction files are read by ``threads`` threads, each
-    with its own dataset object (pylance's ``read_transaction`` is not re-entrant); on a
-    local disk one thread reads them all (about 0.1 ms each)."""
+    time and (unless ``properties=False``: empty) transaction properties. Reads each
+    version's manifest and transaction file, never its rows. On an object store the
+    transaction files are read by ``threads`` threads, each with its own dataset object
+    (pylance's ``read_transaction`` is not re-entrant); on a local disk one thread reads them
+    all (about 0.1 ms each)."""
     ds = manifest._open()
     listed = sorted(ds.versions(), key=lambda v: int(v["version"]))
     numbers = [int(v["version"]) for v in listed]
     workers = 1 if local_path(manifest.root) is not None else max(1, min(threads, len(numbers)))
-    if workers == 1:
+    if not properties:
+        found: list[dict[str, str]] = [{} for _ in numbers]
+    elif workers == 1:
         found = _properties(ds, numbers)
     else:
         chunks = [numbers[i::workers] for i in range(workers)]
