@@ -42,6 +42,8 @@ __all__ = [
     "StorageError",
     "TableNotFoundError",
     "TableVersionNotFoundError",
+    "TagAlreadyExistsError",
+    "TagNotFoundError",
     "TransformError",
     "UnknownTypeError",
     "UnsupportedOperationError",
@@ -135,6 +137,14 @@ class TableNotFoundError(LancePartitionedError, _ln.TableNotFoundError):
 
 class TableVersionNotFoundError(LancePartitionedError, _ln.TableVersionNotFoundError):
     """A requested ``__manifest`` or leaf version does not exist."""
+
+
+class TagNotFoundError(TableVersionNotFoundError, _ln.TableTagNotFoundError):
+    """No tag of that name on the ``__manifest`` (a version given as a string is a tag name)."""
+
+
+class TagAlreadyExistsError(InvalidInputError, _ln.TableTagAlreadyExistsError):
+    """A tag of that name already exists on the ``__manifest``."""
 
 
 class ConcurrentModificationError(LancePartitionedError, _ln.ConcurrentModificationError):

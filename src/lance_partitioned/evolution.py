@@ -58,6 +58,7 @@ from lance_partitioned.manifest import (
     rows_table,
     spec_namespace_id,
 )
+from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.spec import evolution as rules
 from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import PartitionField
@@ -85,9 +86,12 @@ def _ours(table_metadata: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def _prepare(manifest: Manifest, snapshot: ManifestSnapshot, new: NamespaceMetadata) -> int:
-    """Commit the ``__manifest`` columns and the spec version row ``new`` needs; return the
-    version to publish on (``snapshot.version`` when nothing was needed).
+def _prepare(
+    manifest: Manifest, snapshot: ManifestSnapshot, new: NamespaceMetadata, operation: Operation
+) -> int:
+    """Commit the ``__manifest`` columns and the spec version row ``new`` needs (each
+    recorded as ``operation``, step ``prepare``); return the version to publish on
+    (``snapshot.version`` when nothing was needed).
 
     Raises
     ------
@@ -109,18 +113,23 @@ def _prepare(manifest: Manifest, snapshot: ManifestSnapshot, new: NamespaceMetad
                 "partition spec update that was never published): choose another name"
             )
     version = snapshot.version
+    properties = operation.with_details(step="prepare").to_properties()
     if missing:
-        version = manifest.add_partition_columns(snapshot, missing)
+        version = manifest.add_partition_columns(snapshot, missing, properties=properties)
         snapshot = manifest.snapshot(version)
     row_id = spec_namespace_id(new.current_spec.version)
     if not snapshot.has(row_id):
         row = rows_table(snapshot.rows.schema, [{"object_id": row_id, "object_type": NAMESPACE}])
-        version = manifest.commit_rows(snapshot, row)
+        version = manifest.commit_rows(snapshot, row, properties=properties)
     return version
 
 
-def _evolve(manifest: Manifest, change: Change, *, backoff: Backoff | None = None) -> int:
-    """Apply ``change`` to the latest metadata and publish it (see the module docstring).
+def _evolve(
+    manifest: Manifest, change: Change, operation: Operation, *, backoff: Backoff | None = None
+) -> int:
+    """Apply ``change`` to the latest metadata and publish it (see the module docstring),
+    recording ``operation`` on every ``__manifest`` commit (the last one as step
+    ``publish``).
 
     Returns the new ``__manifest`` version, or the version read when ``change`` is a no-op.
     """
@@ -133,10 +142,14 @@ def _evolve(manifest: Manifest, change: Change, *, backoff: Backoff | None = Non
         try:
             version = snapshot.version
             if new.specs != snapshot.metadata.specs:
-                version = _prepare(manifest, snapshot, new)
+                operation = operation.with_details(spec_version=str(new.current_spec.version))
+                version = _prepare(manifest, snapshot, new, operation)
                 if _ours(manifest.table_metadata(version)) != _ours(snapshot.table_metadata):
                     raise CommitConflict("the namespace metadata changed while preparing")
-            return manifest.commit_table_metadata(version, new.to_table_metadata())
+            properties = operation.with_details(step="publish").to_properties()
+            return manifest.commit_table_metadata(
+                version, new.to_table_metadata(), properties=properties
+            )
         except CommitConflict as exc:
             log.info("evolution conflict on attempt %d: %s", attempt + 1, exc)
             backoff.sleep(attempt)
@@ -171,7 +184,10 @@ def update_partition_spec(
         Concurrent evolutions kept winning.
     """
     return _evolve(
-        manifest, lambda meta: rules.update_partition_spec(meta, partition_by), backoff=backoff
+        manifest,
+        lambda meta: rules.update_partition_spec(meta, partition_by),
+        Operation("evolve", "update_partition_spec"),
+        backoff=backoff,
     )
 
 
@@ -183,7 +199,10 @@ def add_columns(
     Leaves written before read NULL for them. Returns the new ``__manifest`` version.
     See :func:`lance_partitioned.spec.evolution.add_columns`.
     """
-    return _evolve(manifest, lambda meta: rules.add_columns(meta, fields), backoff=backoff)
+    operation = Operation("evolve", "add_columns", details={"columns": _names(fields)})
+    return _evolve(
+        manifest, lambda meta: rules.add_columns(meta, fields), operation, backoff=backoff
+    )
 
 
 def drop_columns(
@@ -194,11 +213,18 @@ def drop_columns(
     Returns the new ``__manifest`` version.
     See :func:`lance_partitioned.spec.evolution.drop_columns`.
     """
-    return _evolve(manifest, lambda meta: rules.drop_columns(meta, names), backoff=backoff)
+    operation = Operation("evolve", "drop_columns", details={"columns": ",".join(names)})
+    return _evolve(
+        manifest, lambda meta: rules.drop_columns(meta, names), operation, backoff=backoff
+    )
 
 
 def _rename_leaves(
-    manifest: Manifest, snapshot: ManifestSnapshot, renamed: NamespaceMetadata, old: str
+    manifest: Manifest,
+    snapshot: ManifestSnapshot,
+    renamed: NamespaceMetadata,
+    old: str,
+    operation: Operation,
 ) -> None:
     """Rename the column in every leaf of ``snapshot`` (Lance's metadata-only
     ``alter_columns``, one leaf commit each through the commit protocol) and move their
@@ -232,7 +258,13 @@ def _rename_leaves(
         leaves=leaves,
         namespaces={},
     )
-    commit_write(manifest, pending)
+    properties = operation.with_details(step="rename_leaves").to_properties()
+    commit_write(manifest, pending, properties=properties)
+
+
+def _names(fields: Sequence[pa.Field]) -> str:
+    """The names of ``fields``, comma-separated (a detail of the recorded operation)."""
+    return ",".join(f.name for f in fields)
 
 
 def _renamed_id(before: NamespaceMetadata, after: NamespaceMetadata) -> int:
@@ -258,9 +290,12 @@ def rename_column(manifest: Manifest, old: str, new: str, *, backoff: Backoff | 
     """
     snapshot = manifest.snapshot()
     renamed = rules.rename_column(snapshot.metadata, old, new)  # typed errors before any write
+    operation = Operation("evolve", "rename_column", details={"column": old, "new_name": new})
     if renamed != snapshot.metadata:
-        _rename_leaves(manifest, snapshot, renamed, old)
-    return _evolve(manifest, lambda meta: rules.rename_column(meta, old, new), backoff=backoff)
+        _rename_leaves(manifest, snapshot, renamed, old, operation)
+    return _evolve(
+        manifest, lambda meta: rules.rename_column(meta, old, new), operation, backoff=backoff
+    )
 
 
 def alter_column_type(
@@ -271,6 +306,12 @@ def alter_column_type(
     Returns the new ``__manifest`` version.
     See :func:`lance_partitioned.spec.evolution.alter_column_type`.
     """
+    operation = Operation(
+        "evolve", "alter_column_type", details={"column": name, "type": str(new_type)}
+    )
     return _evolve(
-        manifest, lambda meta: rules.alter_column_type(meta, name, new_type), backoff=backoff
+        manifest,
+        lambda meta: rules.alter_column_type(meta, name, new_type),
+        operation,
+        backoff=backoff,
     )

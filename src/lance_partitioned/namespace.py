@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-import datetime
+import datetime as dt
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +36,7 @@ from lance_partitioned.manifest import (
     row_properties,
     row_read_version,
 )
+from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.scan import ScanTask
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.metadata import NamespaceMetadata, check_column_names
@@ -52,6 +53,7 @@ from lance_partitioned.transaction import commit_write
 from lance_partitioned.write import WriteOptions, WriteProgress, stage
 
 if TYPE_CHECKING:
+    from lance_partitioned.history import Tags
     from lance_partitioned.maintenance.optimize import OptimizeProgress, OptimizeResult
 
 __all__ = ["PartitionedNamespace", "WriteResult"]
@@ -206,10 +208,16 @@ class PartitionedNamespace(ln.LanceNamespace):
         uri: str,
         *,
         storage_options: Mapping[str, str] | None = None,
-        version: int | None = None,
+        version: int | str | dt.datetime | None = None,
     ) -> PartitionedNamespace:
-        """Open a partitioned namespace, at its latest ``__manifest`` version or ``version``."""
-        return cls(str(uri), storage_options=storage_options, version=version)
+        """Open a partitioned namespace, at its latest ``__manifest`` version or ``version``
+        (read-only): a version number, a tag name, or a time, which opens the latest version
+        committed at or before it (a naive datetime is taken to be UTC). Errors: see
+        :func:`lance_partitioned.history.resolve_version`."""
+        from lance_partitioned import history
+
+        number = history.resolve_version(Manifest(str(uri), storage_options), version)
+        return cls(str(uri), storage_options=storage_options, version=number)
 
     def refresh(self) -> PartitionedNamespace:
         """Re-read the latest ``__manifest`` version (no-op when opened at a fixed version)."""
@@ -312,9 +320,19 @@ class PartitionedNamespace(ln.LanceNamespace):
             self.uri,
             "write",
         )
+        operation = Operation(
+            "write",
+            mode=mode,
+            rows_added=sum(leaf.rows for leaf in pending.leaves),
+            rows_removed=0 if mode == "append" else None,  # known only at commit time
+            partitions_touched=len(pending.leaves),
+        )
         result = _storage(
             lambda: commit_write(
-                self._manifest, pending, leaf_threads=(options or WriteOptions()).threads
+                self._manifest,
+                pending,
+                leaf_threads=(options or WriteOptions()).threads,
+                properties=operation.to_properties(),
             ),
             self.uri,
             "write",
@@ -578,10 +596,11 @@ class PartitionedNamespace(ln.LanceNamespace):
         return optimize.optimize_namespace(
             self, filter, target_rows_per_fragment, compact_manifest, progress
         )
+
     # --- cleanup18 ---
     def cleanup(
         self,
-        older_than: datetime.timedelta = datetime.timedelta(days=7),
+        older_than: dt.timedelta = dt.timedelta(days=7),
         *,
         dry_run: bool = False,
         progress: Callable[[CleanupProgress], None] | None = None,
@@ -591,3 +610,20 @@ class PartitionedNamespace(ln.LanceNamespace):
 
         self._require_writable("cleanup")
         return cleanup.cleanup(self._manifest, older_than, dry_run=dry_run, progress=progress)
+
+    # --- history18 ---
+    def versions(self) -> pa.Table:
+        """One row per ``__manifest`` version, oldest first: version, timestamp (UTC),
+        operation, mode, rows added and removed, partitions touched, tags, and the commit's
+        transaction properties (see :func:`lance_partitioned.history.versions`)."""
+        from lance_partitioned import history
+
+        return history.versions(self._manifest)
+
+    @property
+    def tags(self) -> Tags:
+        """The tags of the namespace: ``create(name, version=None)`` (None: :attr:`version`),
+        ``delete(name)``, ``list()`` (see :class:`lance_partitioned.history.Tags`)."""
+        from lance_partitioned import history
+
+        return history.Tags(self._manifest, self.version)

@@ -33,6 +33,8 @@ def test_help_lists_the_commands_and_no_stub_of_a_missing_operation() -> None:
         "verify",
         "stats",
         "optimize",
+        "history",
+        "tag",
     }
 
 

@@ -213,6 +213,19 @@ def test_a_replayed_transaction_writes_nothing(tmp_path: Path) -> None:
     assert ids(ns) == list(range(7))
 
 
+def test_the_driver_commit_records_its_operation(tmp_path: Path) -> None:
+    uri = str(tmp_path)
+    writer = plan(uri, partition_by="country", txnAppId="etl", txnVersion="4")
+    writer.commit([writer.write(iter([batch(range(5))])), writer.write(iter([batch(range(5, 8))]))])
+    last = lp.PartitionedNamespace.open(uri).versions().to_pylist()[-1]
+    assert (last["operation"], last["mode"], last["rows_added"]) == ("write", "append", 8)
+    assert (last["rows_removed"], last["partitions_touched"]) == (0, 2)
+    properties = dict(last["properties"])
+    assert properties["lance_partitioned.engine"] == "spark"
+    assert properties["lance_partitioned.txn_app_id"] == "etl"
+    assert properties["lance_partitioned.txn_version"] == "4"
+
+
 def test_abort_keeps_files_a_leaf_version_references(tmp_path: Path) -> None:
     uri = str(tmp_path)
     writer = plan(uri, partition_by="country")

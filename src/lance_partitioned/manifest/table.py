@@ -29,6 +29,7 @@ from lance_partitioned.manifest.layout import (
     rows_table,
     spec_namespace_id,
 )
+from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.manifest.snapshot import (
     CommitConflict,
     ManifestEntry,
@@ -36,6 +37,8 @@ from lance_partitioned.manifest.snapshot import (
     RawManifest,
 )
 from lance_partitioned.spec.metadata import NamespaceMetadata, keep_unknown_keys
+
+_CREATE = Operation("create")
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,11 @@ class Manifest:
         return f"{self.root}/{location}"
 
     def _open(self, version: int | None = None) -> LanceDataset:
+        if isinstance(version, int) and not 1 <= version < 2**64:
+            raise errors.TableVersionNotFoundError(  # Lance would raise OverflowError
+                f"__manifest version {version} does not exist at {self.root!r}: versions are "
+                "numbered from 1"
+            )
         try:
             return lance.dataset(
                 self.uri, version=version, storage_options=self.storage_options or None
@@ -154,7 +162,8 @@ class Manifest:
         metadata: NamespaceMetadata,
         storage_options: Mapping[str, str] | None = None,
     ) -> Manifest:
-        """Create the ``__manifest`` with the spec-version row and the metadata.
+        """Create the ``__manifest`` with the spec-version row and the metadata (two commits,
+        each recorded as operation ``create``).
 
         Raises :class:`~lance_partitioned.errors.NamespaceAlreadyExistsError` if one exists.
         """
@@ -169,6 +178,7 @@ class Manifest:
                 schema=schema,
                 mode="create",
                 storage_options=manifest.storage_options or None,
+                transaction_properties=_CREATE.with_details(step="rows").to_properties(),
             )
         except (OSError, ValueError) as exc:
             typed = errors.storage_error(exc, manifest.root, "create a namespace")
@@ -186,8 +196,9 @@ class Manifest:
 
     def _publish_first(self, version: int, metadata: NamespaceMetadata) -> None:
         updates = {**metadata.to_table_metadata(), GUARD_KEY: GUARD_VALUE}
+        properties = _CREATE.with_details(step="publish").to_properties()
         try:
-            self.commit_table_metadata(version, updates)
+            self.commit_table_metadata(version, updates, properties=properties)
         except CommitConflict as exc:
             raise errors.ConcurrentModificationError(
                 f"another client changed the new __manifest at {self.root!r} before its "
@@ -236,9 +247,10 @@ class Manifest:
                 f"{self.root!r}: finish it with the schema and partition spec it was started with"
             )
         version = int(ds.version)
+        properties = _CREATE.with_details(step="finish").to_properties()
         try:
             if missing:
-                version = self._add_columns(ds, missing, version)
+                version = self._add_columns(ds, missing, version, properties)
             first = spec_namespace_id(metadata.current_spec.version)
             rows = self._open(version).to_table(columns=["object_id"])
             if first not in rows.column("object_id").to_pylist():
@@ -250,7 +262,7 @@ class Manifest:
                     .when_not_matched_insert_all()
                     .execute_uncommitted(row.select(current.schema.names).cast(current.schema))
                 )
-                version = self._commit(transaction, version)
+                version = self._commit(transaction, version, properties)
         except CommitConflict as exc:
             raise errors.ConcurrentModificationError(
                 f"another client changed the unfinished __manifest at {self.root!r}: {exc}"
@@ -269,16 +281,19 @@ class Manifest:
 
         ``delete_where`` additionally deletes every existing row that is not in ``rows`` and
         matches that SQL filter (whole-namespace overwrite, dropped leaves). ``properties``
-        become the Lance transaction properties of the commit (what the operation did; other
-        clients ignore them). Returns the new manifest version; raises
-        :class:`CommitConflict` when a concurrent commit conflicts.
+        become the Lance transaction properties of the commit (what the operation did, see
+        :mod:`~lance_partitioned.manifest.operations`; other clients ignore them). Returns the
+        new manifest version; raises :class:`CommitConflict` when a concurrent commit
+        conflicts.
         """
         ds = self._open(base.version)
         read_version = base.version
         if READ_VERSION not in ds.schema.names:
             # another client's manifest without the optional column: add it (nullable, every
             # existing row NULL: read the latest) so that our rows can carry their versions
-            read_version = self._add_columns(ds, [(READ_VERSION, pa.uint64())], base.version)
+            read_version = self._add_columns(
+                ds, [(READ_VERSION, pa.uint64())], base.version, properties
+            )
             ds = self._open(read_version)
         builder = (
             ds.merge_insert("object_id").when_matched_update_all().when_not_matched_insert_all()
@@ -292,19 +307,18 @@ class Manifest:
                 f"commit {rows.column_names}"
             )
         transaction, _ = builder.execute_uncommitted(rows.select(present).cast(ds.schema))
-        if properties:
-            transaction.transaction_properties = {
-                **(transaction.transaction_properties or {}),
-                **properties,
-            }
-        return self._commit(transaction, read_version)
+        return self._commit(transaction, read_version, properties)
 
     def table_metadata(self, version: int) -> dict[str, str]:
         """The raw table metadata map of one ``__manifest`` version (every key)."""
         return dict(self._open(version).metadata)
 
     def add_partition_columns(
-        self, base: ManifestSnapshot, columns: Sequence[tuple[str, pa.DataType]]
+        self,
+        base: ManifestSnapshot,
+        columns: Sequence[tuple[str, pa.DataType]],
+        *,
+        properties: Mapping[str, str] | None = None,
     ) -> int:
         """Add nullable columns (metadata only: every row reads NULL) as a compare-and-swap
         on ``base.version``.
@@ -312,10 +326,14 @@ class Manifest:
         Returns the new manifest version; raises :class:`CommitConflict` when a concurrent
         commit conflicts (any concurrent row or schema change does).
         """
-        return self._add_columns(self._open(base.version), columns, base.version)
+        return self._add_columns(self._open(base.version), columns, base.version, properties)
 
     def _add_columns(
-        self, ds: LanceDataset, columns: Sequence[tuple[str, pa.DataType]], read_version: int
+        self,
+        ds: LanceDataset,
+        columns: Sequence[tuple[str, pa.DataType]],
+        read_version: int,
+        properties: Mapping[str, str] | None = None,
     ) -> int:
         current = ds.schema
         if LanceSchema.from_pyarrow(current) != ds.lance_schema:
@@ -328,9 +346,15 @@ class Manifest:
         operation = LanceOperation.Merge(
             fragments, LanceSchema.from_pyarrow(wide), preserves_nullability=True
         )
-        return self._commit(operation, read_version)
+        return self._commit(operation, read_version, properties)
 
-    def commit_table_metadata(self, read_version: int, updates: Mapping[str, str]) -> int:
+    def commit_table_metadata(
+        self,
+        read_version: int,
+        updates: Mapping[str, str],
+        *,
+        properties: Mapping[str, str] | None = None,
+    ) -> int:
         """Set table metadata keys (others are kept) as a compare-and-swap on ``read_version``.
 
         Keys of the JSON values that we do not own (another client's, at any level) are
@@ -346,9 +370,23 @@ class Manifest:
         operation = LanceOperation.UpdateConfig(
             table_metadata_updates=LanceOperation.UpdateMap(kept, replace=False)
         )
-        return self._commit(operation, read_version)
+        return self._commit(operation, read_version, properties)
 
-    def _commit(self, operation: Any, read_version: int) -> int:
+    def _commit(
+        self, operation: Any, read_version: int, properties: Mapping[str, str] | None = None
+    ) -> int:
+        """Commit ``operation`` (a Lance operation or an uncommitted transaction made on
+        ``read_version``) with ``properties`` as its transaction properties."""
+        if properties:
+            if isinstance(operation, Transaction):
+                operation.transaction_properties = {
+                    **(operation.transaction_properties or {}),
+                    **properties,
+                }
+            else:
+                operation = Transaction(
+                    read_version, operation, transaction_properties=dict(properties)
+                )
         try:
             ds = LanceDataset.commit(
                 self.uri,

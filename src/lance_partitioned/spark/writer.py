@@ -47,6 +47,7 @@ from pyspark.sql.types import StructType
 from lance_partitioned import errors
 from lance_partitioned.consistency import conform_for_write, leaf_schema
 from lance_partitioned.manifest import Manifest, ManifestSnapshot, manifest_schema
+from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.namespace import PartitionedNamespace
 from lance_partitioned.spark.source import SourceOptions
 from lance_partitioned.spark.staging import (
@@ -418,7 +419,18 @@ class LancePartitionedWriter(DataSourceArrowWriter):
                 namespaces={},
                 mode=mode,
             )
-        result = commit_write(manifest, pending, txn=txn)
+        details = {"engine": "spark-streaming" if self.job.streaming else "spark"}
+        if txn is not None:
+            details |= {"txn_app_id": txn[0], "txn_version": str(txn[1])}
+        operation = Operation(
+            "write",
+            mode=mode,
+            rows_added=sum(leaf.rows for leaf in pending.leaves),
+            rows_removed=0 if mode == "append" else None,  # known only at commit time
+            partitions_touched=len(pending.leaves),
+            details=details,
+        )
+        result = commit_write(manifest, pending, txn=txn, properties=operation.to_properties())
         if result.skipped:
             log.info("%s: transaction %s already committed, nothing written", self.job.uri, txn)
             self._remove({}, set(), self._stream_of(messages))  # every staged file is unused

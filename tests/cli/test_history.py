@@ -1,0 +1,115 @@
+"""``history`` and ``tag``, through the real entry point (``python -m lance_partitioned``) and
+in-process for the variations; the ``COLUMNS=80`` output of ``history`` as a golden file
+(commit times replaced by ``<time>``: run with ``LANCE_PARTITIONED_UPDATE_GOLDEN=1`` to accept
+a deliberate change)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+import lance_partitioned as lp
+from tests.cli.conftest import Here
+from tests.cli.helpers import build, cli, one_line_error
+
+GOLDEN = Path(__file__).parent / "golden"
+_STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+
+
+@pytest.fixture(scope="module")
+def parent(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``events``: the namespace of the other goldens, its version 4 tagged ``first-load``."""
+    folder = tmp_path_factory.mktemp("history")
+    ns = build(folder / "events")
+    ns.tags.create("first-load", version=4)
+    return folder
+
+
+def test_history_at_80_columns(parent: Path) -> None:
+    result = cli("history", "events", cwd=parent)
+    assert result.code == 0, result.err
+    assert "\x1b[" not in result.out
+    assert max(len(line) for line in result.out.splitlines()) <= 80
+    got = "\n".join(
+        line.rstrip() for line in _STAMP.sub("YYYY-MM-DD hh:mm:ss", result.out).splitlines()
+    )
+    golden = GOLDEN / "history.txt"
+    if os.environ.get("LANCE_PARTITIONED_UPDATE_GOLDEN"):
+        golden.write_text(got + "\n", encoding="utf-8")
+    assert got + "\n" == golden.read_text(encoding="utf-8")
+
+
+def test_history_json_is_every_version_newest_first(parent: Path) -> None:
+    ns = lp.PartitionedNamespace.open(str(parent / "events"))
+    result = cli("history", parent / "events", "--json")
+    assert result.code == 0, result.err
+    found = result.json()
+    assert [v["version"] for v in found] == list(range(ns.version, 0, -1))
+    latest = found[0]
+    assert set(latest) == {
+        "version",
+        "timestamp",
+        "operation",
+        "mode",
+        "rows_added",
+        "rows_removed",
+        "partitions_touched",
+        "tags",
+        "properties",
+    }
+    assert (latest["operation"], latest["mode"], latest["rows_added"]) == ("write", "append", 6)
+    assert latest["properties"]["lance_partitioned.operation"] == "write"
+    stamp = dt.datetime.fromisoformat(latest["timestamp"])
+    assert stamp.utcoffset() == dt.timedelta(0)
+    assert next(v for v in found if v["version"] == 4)["tags"] == ["first-load"]
+
+
+def test_history_limit(parent: Path, here: Here) -> None:
+    limited = here("history", parent / "events", "--limit", "2", "--json")
+    assert limited.code == 0, limited.err
+    assert [v["version"] for v in limited.json()] == [8, 7]
+    text = here("history", parent / "events", "--limit", "2")
+    assert "the latest 2 of 8 versions" in text.out
+    line = one_line_error(here("history", parent / "events", "--limit", "0"))
+    assert "--limit" in line
+
+
+def test_tag_create_list_delete(tmp_path: Path, here: Here) -> None:
+    root = tmp_path / "events"
+    ns = build(root, appends=1)
+    made = cli("tag", root, "create", "nightly", "--json")
+    assert made.code == 0, made.err
+    assert made.json()["name"] == "nightly"
+    assert made.json()["version"] == ns.version
+    assert here("tag", root, "create", "start", "--version", "1").code == 0
+    first_write = ns.versions().to_pylist()[2]["timestamp"]
+    at = here("tag", root, "create", "by-time", "--at", first_write.isoformat(), "--json")
+    assert at.json()["version"] == 3
+    listed = cli("tag", root, "list")
+    assert listed.code == 0, listed.err
+    assert re.search(rf"nightly\s+│\s+{ns.version}\s", listed.out), listed.out
+    assert "start" in listed.out
+    as_json = {t["name"]: t["version"] for t in here("tag", root, "list", "--json").json()}
+    assert as_json == {"by-time": 3, "nightly": ns.version, "start": 1}
+    assert cli("tag", root, "delete", "start").code == 0
+    assert "start" not in lp.PartitionedNamespace.open(str(root)).tags.list()
+
+
+def test_tag_mistakes_are_one_line_with_exit_2(tmp_path: Path, here: Here) -> None:
+    root = tmp_path / "events"
+    build(root, appends=1)
+    assert here("tag", root, "create", "a").code == 0
+    assert "'a' already exists" in one_line_error(here("tag", root, "create", "a"))
+    assert "'b' is not a tag" in one_line_error(here("tag", root, "delete", "b"))
+    assert "tag name 'a b'" in one_line_error(here("tag", root, "create", "a b"))
+    assert "version 99 does not exist" in one_line_error(
+        here("tag", root, "create", "c", "--version", "99")
+    )
+    both = one_line_error(here("tag", root, "create", "c", "--version", "1", "--at", "2025-01-01"))
+    assert "--version or --at" in both
+    assert "--at" in one_line_error(here("tag", root, "create", "c", "--at", "yesterday"))
+    assert "before" in one_line_error(here("tag", root, "create", "c", "--at", "2000-01-01"))
