@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import time
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -48,6 +49,12 @@ from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.shorthand import parse_partition_by
 from lance_partitioned.transaction import commit_write
 from lance_partitioned.write import WriteOptions, WriteProgress, stage
+
+if typing.TYPE_CHECKING:  # engines20
+    import polars as pl
+
+    from lance_partitioned.engines import OnScan
+    from lance_partitioned.engines.dataset import PartitionedDataset
 
 __all__ = ["PartitionedNamespace", "WriteResult"]
 
@@ -556,3 +563,22 @@ class PartitionedNamespace(ln.LanceNamespace):
             "dropping a leaf table would lose a partition's data outside the commit "
             "protocol; use PartitionedNamespace.write(mode='overwrite_partitions')"
         )
+
+    # --- engines20 ---
+    def to_pyarrow_dataset(
+        self, filter: str | Predicate | None = None, *, on_scan: OnScan | None = None
+    ) -> PartitionedDataset:
+        """This version as a lazy ``pyarrow.dataset.Dataset``: DuckDB queries it (``FROM ds``)
+        with our pruning and projection (see :mod:`lance_partitioned.engines`)."""
+        from lance_partitioned import engines
+
+        return engines.to_pyarrow_dataset(self, filter, on_scan=on_scan)
+
+    def scan_polars(
+        self, filter: str | Predicate | None = None, *, on_scan: OnScan | None = None
+    ) -> pl.LazyFrame:
+        """This version as a Polars ``LazyFrame`` read by an IO plugin that prunes with the
+        query's predicate, projection and limit (see :mod:`lance_partitioned.engines`)."""
+        from lance_partitioned import engines
+
+        return engines.scan_polars(self, filter, on_scan=on_scan)
