@@ -53,6 +53,10 @@ from lance_partitioned.transaction import commit_write
 from lance_partitioned.write import WriteOptions, WriteProgress, stage
 
 if TYPE_CHECKING:
+    import polars as pl
+
+    from lance_partitioned.engines import OnScan
+    from lance_partitioned.engines.dataset import PartitionedDataset
     from lance_partitioned.history import Tags
     from lance_partitioned.maintenance.optimize import OptimizeProgress, OptimizeResult
 
@@ -627,3 +631,22 @@ class PartitionedNamespace(ln.LanceNamespace):
         from lance_partitioned import history
 
         return history.Tags(self._manifest, self.version)
+
+    # --- engines20 ---
+    def to_pyarrow_dataset(
+        self, filter: str | Predicate | None = None, *, on_scan: OnScan | None = None
+    ) -> PartitionedDataset:
+        """This version as a lazy ``pyarrow.dataset.Dataset``: DuckDB queries it (``FROM ds``)
+        with our pruning and projection (see :mod:`lance_partitioned.engines`)."""
+        from lance_partitioned import engines
+
+        return engines.to_pyarrow_dataset(self, filter, on_scan=on_scan)
+
+    def scan_polars(
+        self, filter: str | Predicate | None = None, *, on_scan: OnScan | None = None
+    ) -> pl.LazyFrame:
+        """This version as a Polars ``LazyFrame`` read by an IO plugin that prunes with the
+        query's predicate, projection and limit (see :mod:`lance_partitioned.engines`)."""
+        from lance_partitioned import engines
+
+        return engines.scan_polars(self, filter, on_scan=on_scan)

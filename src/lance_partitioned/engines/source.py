@@ -1,0 +1,203 @@
+"""What every engine scan shares: one pinned ``__manifest`` snapshot, a base filter, the plan
+of one scan (:class:`EngineScan`, with the leaves it opened) and the batches it reads.
+
+>>> import tempfile, pyarrow as pa
+>>> import lance_partitioned as lp
+>>> from lance_partitioned.engines.nodes import EXACT_TRUE
+>>> ns = lp.PartitionedNamespace.create(
+...     tempfile.mkdtemp(), schema=pa.schema([("id", pa.int64()), ("country", pa.string())]),
+...     partition_by="country")
+>>> _ = ns.write(pa.table({"id": [1, 2, 3], "country": ["US", "FR", "US"]}))
+>>> source = Source(ns, "country = 'US'")
+>>> plan = source.plan("example", EXACT_TRUE, ["id"], limit=None)
+>>> [task.partition_values for task in plan.tasks]
+[(('country', 'US'),)]
+>>> sum(batch.num_rows for batch in source.batches(plan))
+2
+>>> plan.opened
+['v1$...']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import lance
+import pyarrow as pa
+
+from lance_partitioned import errors, scan
+from lance_partitioned.engines.nodes import Translation
+from lance_partitioned.expressions import Predicate, and_
+from lance_partitioned.expressions.fieldnames import field_terms
+from lance_partitioned.scan import ScanTask
+
+if TYPE_CHECKING:
+    from lance_partitioned.namespace import PartitionedNamespace
+
+__all__ = ["EngineScan", "OnScan", "Source"]
+
+
+@dataclass(frozen=True)
+class _ObservedTask(ScanTask):
+    """A task that records its object id in ``opened`` when its leaf is opened."""
+
+    opened: list[str] = field(default_factory=list, compare=False, repr=False)
+
+    def open(self) -> lance.LanceDataset:
+        self.opened.append(self.object_id)
+        return super().open()
+
+
+@dataclass(frozen=True)
+class EngineScan:
+    """One scan an engine asked for, as planned (pass ``on_scan`` to see it).
+
+    Attributes
+    ----------
+    engine : str
+        ``"pyarrow"`` (DuckDB, pyarrow) or ``"polars"``.
+    tasks : tuple of ScanTask
+        The leaves left after pruning: the only ones a read may open.
+    columns : tuple of str
+        The columns read from the leaves (the projection, plus what a post-filter needs).
+    output : tuple of str
+        The columns handed to the engine.
+    predicate : Predicate
+        The filter planned and pushed into the leaves.
+    exact : bool
+        False when the engine's filter was not fully translated: it then runs again on the
+        batches read (never dropped).
+    limit : int or None
+        The row limit the engine asked for.
+    opened : list of str
+        Object ids of the leaves opened so far, in order.
+    """
+
+    engine: str
+    tasks: tuple[ScanTask, ...]
+    columns: tuple[str, ...]
+    output: tuple[str, ...]
+    predicate: Predicate
+    exact: bool
+    limit: int | None
+    opened: list[str] = field(default_factory=list, compare=False)
+
+
+OnScan = Callable[[EngineScan], None]
+
+
+class Source:
+    """A namespace at one ``__manifest`` version, with a base filter, that engines scan.
+
+    Parameters
+    ----------
+    namespace : PartitionedNamespace
+        Read at its current version (later writes to it are not seen).
+    filter : str or Predicate, optional
+        Applied to every scan, with the engine's own filter.
+    on_scan : callable, optional
+        Called with each :class:`EngineScan` before it is read.
+    """
+
+    def __init__(
+        self,
+        namespace: PartitionedNamespace,
+        filter: str | Predicate | None = None,
+        *,
+        on_scan: OnScan | None = None,
+    ) -> None:
+        from lance_partitioned.namespace import PartitionedNamespace
+
+        self.namespace = PartitionedNamespace.open(
+            namespace.uri, storage_options=namespace.storage_options, version=namespace.version
+        )
+        self.schema: pa.Schema = self.namespace.schema
+        self._fields = field_terms(self.namespace.partition_specs, self.namespace.namespace_schema)
+        self.base = self.bind(filter)
+        self.on_scan = on_scan
+
+    def bind(self, filter: str | Predicate | None) -> Predicate:
+        """``filter`` bound to the read schema (partition field names allowed, as in
+        :meth:`~lance_partitioned.PartitionedNamespace.plan_scan`)."""
+        return scan.bound_filter(filter, self.schema, self._fields)
+
+    def output(self, columns: Sequence[str] | None) -> list[str]:
+        """The columns a scan returns (validated)."""
+        if columns is not None and not isinstance(columns, (list, tuple)):
+            raise errors.InvalidInputError(
+                f"columns must be a list of column names, got {type(columns).__name__}"
+            )
+        return [f.name for f in scan.output_fields(self.namespace.namespace_schema, columns)]
+
+    def plan(
+        self,
+        engine: str,
+        translation: Translation,
+        columns: Sequence[str] | None,
+        limit: int | None,
+    ) -> EngineScan:
+        """Plan one scan: prune with the base filter and the translated engine filter."""
+        if limit is not None and limit < 0:
+            raise errors.InvalidInputError(f"a row limit must be >= 0, got {limit}")
+        output = self.output(columns)
+        if translation.exact:
+            needed = set(output)
+        elif translation.columns is None:
+            needed = set(self.schema.names)
+        else:
+            needed = set(output) | (translation.columns & set(self.schema.names))
+        read = [name for name in self.schema.names if name in needed]
+        predicate = and_(self.base, translation.predicate)
+        tasks = self.namespace.plan_scan(predicate, read)
+        opened: list[str] = []
+        observed = tuple(
+            _ObservedTask(
+                **{f.name: getattr(t, f.name) for f in dataclasses.fields(t)}, opened=opened
+            )
+            for t in tasks
+        )
+        plan = EngineScan(
+            engine,
+            observed,
+            tuple(read),
+            tuple(output),
+            predicate,
+            translation.exact,
+            limit,
+            opened,
+        )
+        if self.on_scan is not None:
+            self.on_scan(plan)
+        return plan
+
+    def batches(self, plan: EngineScan, batch_size: int | None = None) -> Iterator[pa.RecordBatch]:
+        """The batches of ``plan``'s leaves in its read columns, its predicate applied.
+
+        With a limit and an exact plan, leaves are read one after the other, each with the
+        rows still missing as its Lance limit, so a small limit opens few leaves; otherwise
+        leaves are read in parallel (stop iterating to stop reading).
+        """
+        schema = self.namespace.namespace_schema
+        columns = list(plan.columns) or self.schema.names[:1]  # Lance needs a column to count
+        if plan.limit is None:
+            reader = scan.to_batches(plan.tasks, schema, columns, batch_size)
+            try:
+                yield from (_select(b, plan.columns) for b in reader)
+            finally:
+                reader.close()
+            return
+        remaining = plan.limit if plan.exact else None
+        for task in plan.tasks:
+            if remaining == 0:
+                return
+            for batch in scan.read_task(task, schema, columns, batch_size, limit=remaining):
+                if remaining is not None:
+                    remaining -= batch.num_rows
+                yield _select(batch, plan.columns)
+
+
+def _select(batch: pa.RecordBatch, columns: Sequence[str]) -> pa.RecordBatch:
+    return batch if list(batch.schema.names) == list(columns) else batch.select(list(columns))

@@ -1,0 +1,90 @@
+"""Polars through ``PartitionedNamespace.scan_polars``: the same rows as ``to_table``, only
+the pruned leaves opened, the projection and the row limit honoured by the plugin itself."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+import pyarrow as pa
+
+import lance_partitioned as lp
+from lance_partitioned.engines import EngineScan
+
+
+def _ids(values: list[int]) -> list[int]:
+    return sorted(values)
+
+
+def _leaves(ns: lp.PartitionedNamespace, sql: str | None = None) -> list[str]:
+    return sorted(task.object_id for task in ns.plan_scan(sql))
+
+
+def test_polars_query_opens_only_the_pruned_leaves(events: lp.PartitionedNamespace) -> None:
+    scans: list[EngineScan] = []
+    frame = events.scan_polars(on_scan=scans.append)
+    got = frame.filter(pl.col("country") == "US").select("id", "amount").sort("id").collect()
+    expected = events.to_table("country = 'US'", columns=["id", "amount"]).sort_by("id")
+    assert got.to_arrow().to_pylist() == expected.to_pylist()
+    (scan,) = scans
+    assert sorted(scan.opened) == _leaves(events, "country = 'US'")
+    assert len(scan.opened) == 12 < len(_leaves(events)) == 50
+    assert set(scan.columns) == {"id", "amount", "country"}  # Polars asks for its filter's too
+    assert "note" not in scan.columns
+    assert scan.exact
+
+
+def test_polars_range_on_a_transformed_column_prunes(events: lp.PartitionedNamespace) -> None:
+    scans: list[EngineScan] = []
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    frame = events.scan_polars(on_scan=scans.append)
+    got = frame.filter((pl.col("ts") >= start) & pl.col("country").is_in(["FR"])).collect()
+    sql = "ts >= TIMESTAMP '2026-01-01 00:00:00+00:00' AND country IN ('FR')"
+    assert _ids(got["id"].to_list()) == _ids(events.to_table(sql).column("id").to_pylist())
+    assert sorted(scans[-1].opened) == _leaves(events, sql)
+    assert len(scans[-1].opened) == 10 < len(_leaves(events))
+
+
+def test_polars_limit_stops_the_read(events: lp.PartitionedNamespace) -> None:
+    scans: list[EngineScan] = []
+    got = events.scan_polars(on_scan=scans.append).select("id").head(3).collect()
+    assert got.height == 3
+    (scan,) = scans
+    assert scan.limit == 3
+    assert scan.columns == ("id",)
+    assert len(scan.opened) == 1  # the first leaf holds 3 rows: no other leaf was opened
+
+
+def test_polars_untranslatable_predicate_runs_in_polars(events: lp.PartitionedNamespace) -> None:
+    scans: list[EngineScan] = []
+    frame = events.scan_polars(on_scan=scans.append)
+    predicate = (pl.col("country") == "DE") & (pl.col("note").str.len_chars() == 6)
+    got = frame.filter(predicate).select("id").collect()
+    full = pl.from_arrow(events.to_table())
+    assert isinstance(full, pl.DataFrame)
+    assert _ids(got["id"].to_list()) == _ids(full.filter(predicate)["id"].to_list())
+    assert len(got) > 0
+    scan = scans[-1]
+    assert not scan.exact
+    assert sorted(scan.opened) == _leaves(events, "country = 'DE'")
+
+
+def test_polars_or_with_an_untranslatable_side(events: lp.PartitionedNamespace) -> None:
+    predicate = (pl.col("country") == "DE") | (pl.col("note").str.len_chars() == 6)
+    got = events.scan_polars().filter(predicate).collect()
+    full = pl.from_arrow(events.to_table())
+    assert isinstance(full, pl.DataFrame)
+    assert _ids(got["id"].to_list()) == _ids(full.filter(predicate)["id"].to_list())
+
+
+def test_polars_base_filter_and_schema(events: lp.PartitionedNamespace) -> None:
+    frame = events.scan_polars("country = 'FR'")
+    assert frame.collect_schema().names() == events.schema.names
+    got = frame.select(pl.len()).collect().item()
+    assert got == events.count_rows("country = 'FR'")
+
+
+def test_polars_scan_of_an_empty_namespace(tmp_path: object) -> None:
+    schema = pa.schema([("id", pa.int64()), ("day", pa.date32())])
+    ns = lp.PartitionedNamespace.create(str(tmp_path), schema=schema, partition_by="day")
+    assert ns.scan_polars().collect().height == 0
