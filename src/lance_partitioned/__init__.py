@@ -23,6 +23,7 @@ from lance_partitioned import errors
 from lance_partitioned.runtime import configure_lance
 
 if TYPE_CHECKING:
+    from lance_partitioned.adapter import PartitionedLanceNamespace
     from lance_partitioned.namespace import PartitionedNamespace, WriteResult
     from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
     from lance_partitioned.spec.schema import NamespaceSchema
@@ -32,6 +33,7 @@ __all__ = [
     "NamespaceSchema",
     "PartitionField",
     "PartitionSpec",
+    "PartitionedLanceNamespace",
     "PartitionedNamespace",
     "WriteOptions",
     "WriteProgress",
@@ -43,6 +45,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "PartitionedNamespace": "lance_partitioned.namespace",
+    "PartitionedLanceNamespace": "lance_partitioned.adapter",
     "WriteResult": "lance_partitioned.namespace",
     "WriteOptions": "lance_partitioned.write",
     "WriteProgress": "lance_partitioned.write",
@@ -53,9 +56,9 @@ _LAZY = {
 
 configure_lance()  # before any module of ours imports Lance
 
-# lance_namespace.connect("partitioned", {"root": uri}) returns a PartitionedNamespace.
+# lance_namespace.connect("partitioned", {"root": uri}) returns the LanceNamespace adapter.
 lance_namespace.register_namespace_impl(
-    "partitioned", "lance_partitioned.namespace.PartitionedNamespace"
+    "partitioned", "lance_partitioned.adapter.PartitionedLanceNamespace"
 )
 
 

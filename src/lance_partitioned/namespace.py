@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-import lance_namespace as ln
 import pyarrow as pa
 
 from lance_partitioned import errors, scan
@@ -30,15 +29,11 @@ from lance_partitioned.maintenance.cleanup import CleanupProgress, CleanupResult
 from lance_partitioned.manifest import (
     BASE_COLUMNS,
     DELIMITER,
-    TABLE,
     Manifest,
     ManifestSnapshot,
-    row_properties,
-    row_read_version,
 )
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.scan import ScanTask
-from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.metadata import NamespaceMetadata, check_column_names
 from lance_partitioned.spec.partitioning import (
     PartitionField,
@@ -55,6 +50,7 @@ from lance_partitioned.write import WriteOptions, WriteProgress, stage
 if TYPE_CHECKING:
     import polars as pl
 
+    from lance_partitioned.adapter import PartitionedLanceNamespace
     from lance_partitioned.engines import OnScan
     from lance_partitioned.engines.dataset import PartitionedDataset
     from lance_partitioned.history import Tags
@@ -63,7 +59,6 @@ if TYPE_CHECKING:
 __all__ = ["PartitionedNamespace", "WriteResult"]
 
 _MODES = ("append", "overwrite", "overwrite_partitions")
-_STORAGE_PREFIX = "storage."
 
 
 @dataclass(frozen=True)
@@ -116,11 +111,12 @@ def _spec_version(object_id: str) -> int:
     return int(object_id.split(DELIMITER, 1)[0][1:])
 
 
-class PartitionedNamespace(ln.LanceNamespace):
+class PartitionedNamespace:
     """A Lance Partitioned Namespace (spec 000) rooted at a directory or object-store URI.
 
-    Use :meth:`create` or :meth:`open`; ``lance_namespace.connect("partitioned",
-    {"root": uri})`` also works (properties ``storage.<key>`` become storage options).
+    Use :meth:`create` or :meth:`open`. :meth:`as_lance_namespace` is the same namespace as
+    a ``lance_namespace.LanceNamespace``, which ``lance_namespace.connect("partitioned",
+    {"root": uri})`` also returns (properties ``storage.<key>`` become storage options).
     The object reads one ``__manifest`` version (:attr:`version`); :meth:`write` moves it to
     the version it commits and :meth:`refresh` to the latest.
     """
@@ -131,13 +127,8 @@ class PartitionedNamespace(ln.LanceNamespace):
         *,
         storage_options: Mapping[str, str] | None = None,
         version: int | None = None,
-        **properties: str,
     ) -> None:
-        options = dict(storage_options or {})
-        for key, value in properties.items():
-            if key.startswith(_STORAGE_PREFIX):
-                options[key[len(_STORAGE_PREFIX) :]] = value
-        self._manifest = Manifest(str(root), options)
+        self._manifest = Manifest(str(root), dict(storage_options or {}))
         self._pinned = version
         self._snapshot = self._manifest.snapshot(version)
 
@@ -483,106 +474,21 @@ class PartitionedNamespace(ln.LanceNamespace):
         self._evolve("alter_column_type", lambda m: evolution.alter_column_type(m, name, new_type))
 
     # ------------------------------------------------------------------ LanceNamespace
-    def namespace_id(self) -> str:
-        return f"PartitionedNamespace {{ root: {self.uri!r} }}"
+    def as_lance_namespace(self) -> PartitionedLanceNamespace:
+        """This namespace as a :class:`lance_namespace.LanceNamespace` (list and describe its
+        namespaces and leaf tables), as ``lance_namespace.connect("partitioned", {"root":
+        uri})`` returns it. It reads this object's ``__manifest`` version.
 
-    def _object_id(self, parts: Sequence[str] | None) -> str:
-        return DELIMITER.join(parts or [])
+        >>> import tempfile, pyarrow as pa, lance_namespace as ln
+        >>> ns = PartitionedNamespace.create(
+        ...     tempfile.mkdtemp(), schema=pa.schema([("k", pa.utf8())]), partition_by="k")
+        >>> _ = ns.write(pa.table({"k": ["a"]}))
+        >>> ns.as_lance_namespace().list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces
+        ['v1']
+        """
+        from lance_partitioned.adapter import PartitionedLanceNamespace
 
-    def _require_namespace(self, object_id: str) -> None:
-        if object_id == "":
-            return
-        row = self._snapshot.row(object_id)
-        if row is None or row["object_type"] == TABLE:
-            raise errors.NamespaceNotFoundError(
-                f"namespace {object_id!r} does not exist in {self.uri!r}"
-            )
-
-    def _properties(self, object_id: str) -> dict[str, str]:
-        """The row's own properties (its ``metadata`` JSON, but for our private keys) with a
-        ``partition.<name>`` entry added for each of its non-NULL partition values."""
-        row = self._snapshot.row(object_id)
-        if row is None:
-            return {}
-        properties = row_properties(row)
-        schema = self._snapshot.rows.schema
-        for name in schema.names:
-            if name in BASE_COLUMNS or row[name] is None:
-                continue
-            value = pa.array([row[name]], schema.field(name).type)
-            text = evaluate("CAST(col AS VARCHAR)", value, pa.string())
-            properties[f"partition.{name}"] = text[0].as_py()
-        return properties
-
-    def list_namespaces(self, request: ln.ListNamespacesRequest) -> ln.ListNamespacesResponse:
-        parent = self._object_id(request.id)
-        self._require_namespace(parent)
-        names = [name for name, kind in self._snapshot.children(parent) if kind != TABLE]
-        return ln.ListNamespacesResponse(namespaces=names)
-
-    def describe_namespace(
-        self, request: ln.DescribeNamespaceRequest
-    ) -> ln.DescribeNamespaceResponse:
-        object_id = self._object_id(request.id)
-        self._require_namespace(object_id)
-        if object_id == "":
-            properties = dict(self._snapshot.table_metadata)
-        else:
-            properties = self._properties(object_id)
-        return ln.DescribeNamespaceResponse(properties=properties)
-
-    def namespace_exists(self, request: ln.NamespaceExistsRequest) -> ln.NamespaceExistsResponse:
-        self._require_namespace(self._object_id(request.id))
-        return ln.NamespaceExistsResponse()
-
-    def list_tables(self, request: ln.ListTablesRequest) -> ln.ListTablesResponse:
-        parent = self._object_id(request.id)
-        self._require_namespace(parent)
-        names = [name for name, kind in self._snapshot.children(parent) if kind == TABLE]
-        return ln.ListTablesResponse(tables=names)
-
-    def _table_row(self, parts: Sequence[str] | None) -> dict[str, Any]:
-        object_id = self._object_id(parts)
-        row = self._snapshot.row(object_id)
-        if row is None or row["object_type"] != TABLE:
-            raise errors.TableNotFoundError(f"table {object_id!r} does not exist in {self.uri!r}")
-        return row
-
-    def describe_table(self, request: ln.DescribeTableRequest) -> ln.DescribeTableResponse:
-        row = self._table_row(request.id)
-        uri = self._manifest.table_uri(row["location"])
-        return ln.DescribeTableResponse(
-            location=uri,
-            table_uri=uri,
-            version=row_read_version(row),
-            storage_options=self.storage_options or None,
-            properties=self._properties(row["object_id"]),
-        )
-
-    def table_exists(self, request: ln.TableExistsRequest) -> ln.TableExistsResponse:
-        self._table_row(request.id)
-        return ln.TableExistsResponse()
-
-    def create_namespace(self, request: ln.CreateNamespaceRequest) -> Any:
-        raise errors.UnsupportedOperationError(
-            "a partitioned namespace creates its namespaces itself when data is written: "
-            "use PartitionedNamespace.write"
-        )
-
-    def create_table(self, request: Any, request_data: bytes = b"") -> Any:
-        raise errors.UnsupportedOperationError(
-            "tables cannot be created inside a partitioned namespace by hand: "
-            "use PartitionedNamespace.write, which creates each partition's leaf table"
-        )
-
-    def declare_table(self, request: Any) -> Any:
-        return self.create_table(request)
-
-    def drop_table(self, request: Any) -> Any:
-        raise errors.UnsupportedOperationError(
-            "dropping a leaf table would lose a partition's data outside the commit "
-            "protocol; use PartitionedNamespace.write(mode='overwrite_partitions')"
-        )
+        return PartitionedLanceNamespace(self)
 
     # --- optimize18 ---
     def optimize(

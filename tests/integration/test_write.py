@@ -211,7 +211,7 @@ def test_null_partition_values_are_a_real_partition(ns: lp.PartitionedNamespace)
     parts = ns.partitions()
     assert None in parts.column("country").to_pylist()
     null_leaf = next(r for r in parts.to_pylist() if r["country"] is None)
-    described = ns.describe_table(
+    described = ns.as_lance_namespace().describe_table(
         lp_request(null_leaf["object_id"])  # type: ignore[arg-type]
     )
     assert "partition.country" not in (described.properties or {})

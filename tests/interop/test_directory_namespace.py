@@ -15,6 +15,7 @@ from lance.namespace import DirectoryNamespace
 
 import lance_partitioned as lp
 from lance_partitioned import errors
+from lance_partitioned.adapter import PartitionedLanceNamespace
 
 pytestmark = pytest.mark.interop
 
@@ -65,7 +66,8 @@ def test_pylance_directory_namespace_walks_down_to_every_leaf(ns: lp.Partitioned
 
 def test_our_namespace_interface_matches(ns: lp.PartitionedNamespace) -> None:
     connected = ln.connect("partitioned", {"root": ns.uri})
-    assert isinstance(connected, lp.PartitionedNamespace)
+    assert isinstance(connected, PartitionedLanceNamespace)
+    assert connected.namespace.uri == ns.uri
     leaves = _walk(connected, [])
     assert len(leaves) == 3
     described = connected.describe_table(ln.DescribeTableRequest(id=leaves[0]))
@@ -101,3 +103,31 @@ def test_the_guard_makes_pylance_writes_fail_loudly(ns: lp.PartitionedNamespace)
     assert "country" in after.schema.names
     # reads through pylance still work after the refused writes
     assert pylance_ns.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces == ["v1"]
+
+
+def test_as_lance_namespace_answers_from_the_namespace_version(
+    ns: lp.PartitionedNamespace,
+) -> None:
+    adapter = ns.as_lance_namespace()
+    assert isinstance(adapter, ln.LanceNamespace)
+    assert adapter.namespace is ns
+    assert adapter.namespace_id() == f"PartitionedNamespace {{ root: {ns.uri!r} }}"
+    leaves = _walk(adapter, [])
+    assert sorted("$".join(leaf) for leaf in leaves) == sorted(
+        ns.partitions().column("object_id").to_pylist()
+    )
+    adapter.table_exists(ln.TableExistsRequest(id=leaves[0]))
+    adapter.namespace_exists(ln.NamespaceExistsRequest(id=leaves[0][:2]))
+    with pytest.raises(errors.NamespaceNotFoundError):
+        adapter.namespace_exists(ln.NamespaceExistsRequest(id=leaves[0]))  # a table
+    with pytest.raises(errors.TableNotFoundError):
+        adapter.table_exists(ln.TableExistsRequest(id=leaves[0][:2]))  # a namespace
+    with pytest.raises(ln.UnsupportedOperationError, match="overwrite_partitions"):
+        adapter.drop_table(ln.DropTableRequest(id=leaves[0]))
+    with pytest.raises(ln.UnsupportedOperationError):
+        adapter.declare_table(ln.DeclareTableRequest(id=["v1", "x", "dataset"]))
+    # a write through the namespace object is seen by its adapter
+    ns.write(
+        pa.table({"id": [9], "event_date": [dt.date(2026, 1, 1)], "country": ["DE"]}, schema=SCHEMA)
+    )
+    assert len(_walk(adapter, [])) == 4

@@ -171,3 +171,9 @@ def test_pylance_directory_namespace_reads_our_layout_on_s3(
         assert described.location is not None
         total += lance.dataset(described.location, storage_options=storage_options).count_rows()
     assert total == 12
+    # ours, through lance_namespace.connect: storage.<key> properties become storage options
+    connected = ln.connect("partitioned", properties)
+    assert connected.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces == ["v1"]
+    assert sorted(connected.list_namespaces(ln.ListNamespacesRequest(id=["v1"])).namespaces) == (
+        sorted(children)
+    )

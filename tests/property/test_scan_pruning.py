@@ -36,6 +36,8 @@ SPECS = [
     "truncate(50, id), event_date",
     "hour(ts) AS h",
     "truncate(1, country) AS initial",
+    "date(ts), country",
+    "date(event_date)",
 ]
 COUNTRIES = ["US", "FR", "DE", "UK", "", None]
 START = dt.datetime(2024, 11, 30, 20, tzinfo=dt.timezone.utc)

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 import lance_partitioned as lp
 from lance_partitioned.spec.transforms import (
     Bucket,
+    Date,
     Day,
     Hour,
     Identity,
@@ -56,7 +57,7 @@ ANCHORS = [
     dt.datetime(2120, 7, 1, tzinfo=UTC),
     dt.datetime(1883, 11, 18, 17, tzinfo=UTC),  # local mean time
 ]
-TRANSFORMS: list[Transform] = [Year(), Month(), Day(), Hour(), Identity(), Bucket(7)]
+TRANSFORMS: list[Transform] = [Year(), Month(), Day(), Hour(), Date(), Identity(), Bucket(7)]
 PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
@@ -121,6 +122,7 @@ SPECS = [
     "day(ts)",
     "month(ts), day(ts)",
     "year(ts), month(ts)",
+    "date(ts)",
 ]
 START = dt.datetime(2025, 10, 1, tzinfo=UTC)  # across the October/November transitions
 

@@ -11,6 +11,7 @@ Form                                        Expression (spec 000 App. D)    Defa
 ``month(col)``                              ``date_part('month', col)``     ``<col>_month``
 ``day(col)``                                ``date_part('day', col)``       ``<col>_day``
 ``hour(col)``                               ``date_part('hour', col)``      ``<col>_hour``
+``date(col)``                               ``CAST(col AS DATE)``           ``<col>_date``
 ``bucket(N, col)``                          ``abs(hash(col)) % N``          ``<col>_bucket``
 ``truncate(W, col)``                        ``left(col, W)`` or             ``<col>_trunc``
                                             ``col - (col % W)``
@@ -57,6 +58,7 @@ from lance_partitioned.spec.partitioning import RESERVED_NAMES, UnboundPartition
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.transforms import (
     Bucket,
+    Date,
     Day,
     Hour,
     Identity,
@@ -75,8 +77,9 @@ _DATE_PARTS: dict[str, Callable[[], Transform]] = {
     "month": Month,
     "day": Day,
     "hour": Hour,
+    "date": Date,
 }
-_FUNCTIONS = ("year", "month", "day", "hour", "bucket", "truncate", "expr")
+_FUNCTIONS = ("year", "month", "day", "hour", "date", "bucket", "truncate", "expr")
 _PUNCTUATION = {"(": "(", ")": ")", ",": ","}
 _EXPECTED = {"string": "a single-quoted string", "(": "'('", ")": "')'", ",": "','"}
 

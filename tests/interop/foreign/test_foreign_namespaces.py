@@ -75,7 +75,7 @@ def test_pruning_on_each_spec_version(foreign: Foreign) -> None:
 
 
 def test_describe_keeps_row_properties_and_adds_partition_values(foreign: Foreign) -> None:
-    ns = lp.PartitionedNamespace.open(foreign.root)
+    ns = lp.PartitionedNamespace.open(foreign.root).as_lance_namespace()
     leaf = foreign.leaf(event_date=D(2025, 12, 11))
     parts = leaf.object_id.split("$")
     described = ns.describe_table(ln.DescribeTableRequest(id=parts))

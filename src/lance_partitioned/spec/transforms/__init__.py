@@ -22,6 +22,7 @@ class                         expression                    result type   source
 ``Month()``                   ``date_part('month', col)``   int32 (1-12)  date32/64, timestamp
 ``Day()``                     ``date_part('day', col)``     int32 (1-31)  date32/64, timestamp
 ``Hour()``                    ``date_part('hour', col)``    int32 (0-23)  timestamp
+``Date()``                    ``CAST(col AS DATE)``         date32        date32/64, timestamp
 ``Bucket(N)``                 ``abs(hash(col)) % N``        int64         all hash() encodes
 ``Truncate(W)``               ``col - (col % W)``           the source's  integer, decimal128/256
 ``Truncate(W, string=True)``  ``left(col, W)``              utf8          utf8, large, view
@@ -35,7 +36,7 @@ expression, which may map a value to NULL):
 transform       projects
 ==============  ==============================================================================
 identity        everything: the same test on the partition column
-year            ``=``, IN, ranges (``ts < X`` → ``year <= year(X - 1 unit)``)
+year, date      ``=``, IN, ranges (``ts < X`` → ``year <= year(X - 1 unit)``)
 month/day/hour  ``=``, IN; a bounded range → the set of values it covers when smaller than the
                 domain; with year (and month, day) of the same source: ranges jointly, as
                 an interval of (year, month, day, hour) in lexicographic order
@@ -44,6 +45,10 @@ truncate        strings: ``=``, IN, ranges, ``LIKE 'p%'`` (``len(p) >= W``: ``= 
                 shorter: ``LIKE 'p%'`` on the partition); numbers: ``=``, IN, ranges
 opaque          ``=`` and IN, evaluating the expression on the literal with DataFusion
 ==============  ==============================================================================
+
+``month`` is the month of the year and ``day`` the day of the month, as Appendix D defines
+them: ``day`` alone puts the 10th of every month in one partition. For daily partitions use
+``Date()`` (the calendar day), or ``year``, ``month`` and ``day`` together.
 
 Date parts of a zoned timestamp are computed on its wall clock in the column's zone, as
 DataFusion computes them (``date_part('hour', col)`` of 23:30Z is 18 in ``America/New_York``);
@@ -72,11 +77,12 @@ from lance_partitioned.spec.transforms.registry import (
     register_transform,
     unregister_transform,
 )
-from lance_partitioned.spec.transforms.temporal import Day, Hour, Month, Year
+from lance_partitioned.spec.transforms.temporal import Date, Day, Hour, Month, Year
 from lance_partitioned.spec.transforms.values import Bucket, Identity, Opaque, Truncate
 
 __all__ = [
     "Bucket",
+    "Date",
     "Day",
     "Hour",
     "Identity",

@@ -12,6 +12,7 @@ from lance_partitioned.spec.transforms.base import (
     Transform,
 )
 from lance_partitioned.spec.transforms.temporal import (
+    Date,
     Day,
     Hour,
     Month,
@@ -33,6 +34,7 @@ _PARTS: dict[str, type[_DatePart]] = {"year": Year, "month": Month, "day": Day, 
 _BUILT_IN: tuple[tuple[str, Builder], ...] = (
     (r"col", lambda _: Identity()),
     (r"date_part\('(year|month|day|hour)',col\)", lambda m: _PARTS[m.group(1)]()),
+    (r"cast\(colasdate\)", lambda _: Date()),
     (r"abs\(hash\(col\)\)%([0-9]+)", lambda m: Bucket(int(m.group(1)))),
     (r"left\(col,([0-9]+)\)", lambda m: Truncate(int(m.group(1)), string=True)),
     (r"col-\(col%([0-9]+)\)", lambda m: Truncate(int(m.group(1)))),
@@ -113,6 +115,8 @@ def parse_transform(expression: str, result_type: pa.DataType | None = None) -> 
     Year()
     >>> parse_transform("abs(hash(col))%16"), parse_transform("left(col,3)")
     (Bucket(16), Truncate(3, string=True))
+    >>> parse_transform("CAST(col AS DATE)")
+    Date()
     >>> parse_transform("col - (col % 10)")
     Truncate(10)
     >>> parse_transform("date_trunc('day', col)")

@@ -1,8 +1,9 @@
-"""The date-part transforms of Appendix D: year, month, day and hour, computed on the wall
-clock of the source (in its zone), and ordered jointly."""
+"""The date-part transforms of Appendix D (year, month, day and hour), computed on the wall
+clock of the source (in its zone) and ordered jointly, and the calendar date of a timestamp."""
 
 from __future__ import annotations
 
+import datetime
 from typing import Any, ClassVar
 
 import numpy as np
@@ -12,13 +13,20 @@ from numpy.typing import NDArray
 
 from lance_partitioned.expressions.ranges import (
     Interval,
+    Preimage,
 )
 from lance_partitioned.expressions.tree import (
     In,
     NotNull,
     Predicate,
 )
-from lance_partitioned.spec.calendar import CALENDAR, cyclic_values, wall_clock, wall_clock_bounds
+from lance_partitioned.spec.calendar import (
+    CALENDAR,
+    cyclic_values,
+    is_zoned,
+    wall_clock,
+    wall_clock_bounds,
+)
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.fastpath import (
     MAX_TABLE as _MAX_TABLE,
@@ -180,3 +188,77 @@ class Hour(_DatePart):
         if high - low >= _MAX_TABLE:
             return None
         return low, (np.arange(low, high + 1, dtype=np.int64) % 24).astype(np.int32)
+
+
+class Date(Transform):
+    """``CAST(col AS DATE)``: the calendar day of a timestamp (its zone's), as date32.
+
+    Daily partitions in one field: unlike ``day`` (the day of the month, 1-31) the value is
+    the whole date, so it orders its source by itself and ranges prune through it alone
+    (``ts >= '2024-03-01'`` keeps the days from 2024-03-01). A zoned timestamp's day is the
+    one of its wall clock in its zone, as DataFusion casts it (and as the date parts are
+    taken). Not an Appendix D form: other spec-000 clients evaluate the SQL with DataFusion.
+
+    >>> import datetime, pyarrow as pa
+    >>> utc = datetime.timezone.utc
+    >>> ts = pa.array([datetime.datetime(2025, 1, 1, 23, 30, tzinfo=utc), None],
+    ...               pa.timestamp("us", tz="Asia/Tokyo"))
+    >>> Date().apply(ts).to_pylist()
+    [datetime.date(2025, 1, 2), None]
+    >>> Date().result_type(ts.type), Date().preserves_order
+    (DataType(date32[day]), True)
+    """
+
+    preserves_order = True
+
+    @property
+    def expression(self) -> str:
+        return "CAST(col AS DATE)"
+
+    def result_type(self, source: pa.DataType) -> pa.DataType:
+        return pa.date32()
+
+    def can_apply(self, source: pa.DataType) -> bool:
+        return bool(pa.types.is_timestamp(source) or pa.types.is_date(source))
+
+    def _apply(self, values: pa.Array) -> pa.Array:
+        if pa.types.is_date32(values.type):
+            return values
+        if values.null_count == len(values):
+            return pa.nulls(len(values), pa.date32())
+        if pa.types.is_date64(values.type):
+            return evaluate(self.expression, values)  # Arrow's cast truncates: rare, exact
+        instants = Instants(values)
+        low, high = instants.span(instants.per_day)
+        zoned = is_zoned(values.type)
+        if low < -SAFE_DAYS or high > SAFE_DAYS or (zoned and _near_int64_bounds(instants)):
+            return evaluate(self.expression, values)  # DataFusion's range (and its errors)
+        if zoned:
+            values = local_time(values)
+        raw = values.view(pa.int64())
+        data = np.frombuffer(raw.buffers()[1], np.int64)[raw.offset : raw.offset + len(raw)]
+        days = np.floor_divide(data, instants.per_day).astype(np.int32)
+        nulls = values.null_count
+        validity = pc.is_valid(values).buffers()[1] if nulls else None
+        return pa.Array.from_buffers(
+            pa.date32(), len(values), [validity, pa.py_buffer(days)], nulls
+        )
+
+    def _literal(self, value: Any, source: pa.DataType, result: pa.DataType) -> Any:
+        moment = wall_clock(value, source)
+        return moment.date() if isinstance(moment, datetime.datetime) else moment
+
+    def project_range(
+        self, name: str, interval: Interval, source: pa.DataType, result: pa.DataType
+    ) -> Predicate:
+        if is_zoned(source):
+            # the wall clocks of the range's instants, projected as a naive column's range
+            interval = wall_clock_bounds(interval, source)
+            source = pa.timestamp(source.unit)
+        return super().project_range(name, interval, source, result)
+
+    def preimage(self, value: Any, source: pa.DataType, result: pa.DataType) -> Preimage:
+        if value is None:
+            return Preimage(null=True)  # the cast maps only NULL to NULL (or fails)
+        cell = CALENDAR.cell((value.year, value.month, value.day), source)
+        return Preimage(null=False, interval=cell)
