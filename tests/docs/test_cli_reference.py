@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -66,3 +67,27 @@ def test_sphinx_roles_are_shown_as_code() -> None:
     assert (
         hook.strip_roles(html) == "<code>C</code> and <code>open</code>, :not-a-role:<code>x</code>"
     )
+
+
+def test_the_synopsis_of_the_cli_guide_matches_the_cli() -> None:
+    # docs/cli.md opens with a hand-written one-line synopsis per command: every command,
+    # subcommand and option of the CLI is in it, and it names no option the CLI lacks
+    from typer.core import TyperOption
+
+    guide = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    synopsis = guide.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+    shared = {"--json", "--storage-option", "--debug", "--help"}
+    group = typer.main.get_command(app)
+    assert len(synopsis) == len(group.commands)
+    for name, command in group.commands.items():
+        (line,) = [s for s in synopsis if s.startswith(f"lance-partitioned {name} ")]
+        options = {
+            o
+            for p in command.params
+            if isinstance(p, TyperOption)
+            for o in p.opts
+            if o.startswith("--")
+        } - shared
+        assert set(re.findall(r"--[a-z][a-z-]*", line)) == options, line
+        for subcommand in getattr(command, "commands", {}):
+            assert f" {subcommand} " in line, (line, subcommand)
