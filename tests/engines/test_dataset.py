@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import pickle
 
 import duckdb
 import pyarrow as pa
@@ -159,3 +160,12 @@ def test_dataset_reads_its_own_manifest_version(tmp_path: pytest.TempPathFactory
     ns.write(pa.table({"id": [2], "day": [dt.date(2025, 1, 2)]}, schema=schema))
     assert con.sql("SELECT id FROM ds").fetchall() == [(1,)]
     assert ns.to_pyarrow_dataset().count_rows() == 2
+
+
+def test_dataset_pickles_as_its_version_and_filters(events: lp.PartitionedNamespace) -> None:
+    ds = events.to_pyarrow_dataset("country = 'US'").filter(pc.field("id") < 100)
+    copy = pickle.loads(pickle.dumps(ds))
+    assert isinstance(copy, type(ds))
+    assert copy.count_rows() == events.count_rows("country = 'US' AND id < 100") > 0
+    with pytest.raises(lp.errors.UnsupportedOperationError, match="pickle"):
+        pickle.dumps(ds.scanner())

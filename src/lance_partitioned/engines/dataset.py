@@ -116,6 +116,13 @@ class PartitionedDataset(pads.Dataset):  # type: ignore[misc]
         """This dataset with ``expression`` applied to every scan."""
         return PartitionedDataset(self._source, (*self._filters, expression))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as what reopens it: the namespace URI, version and filters."""
+        source = self._source
+        namespace = source.namespace
+        state = (namespace.uri, namespace.storage_options, namespace.version, source.base)
+        return _restore, (*state, source.on_scan, self._filters)
+
     def __repr__(self) -> str:
         namespace = self._source.namespace
         return f"PartitionedDataset({namespace.uri!r}, version={namespace.version})"
@@ -250,11 +257,31 @@ class PartitionedScanner(pads.Scanner):  # type: ignore[misc]
             )
         return table.take(wanted)
 
+    def __reduce__(self) -> NoReturn:
+        raise errors.UnsupportedOperationError(
+            "a PartitionedScanner cannot be pickled: pickle its PartitionedDataset instead"
+        )
+
     def scan_batches(self) -> NoReturn:
         raise errors.UnsupportedOperationError(
             "PartitionedScanner.scan_batches is not supported (a namespace has no pyarrow "
             "fragments): use to_batches or to_reader"
         )
+
+
+def _restore(
+    uri: str,
+    storage_options: dict[str, str],
+    version: int,
+    base: Predicate,
+    on_scan: Any,
+    filters: tuple[Filter, ...],
+) -> PartitionedDataset:
+    """A pickled :class:`PartitionedDataset`, reopened."""
+    from lance_partitioned.namespace import PartitionedNamespace
+
+    namespace = PartitionedNamespace.open(uri, storage_options=storage_options, version=version)
+    return PartitionedDataset(Source(namespace, base, on_scan=on_scan), filters)
 
 
 def _table(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
