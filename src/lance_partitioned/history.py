@@ -24,13 +24,16 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from lance_partitioned import errors
 from lance_partitioned.manifest.operations import Operation
+from lance_partitioned.manifest.properties import LeafStats
 from lance_partitioned.manifest.versions import (
     Tag,
     check_tag_name,
@@ -40,9 +43,11 @@ from lance_partitioned.manifest.versions import (
     list_versions,
     tag_version,
 )
+from lance_partitioned.transaction import ChangePlan
 
 if TYPE_CHECKING:
-    from lance_partitioned.manifest import Manifest
+    from lance_partitioned.manifest import Manifest, ManifestSnapshot
+    from lance_partitioned.transaction import PendingWrite
 
 __all__ = [
     "VERSIONS_SCHEMA",
@@ -52,6 +57,7 @@ __all__ = [
     "resolve_version",
     "version_at",
     "versions",
+    "write_plan",
 ]
 
 VersionLike = int | str | dt.datetime
@@ -187,6 +193,59 @@ def _not_a_tag(manifest: Manifest, name: str) -> str:
         return f"{text}; pass version={int(stripped)} (an int) for __manifest version {stripped}"
     names = sorted(list_tags(manifest))
     return f"{text}; its tags are {names}" if names else f"{text}; it has no tags"
+
+
+def _rows_in(snapshot: ManifestSnapshot, object_ids: list[str] | None) -> int | None:
+    """Rows of the leaves ``object_ids`` (None: every leaf) as ``snapshot`` records them at
+    their ``read_version``; None when one of them has no recorded count (another client's
+    leaf, a NULL ``read_version``)."""
+    tables = snapshot.tables
+    present = dict(
+        zip(
+            tables.column("object_id").to_pylist(),
+            zip(
+                tables.column("metadata").to_pylist(),
+                tables.column("read_version").to_pylist(),
+                strict=True,
+            ),
+            strict=True,
+        )
+    )
+    total = 0
+    for object_id in present if object_ids is None else object_ids:
+        if object_id not in present:
+            continue  # a leaf the write creates
+        metadata, read_version = present[object_id]
+        count = None if read_version is None else LeafStats.num_rows_at(metadata, read_version)
+        if count is None:
+            return None
+        total += count
+    return total
+
+
+def write_plan(
+    pending: PendingWrite, details: Mapping[str, str] | None = None
+) -> Callable[[ManifestSnapshot], ChangePlan]:
+    """The :func:`~lance_partitioned.transaction.commit_changes` planner of a write that
+    records it as operation ``write``: its mode, the rows it adds, the leaves it writes and,
+    computed on the ``__manifest`` snapshot each attempt commits on, the rows it removes
+    (an ``overwrite`` every leaf's, an ``overwrite_partitions`` those of the leaves it
+    replaces)."""
+    operation = Operation(
+        "write",
+        mode=pending.mode,
+        rows_added=sum(leaf.rows for leaf in pending.leaves),
+        partitions_touched=len(pending.leaves),
+        details=dict(details or {}),
+    )
+    replaced = None if pending.mode == "overwrite" else [leaf.object_id for leaf in pending.leaves]
+
+    def plan(snapshot: ManifestSnapshot) -> ChangePlan:
+        removed = 0 if pending.mode == "append" else _rows_in(snapshot, replaced)
+        recorded = dataclasses.replace(operation, rows_removed=removed)
+        return ChangePlan(writes=pending, properties=recorded.to_properties())
+
+    return plan
 
 
 class Tags:

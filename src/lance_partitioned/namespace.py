@@ -25,6 +25,7 @@ import pyarrow as pa
 from lance_partitioned import errors, scan
 from lance_partitioned.consistency import leaf_schema
 from lance_partitioned.expressions import Predicate
+from lance_partitioned.history import write_plan
 from lance_partitioned.maintenance.cleanup import CleanupProgress, CleanupResult
 from lance_partitioned.manifest import (
     BASE_COLUMNS,
@@ -32,7 +33,6 @@ from lance_partitioned.manifest import (
     Manifest,
     ManifestSnapshot,
 )
-from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.scan import ScanTask
 from lance_partitioned.spec.metadata import NamespaceMetadata, check_column_names
 from lance_partitioned.spec.partitioning import (
@@ -44,7 +44,7 @@ from lance_partitioned.spec.partitioning import (
 )
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.shorthand import parse_partition_by
-from lance_partitioned.transaction import commit_write
+from lance_partitioned.transaction import commit_changes
 from lance_partitioned.write import WriteOptions, WriteProgress, stage
 
 if TYPE_CHECKING:
@@ -315,19 +315,11 @@ class PartitionedNamespace:
             self.uri,
             "write",
         )
-        operation = Operation(
-            "write",
-            mode=mode,
-            rows_added=sum(leaf.rows for leaf in pending.leaves),
-            rows_removed=0 if mode == "append" else None,  # known only at commit time
-            partitions_touched=len(pending.leaves),
-        )
         result = _storage(
-            lambda: commit_write(
+            lambda: commit_changes(
                 self._manifest,
-                pending,
+                write_plan(pending),  # records the write on the commit
                 leaf_threads=(options or WriteOptions()).threads,
-                properties=operation.to_properties(),
             ),
             self.uri,
             "write",

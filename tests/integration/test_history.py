@@ -77,8 +77,10 @@ def test_versions_lists_every_manifest_version_with_its_operation(
     )
     assert (partial["operation"], partial["mode"]) == ("write", "overwrite_partitions")
     assert (partial["rows_added"], partial["partitions_touched"]) == (4, 1)
+    assert partial["rows_removed"] == 5  # the 5 US rows it replaced
     assert (overwrite["operation"], overwrite["mode"]) == ("write", "overwrite")
     assert (overwrite["rows_added"], overwrite["partitions_touched"]) == (3, 1)
+    assert overwrite["rows_removed"] == 9  # every row: 4 US and 5 FR
     properties = dict(overwrite["properties"])
     assert properties["lance_partitioned.operation"] == "write"
     assert properties["lance_partitioned.client"].startswith("lance-partitioned ")

@@ -19,8 +19,9 @@ key                                        value
 ``lance_partitioned.<other>``              free-form details (``step``, ``engine``, …)
 =========================================  ====================================================
 
-A key is absent when its value is not known (an overwrite does not know, when it is
-staged, how many rows the partitions it replaces will hold when it commits). Other clients
+A key is absent when its value is not known (an overwrite of a leaf whose row count the
+``__manifest`` does not record, e.g. another client's leaf, cannot say how many rows it
+removed). Other clients
 ignore these properties; a version another client committed has none, and reading is
 tolerant: a value that is not what we write reads as unknown.
 

@@ -17,8 +17,10 @@ the ``__manifest``.
 
 The driver's :meth:`~LancePartitionedWriter.commit` merges the messages Spark hands it (one
 per successful task: retried and speculative attempts never count twice) and calls
-:func:`lance_partitioned.transaction.commit_write`, the same leaf commits and single CAS
-``__manifest`` commit as the Python API: the job is all-or-nothing.
+:func:`lance_partitioned.transaction.commit_changes` with the write's plan
+(:func:`lance_partitioned.history.write_plan`, which records the write on the commit), the
+same leaf commits and single CAS ``__manifest`` commit as the Python API: the job is
+all-or-nothing.
 Every task attempt records what it staged in a journal (:mod:`.staging`): the commit deletes
 what attempts whose message it did not use staged (retried, speculative, or failed after
 staging), :meth:`~LancePartitionedWriter.abort` what every attempt staged, unless a leaf
@@ -46,8 +48,8 @@ from pyspark.sql.types import StructType
 
 from lance_partitioned import errors
 from lance_partitioned.consistency import conform_for_write, leaf_schema
+from lance_partitioned.history import write_plan
 from lance_partitioned.manifest import Manifest, ManifestSnapshot, manifest_schema
-from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.namespace import PartitionedNamespace
 from lance_partitioned.spark.source import SourceOptions
 from lance_partitioned.spark.staging import (
@@ -64,7 +66,7 @@ from lance_partitioned.spec.shorthand import parse_partition_by
 from lance_partitioned.transaction import (
     PendingWrite,
     WriteMode,
-    commit_write,
+    commit_changes,
     merge_pending,
 )
 from lance_partitioned.write import WriteOptions, stage
@@ -422,15 +424,7 @@ class LancePartitionedWriter(DataSourceArrowWriter):
         details = {"engine": "spark-streaming" if self.job.streaming else "spark"}
         if txn is not None:
             details |= {"txn_app_id": txn[0], "txn_version": str(txn[1])}
-        operation = Operation(
-            "write",
-            mode=mode,
-            rows_added=sum(leaf.rows for leaf in pending.leaves),
-            rows_removed=0 if mode == "append" else None,  # known only at commit time
-            partitions_touched=len(pending.leaves),
-            details=details,
-        )
-        result = commit_write(manifest, pending, txn=txn, properties=operation.to_properties())
+        result = commit_changes(manifest, write_plan(pending, details), txn=txn)
         if result.skipped:
             log.info("%s: transaction %s already committed, nothing written", self.job.uri, txn)
             self._remove({}, set(), self._stream_of(messages))  # every staged file is unused
