@@ -15,7 +15,7 @@ import datetime as dt
 import itertools
 import logging
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import lance
@@ -112,9 +112,15 @@ class DatasetHistory:
     times: dict[int, dt.datetime]
     latest: int
     tagged: set[int]
+    _files: dict[int, set[str]] = field(default_factory=dict, repr=False)
 
     def files(self, version: int) -> set[str]:
         """The data and deletion files (relative to the dataset) that ``version`` reads."""
+        if version not in self._files:
+            self._files[version] = self._read_files(version)
+        return self._files[version]
+
+    def _read_files(self, version: int) -> set[str]:
         at = self.dataset.checkout_version(version)
         out: set[str] = set()
         for fragment in at.get_fragments():
