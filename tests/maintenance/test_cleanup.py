@@ -197,6 +197,7 @@ def test_the_namespace_method_and_its_guards(tmp_path: Path) -> None:
     ns = _history(root)
     assert ns.cleanup().files == 0  # everything is younger than a week
     assert ns.cleanup(ZERO, dry_run=True).manifest_versions.count == ns.version - 1
+    assert ns.cleanup(dt.timedelta.max, dry_run=True).files == 0  # keeps everything
     with pytest.raises(errors.InvalidInputError, match="negative"):
         ns.cleanup(dt.timedelta(seconds=-1))
     old = lp.PartitionedNamespace.open(root, version=3)
