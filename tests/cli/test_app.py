@@ -32,6 +32,7 @@ def test_help_lists_the_commands_and_no_stub_of_a_missing_operation() -> None:
         "evolve",
         "verify",
         "stats",
+        "cleanup",
     }
 
 
