@@ -197,6 +197,7 @@ def test_the_namespace_method_and_its_guards(tmp_path: Path) -> None:
     ns = _history(root)
     assert ns.cleanup().files == 0  # everything is younger than a week
     assert ns.cleanup(ZERO, dry_run=True).manifest_versions.count == ns.version - 1
+    assert ns.cleanup(dt.timedelta.max, dry_run=True).files == 0  # keeps everything
     with pytest.raises(errors.InvalidInputError, match="negative"):
         ns.cleanup(dt.timedelta(seconds=-1))
     old = lp.PartitionedNamespace.open(root, version=3)
@@ -315,3 +316,28 @@ def test_cutoffs_are_utc(tmp_path: Path) -> None:
     _history(root)
     local = dt.datetime.now()  # naive: local time
     assert _run(root, now=local, dry_run=True).cutoff.tzinfo == UTC
+
+
+def test_rows_staged_for_a_lost_manifest_commit_go_once_old(tmp_path: Path) -> None:
+    """A writer that lost the ``__manifest`` compare-and-swap left the data files of its
+    uncommitted ``merge_insert`` in ``__manifest/data``: no version reads them."""
+    root = str(tmp_path)
+    ns = _history(root)
+    manifest = lance.dataset(f"{root}/__manifest")
+    rows = manifest.to_table().slice(0, 1)
+    manifest.merge_insert("object_id").when_matched_update_all().execute_uncommitted(rows)
+    read: set[str] = set()
+    for version in manifest_versions(root):
+        for fragment in manifest.checkout_version(version).get_fragments():
+            meta = fragment.metadata
+            read |= {f"data/{f.path}" for f in meta.files}
+            if meta.deletion_file is not None:
+                read.add(meta.deletion_file.path(meta.id))
+    on_disk = {p for p in files(tmp_path / "__manifest") if p.startswith(("data/", "_del"))}
+    staged = on_disk - read
+    assert any(p.startswith("data/") for p in staged)  # the rows; and a deletion file
+    assert _run(root, older_than=dt.timedelta(days=1)).staged_files.count == 0
+    result = _run(root, older_than=ZERO)
+    assert result.staged_files.count == len(staged)
+    assert not staged & set(files(tmp_path / "__manifest"))
+    assert sorted(ns.refresh().to_table().column("id").to_pylist()) == [5, 6, 7]

@@ -36,6 +36,10 @@ def parse_duration(text: str) -> dt.timedelta:
 
     >>> parse_duration("7d"), parse_duration("1d12h"), parse_duration("0")
     (datetime.timedelta(days=7), datetime.timedelta(days=1, seconds=43200), datetime.timedelta(0))
+    >>> parse_duration("999999999w")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    lance_partitioned.cli.app.UsageError: --older-than '999999999w' is longer than a calendar ...
     >>> parse_duration("7 days")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -49,7 +53,10 @@ def parse_duration(text: str) -> dt.timedelta:
         raise UsageError(
             f"--older-than {text!r} is not a duration like 7d, 12h, 1d12h, 90m, 30s or 0"
         )
-    return dt.timedelta(seconds=sum(float(n) * _UNITS[u] for n, u in parts))
+    try:
+        return dt.timedelta(seconds=sum(float(n) * _UNITS[u] for n, u in parts))
+    except OverflowError as exc:
+        raise UsageError(f"--older-than {text!r} is longer than a calendar can count") from exc
 
 
 def _count(number: int, noun: str, plural: str | None = None) -> str:

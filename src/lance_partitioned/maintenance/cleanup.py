@@ -360,7 +360,11 @@ def cleanup(
     if older_than < dt.timedelta(0):
         raise errors.InvalidInputError(f"older_than must not be negative, got {older_than}")
     started = time.perf_counter()
-    cutoff = utc(now or dt.datetime.now(dt.timezone.utc)) - older_than
+    present = utc(now or dt.datetime.now(dt.timezone.utc))
+    try:
+        cutoff = present - older_than
+    except OverflowError:  # a retention longer than the calendar: keep everything
+        cutoff = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
     options = dict(manifest.storage_options)
     store = Store(manifest.root, options)
     totals = _Totals()
