@@ -107,3 +107,24 @@ def test_a_spark_job_with_replace_where(spark: SparkSession, tmp_path: Path) -> 
     )
     fr = [(i, "FR") for i in range(3, 10, 2)]
     assert _rows(ns) == sorted([*fr, *((200 + i, "US") for i in range(5))])
+
+
+def test_a_merge_from_a_spark_dataframe_runs_on_the_driver(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The pattern of docs/spark.md: collect the source as Arrow, merge on the namespace."""
+    ns = _namespace(tmp_path / "ns")
+    frame = spark.createDataFrame(
+        [(1, dt.date(2025, 3, 1), "DE"), (50, dt.date(2025, 3, 1), "DE")], SPARK_SCHEMA
+    )
+    result = (
+        lp.PartitionedNamespace.open(str(tmp_path / "ns"))
+        .merge(frame.toArrow(), on="id")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    assert (result.rows_updated, result.rows_inserted) == (1, 1)
+    assert (1, "DE") in _rows(ns)
+    assert (50, "DE") in _rows(ns)
+    assert (1, "FR") not in _rows(ns)
