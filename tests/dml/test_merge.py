@@ -6,6 +6,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import lance_partitioned as lp
@@ -49,6 +50,24 @@ def _oracle(
     return con.sql(sql).to_arrow_table().cast(SCHEMA)
 
 
+def _leaf_values(ns: lp.PartitionedNamespace) -> set[tuple[object, ...]]:
+    names = [f.name for f in ns.current_spec.fields]
+    return {tuple(r[n] for n in names) for r in ns.partitions().to_pylist()}
+
+
+def _source_leaves(
+    ns: lp.PartitionedNamespace, source: pa.Table, on: list[str]
+) -> set[tuple[object, ...]]:
+    """The partition values of the source rows whose keys are all non-NULL."""
+    from lance_partitioned.write import partition_values
+
+    keyed = source.filter(pc.is_valid(source.column(on[0])))
+    for name in on[1:]:
+        keyed = keyed.filter(pc.is_valid(keyed.column(name)))
+    keys = partition_values(keyed, ns.current_spec, ns.namespace_schema)
+    return set(zip(*(k.to_pylist() for k in keys), strict=True))
+
+
 def _source(seed: int, first_id: int, n: int = 60) -> pa.Table:
     return rows(n, seed=seed, first_id=first_id)
 
@@ -72,14 +91,19 @@ def test_keys_with_partition_sources_search_only_the_target_leaves(
 ) -> None:
     data = rows(200, seed=43)
     ns = create(tmp_path / "ns", "year(ts), country, bucket(4, user_id)", data)
+    assert ns.partitions().num_rows > 20
     # half the source rows are copies of target rows with a new amount, half are new
     changed = data.slice(20, 30).set_column(5, "amount", pa.array([1.5] * 30, pa.float64()))
     source = pa.concat_tables([changed, _source(44, first_id=1000, n=30)])
     result = (
         ns.merge(source, on=on).when_matched_update_all().when_not_matched_insert_all().execute()
     )
+    leaves_before = _leaf_values(ns)
     assert contents(ns) == expected(_oracle(data, source, on))
-    assert result.leaves_read < ns.partitions().num_rows
+    if len(on) == 5:  # every partition source is a key: exactly the source rows' leaves
+        assert result.leaves_read == len(_source_leaves(ns, source, on) & leaves_before)
+    else:
+        assert result.leaves_read < len(leaves_before)
     if len(on) == 5:  # every partition source is a key: exactly the leaves of the source rows
         keyed = {tuple(r[k] for k in on) for r in changed.to_pylist()}
         assert result.rows_updated == sum(

@@ -42,7 +42,7 @@ from lance_partitioned.manifest import DELIMITER, Manifest, ManifestSnapshot
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.transaction import ChangePlan, LeafChange, commit_changes
-from lance_partitioned.write import WriteOptions, as_reader, partition_values, stage
+from lance_partitioned.write import WriteOptions, as_reader, group_rows, partition_values, stage
 
 __all__ = ["MergeBuilder"]
 
@@ -160,11 +160,12 @@ class MergeBuilder:
             reads: dict[str, int] = {}
             matched: list[np.ndarray] = []
             updating: list[np.ndarray] = []
-            for task in self._candidates(snapshot, source):
+            for task, rows in self._candidates(snapshot, source):
                 ds = task.open()
                 found = cache.get(task.object_id)
                 if found is None or found.read_version != ds.version:
-                    found = self._search(ds, task, snapshot.metadata.schema, source)
+                    subset = source if rows is None else source.take(pa.array(rows))
+                    found = self._search(ds, task, snapshot.metadata.schema, subset)
                     cache[task.object_id] = found
                 used.append(found)
                 if task.read_version is not None:  # (a foreign leaf without one: its latest)
@@ -235,21 +236,36 @@ class MergeBuilder:
             )
         return table.append_column(_SOURCE_ROW, pa.array(np.arange(table.num_rows)))
 
-    def _candidates(self, snapshot: ManifestSnapshot, source: pa.Table) -> list[scan.ScanTask]:
-        """The leaves that can hold a match (every leaf when deleting by source without a
-        condition; with a condition, also the leaves it can match)."""
+    def _candidates(
+        self, snapshot: ManifestSnapshot, source: pa.Table
+    ) -> list[tuple[scan.ScanTask, np.ndarray | None]]:
+        """The leaves to search, each with the source rows that can match its rows (None:
+        every source row): the leaves whose partition values the keys of some source row
+        determine, and every leaf a delete-by-source applies to (all without a condition)."""
         manifest = self._manifest
         everything = scan.plan_scan(manifest, snapshot, None, columns=[])
         delete, condition = self._delete
-        if delete and condition is None:
-            return everything
-        keep: set[str] = set()
+        deleting: set[str] | None = None  # None: every leaf
+        if delete and condition is not None:
+            deleting = {t.object_id for t in scan.plan_scan(manifest, snapshot, condition, [])}
+        groups: dict[str, np.ndarray] = {}
+        undetermined: set[int] = set()
         metadata = snapshot.metadata
         for spec in metadata.specs:
-            keep |= _reachable(snapshot, spec, metadata.schema, source, self._on)
-        if delete:
-            keep |= {t.object_id for t in scan.plan_scan(manifest, snapshot, condition, [])}
-        return [t for t in everything if t.object_id in keep]
+            found = _source_groups(snapshot, spec, metadata.schema, source, self._on)
+            if found is None:
+                undetermined.add(spec.version)
+            else:
+                groups.update(found)
+        empty = np.zeros(0, dtype=np.int64)
+        chosen: list[tuple[scan.ScanTask, np.ndarray | None]] = []
+        for task in everything:
+            rows = None if task.spec_version in undetermined else groups.get(task.object_id)
+            if task.spec_version in undetermined or rows is not None:
+                chosen.append((task, rows))
+            elif delete and (deleting is None or task.object_id in deleting):
+                chosen.append((task, empty))  # no source row can match: every row unmatched
+        return chosen
 
     def _search(
         self, ds: LanceDataset, task: scan.ScanTask, schema: NamespaceSchema, source: pa.Table
@@ -347,39 +363,52 @@ def _prepare(where: Selection, count: DeleteCount) -> Callable[[LanceDataset], A
     return prepare
 
 
-def _reachable(
+def _source_groups(
     snapshot: ManifestSnapshot,
     spec: PartitionSpec,
     schema: NamespaceSchema,
     source: pa.Table,
     on: Sequence[str],
-) -> set[str]:
-    """The leaves of ``spec`` whose values, on the fields the key columns determine, are
-    those of some source row with non-NULL keys (every leaf when no field is determined)."""
-    tables = snapshot.tables
-    rows = tables.filter(pc.starts_with(tables.column("object_id"), f"v{spec.version}{DELIMITER}"))
-    if not rows.num_rows:
-        return set()
+) -> dict[str, np.ndarray] | None:
+    """For each leaf of ``spec`` that a source row with non-NULL keys can match, the
+    positions of those source rows: a key match means equal partition source values, so
+    equal values of every field whose source column is a key (None: no field is).
+
+    The source rows are grouped by those values (NULL is a value) and each group is looked
+    up among the leaves' partition values in the ``__manifest``.
+    """
     determined = [
-        (i, f)
-        for i, f in enumerate(spec.fields)
+        f
+        for f in spec.fields
         if not schema.is_deprecated(f.source_id) and schema.name_of(f.source_id) in on
     ]
     if not determined:
-        return set(rows.column("object_id").to_pylist())
-    valid = source
+        return None
+    tables = snapshot.tables
+    prefix = f"v{spec.version}{DELIMITER}"
+    rows = tables.filter(pc.starts_with(tables.column("object_id"), prefix))
+    names = [f.name for f in determined]
+    leaves: dict[tuple[Any, ...], list[str]] = {}
+    for row in rows.select(["object_id", *names]).to_pylist():
+        leaves.setdefault(tuple(row[n] for n in names), []).append(row["object_id"])
+    valid = np.ones(source.num_rows, dtype=bool)
     for name in on:
-        valid = valid.filter(pc.invert(pc.is_null(valid.column(name))))
-    if not valid.num_rows:
-        return set()
-    keys = partition_values(
-        valid, PartitionSpec(spec.version, tuple(f for _, f in determined)), schema
-    )
-    names = [f.name for _, f in determined]
-    distinct = pa.table(dict(zip(names, keys, strict=True))).group_by(names).aggregate([])
-    wanted = {tuple(r[n] for n in names) for r in distinct.to_pylist()}
-    return {
-        r["object_id"]
-        for r in rows.select(["object_id", *names]).to_pylist()
-        if tuple(r[n] for n in names) in wanted
-    }
+        valid &= ~np.asarray(source.column(name).is_null().to_numpy(zero_copy_only=False))
+    positions = np.flatnonzero(valid)
+    if not len(positions) or not leaves:
+        return {}
+    keyed = source.take(pa.array(positions))
+    keys = partition_values(keyed, PartitionSpec(spec.version, tuple(determined)), schema)
+    keys = [k.combine_chunks() if isinstance(k, pa.ChunkedArray) else k for k in keys]
+    order, offsets, first = group_rows(keys, keyed.num_rows)
+    groups: dict[str, np.ndarray] = {}
+    for g in range(len(offsets) - 1):
+        members = (
+            np.arange(offsets[g], offsets[g + 1])
+            if order is None
+            else order[offsets[g] : offsets[g + 1]]
+        )
+        values = tuple(key[int(first[g])].as_py() for key in keys)
+        for object_id in leaves.get(values, ()):
+            groups[object_id] = positions[members]
+    return groups
