@@ -107,8 +107,9 @@ def test_bad_predicates_are_typed_errors_and_change_nothing(tmp_path: Path, wher
     assert ns.refresh().version == version
 
 
+@pytest.mark.parametrize("point", ["leaf_commit", "leaves_committed"])
 def test_a_failure_before_the_manifest_commit_leaves_the_namespace_as_before(
-    tmp_path: Path,
+    tmp_path: Path, point: str
 ) -> None:
     data = rows(100, seed=8)
     ns = create(tmp_path / "ns", "year(ts), country", data)
@@ -118,7 +119,7 @@ def test_a_failure_before_the_manifest_commit_leaves_the_namespace_as_before(
         raise RuntimeError("injected")
 
     with (
-        transaction.pause_at("leaves_committed", crash),
+        transaction.pause_at(point, crash),
         pytest.raises(RuntimeError, match="injected"),
     ):
         ns.delete("id % 2 = 0 OR country = 'US'")
