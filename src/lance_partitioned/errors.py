@@ -27,6 +27,7 @@ __all__ = [
     "CastError",
     "ConcurrentModificationError",
     "CorruptNamespaceError",
+    "DuplicateKeyError",
     "InternalError",
     "InvalidInputError",
     "LancePartitionedError",
@@ -37,6 +38,7 @@ __all__ = [
     "PartitionExpressionError",
     "PartitionSpecError",
     "PermissionDeniedError",
+    "PredicateViolationError",
     "SchemaError",
     "SchemaMismatchError",
     "StorageError",
@@ -56,6 +58,14 @@ class LancePartitionedError(_ln.LanceNamespaceError):
 
 class InvalidInputError(LancePartitionedError, _ln.InvalidInputError):
     """The caller passed something the format or the API does not accept."""
+
+
+class PredicateViolationError(InvalidInputError):
+    """Rows written to replace the rows matching a predicate do not all satisfy it."""
+
+
+class DuplicateKeyError(InvalidInputError):
+    """The source of a merge holds several rows with one key."""
 
 
 class UnknownTypeError(InvalidInputError):

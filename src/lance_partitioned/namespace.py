@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pyarrow as pa
 
-from lance_partitioned import errors, scan
+from lance_partitioned import dml, errors, scan
 from lance_partitioned.consistency import leaf_schema
+from lance_partitioned.dml import DeleteResult, MergeBuilder, UpdateResult
 from lance_partitioned.expressions import Predicate
-from lance_partitioned.history import write_plan
 from lance_partitioned.maintenance.cleanup import CleanupProgress, CleanupResult
 from lance_partitioned.manifest import (
     BASE_COLUMNS,
@@ -44,7 +44,6 @@ from lance_partitioned.spec.partitioning import (
 )
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.shorthand import parse_partition_by
-from lance_partitioned.transaction import commit_changes
 from lance_partitioned.write import WriteOptions, WriteProgress, stage
 
 if TYPE_CHECKING:
@@ -278,6 +277,7 @@ class PartitionedNamespace:
         mode: Literal["append", "overwrite", "overwrite_partitions"] = "append",
         options: WriteOptions | None = None,
         progress: Callable[[WriteProgress], None] | None = None,
+        where: str | Predicate | None = None,
     ) -> WriteResult:
         """Write ``data`` atomically: every partition it touches becomes visible at once.
 
@@ -288,26 +288,37 @@ class PartitionedNamespace:
             bounded memory), any object with ``__arrow_c_stream__`` (pandas, polars, DuckDB),
             or an iterable of record batches.
         mode : {"append", "overwrite", "overwrite_partitions"}
-            ``overwrite`` replaces the whole namespace's data; ``overwrite_partitions``
-            replaces only the partitions present in ``data`` (under the current spec).
+            ``overwrite`` replaces the whole namespace's data (with ``where``: only the rows
+            matching it); ``overwrite_partitions`` replaces the partitions of the current
+            spec present in ``data``, rows stored under older spec versions included.
         options : WriteOptions, optional
             Buffering and parallelism knobs.
         progress : callable, optional
             Called with a :class:`~lance_partitioned.write.WriteProgress` after each chunk.
+        where : str or Predicate, optional
+            With ``mode="overwrite"``: replace-where, atomically replace the rows matching
+            ``where`` by ``data``, every row of which must satisfy it
+            (:class:`~lance_partitioned.errors.PredicateViolationError` otherwise).
         """
         if mode not in _MODES:
             raise errors.InvalidInputError(f"mode {mode!r} is not one of {list(_MODES)}")
+        if where is not None and mode != "overwrite":
+            raise errors.InvalidInputError(
+                f"where= replaces the rows matching it and needs mode='overwrite', not {mode!r}"
+            )
         self._require_writable("write")
         started = time.perf_counter()
         self.refresh()
         snapshot = self._snapshot
         target = leaf_schema(snapshot.metadata.schema)
+        if where is not None:
+            data = dml.require_matching(data, where, snapshot)
         pending = _storage(
             lambda: stage(
                 self._manifest,
                 snapshot,
                 data,
-                mode=mode,
+                mode="append" if where is not None else mode,
                 target=target,
                 options=options or WriteOptions(),
                 progress=progress,
@@ -316,9 +327,10 @@ class PartitionedNamespace:
             "write",
         )
         result = _storage(
-            lambda: commit_changes(
+            lambda: dml.commit_staged(
                 self._manifest,
-                write_plan(pending),  # records the write on the commit
+                pending,
+                where=where,
                 leaf_threads=(options or WriteOptions()).threads,
             ),
             self.uri,
@@ -548,3 +560,34 @@ class PartitionedNamespace:
         from lance_partitioned import engines
 
         return engines.scan_polars(self, filter, on_scan=on_scan)
+
+    # --- dml19 ---
+    def delete(self, where: str | Predicate) -> DeleteResult:
+        """Delete the rows matching ``where`` in one commit (see :mod:`lance_partitioned.dml`).
+
+        A leaf whose partition values decide that every row matches is dropped from the
+        ``__manifest`` without reading it; others get Lance deletion files.
+        """
+        self._require_writable("delete")
+        result = dml.delete(self._manifest, where)
+        self._snapshot = self._manifest.snapshot(result.version)
+        return result
+
+    def update(self, where: str | Predicate, set: Mapping[str, str]) -> UpdateResult:
+        """Set columns of the rows matching ``where``: ``set`` maps each column to DataFusion
+        SQL over the row (``{"amount": "amount * 2"}``). Rows whose partition changes move
+        to their new leaf in the same commit (see :mod:`lance_partitioned.dml.update`)."""
+        self._require_writable("update")
+        result = dml.update(self._manifest, where, set)
+        self._snapshot = self._manifest.snapshot(result.version)
+        return result
+
+    def merge(self, data: Any, on: str | Sequence[str]) -> MergeBuilder:
+        """An upsert of ``data`` keyed by ``on`` (pylance's ``merge_insert``): configure it
+        with ``when_matched_update_all``, ``when_not_matched_insert_all`` and
+        ``when_not_matched_by_source_delete``, then ``execute()`` it in one commit."""
+        self._require_writable("merge")
+        return dml.MergeBuilder(self._manifest, data, on, after=self._moved_to)
+
+    def _moved_to(self, version: int) -> None:
+        self._snapshot = self._manifest.snapshot(version)

@@ -18,6 +18,9 @@ Options (case-insensitive names, snake_case like lance-spark; any other name is 
 ``partitionOverwriteMode``    write  ``"dynamic"`` (= ``overwrite=partitions``) or ``"static"``
                                      (replace everything), as Spark's file sources; wins over
                                      the session's ``spark.sql.sources.partitionOverwriteMode``
+``replace_where``             write  a SQL predicate, with ``.mode("overwrite")``: atomically
+                                     replace the rows matching it by the DataFrame, every row
+                                     of which must satisfy it (replace-where)
 ``max_rows_per_file``         write  rows per Lance data file
 ``txnAppId``, ``txnVersion``  write  idempotent writes (Delta's names): a write whose (app id,
                                      version) is already committed does nothing
@@ -111,6 +114,7 @@ OPTIONS = (
     "overwrite",
     "partitionoverwritemode",
     "max_rows_per_file",
+    "replace_where",
     "txnappid",
     "txnversion",
     "version",
@@ -194,6 +198,18 @@ def _txn(lowered: Mapping[str, str]) -> tuple[str, int] | None:
     return str(app_id).strip(), version
 
 
+def _replace_where(lowered: Mapping[str, str]) -> str | None:
+    raw = lowered.get("replace_where")
+    if raw is None:
+        return None
+    if not str(raw).strip():
+        raise errors.InvalidInputError(
+            "option replace_where is empty: give the SQL predicate of the rows to replace "
+            "(replace_where='true' replaces every row)"
+        )
+    return str(raw)
+
+
 def _columns(lowered: Mapping[str, str]) -> tuple[str, ...] | None:
     raw = lowered.get("columns")
     if raw is None:
@@ -224,6 +240,7 @@ class SourceOptions:
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
     min_partitions: int | None = None
     txn: tuple[str, int] | None = None
+    replace_where: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -274,6 +291,7 @@ class SourceOptions:
             ),
             min_partitions=_positive_int(lowered, "min_partitions"),
             txn=_txn(lowered),
+            replace_where=_replace_where(lowered),
         )
 
     def default_min_partitions(self) -> int:

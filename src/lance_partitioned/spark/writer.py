@@ -46,9 +46,8 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from lance_partitioned import errors
+from lance_partitioned import dml, errors
 from lance_partitioned.consistency import conform_for_write, leaf_schema
-from lance_partitioned.history import write_plan
 from lance_partitioned.manifest import Manifest, ManifestSnapshot, manifest_schema
 from lance_partitioned.namespace import PartitionedNamespace
 from lance_partitioned.spark.source import SourceOptions
@@ -66,7 +65,6 @@ from lance_partitioned.spec.shorthand import parse_partition_by
 from lance_partitioned.transaction import (
     PendingWrite,
     WriteMode,
-    commit_changes,
     merge_pending,
 )
 from lance_partitioned.write import WriteOptions, stage
@@ -112,6 +110,8 @@ class WriteJob:
         Driver wall-clock time (``time.time()``) when the job was planned.
     txn : (str, int) or None
         The ``txnAppId``/``txnVersion`` of an idempotent write.
+    replace_where : str or None
+        The ``replace_where`` predicate: the commit replaces the rows matching it.
     streaming : bool
         The sink of a streaming query: journals are named by query and batch id.
     job_id : str
@@ -126,6 +126,7 @@ class WriteJob:
     planned_at: float
     create: NamespaceMetadata | None = None
     txn: tuple[str, int] | None = None
+    replace_where: str | None = None
     streaming: bool = False
     job_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
@@ -200,6 +201,13 @@ def _mode(options: SourceOptions, overwrite: bool) -> WriteMode | None:
     each task reads it (:func:`_task_mode`) and the commit checks they agree.
     """
     dynamic = options.partition_overwrite_mode
+    if options.replace_where is not None:
+        if not overwrite or options.overwrite is not None or dynamic is not None:
+            raise errors.InvalidInputError(
+                "option replace_where needs .mode('overwrite') and neither overwrite nor "
+                "partitionOverwriteMode: it replaces the rows matching the predicate"
+            )
+        return "append"  # the tasks stage an append; the commit deletes the matching rows
     if not overwrite:
         if options.overwrite is not None:
             raise errors.InvalidInputError(
@@ -319,6 +327,13 @@ def plan_write(
         namespace_schema = create.schema
     target = leaf_schema(namespace_schema)
     conform_for_write(arrow_schema.empty_table(), namespace_schema, target)
+    if options.replace_where is not None:
+        if create is not None:
+            raise errors.InvalidInputError(
+                f"option replace_where replaces rows of an existing namespace; there is none "
+                f"at {options.uri!r}"
+            )
+        ns.plan_scan(options.replace_where)  # a bad predicate fails before any task runs
     defaults = WriteOptions()
     write_options = replace(
         defaults,
@@ -331,6 +346,7 @@ def plan_write(
         manifest_version=version,
         create=create,
         txn=options.txn,
+        replace_where=options.replace_where,
         mode=mode,
         write_options=write_options,
         planned_at=time.time(),
@@ -363,6 +379,8 @@ class LancePartitionedWriter(DataSourceArrowWriter):
         manifest = self.job.manifest()
         snapshot = self.job.snapshot()
         reader = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], iterator))
+        if self.job.replace_where is not None:
+            reader = dml.require_matching(reader, self.job.replace_where, snapshot)
         pending = stage(
             manifest,
             snapshot,
@@ -405,7 +423,7 @@ class LancePartitionedWriter(DataSourceArrowWriter):
         mode = self._mode(messages)
         self.job.create_namespace()
         staged = [m.pending for m in _staged(messages) if m.pending is not None]
-        if not staged and mode != "overwrite":
+        if not staged and mode != "overwrite" and self.job.replace_where is None:
             log.info("nothing to commit to %s: the job wrote no rows", self.job.uri)
             self._discard_unused(messages)
             return
@@ -424,7 +442,11 @@ class LancePartitionedWriter(DataSourceArrowWriter):
         details = {"engine": "spark-streaming" if self.job.streaming else "spark"}
         if txn is not None:
             details |= {"txn_app_id": txn[0], "txn_version": str(txn[1])}
-        result = commit_changes(manifest, write_plan(pending, details), txn=txn)
+        # overwrite_partitions also deletes the rows of the written partitions from leaves of
+        # older spec versions, replace_where the rows matching it, in the same commit
+        result = dml.commit_staged(
+            manifest, pending, where=self.job.replace_where, txn=txn, details=details
+        )
         if result.skipped:
             log.info("%s: transaction %s already committed, nothing written", self.job.uri, txn)
             self._remove({}, set(), self._stream_of(messages))  # every staged file is unused

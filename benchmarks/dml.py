@@ -1,0 +1,231 @@
+"""Row-level change benchmark (issue 19): delete, update and merge, ours against delta-rs.
+
+The same ``events`` table (``_data.make_events``) is written, untimed, by
+
+* ``ours``: a ``PartitionedNamespace`` partitioned by the spec under test;
+* ``delta``: ``deltalake.write_deltalake(..., partition_by=[...])`` on the same partitions,
+  the computed partition columns (``event_year``; ``user_bucket``, with our own ``bucket``
+  transform so the partitions are the same) precomputed and stored as columns;
+
+then each system runs, in this order and timed one by one:
+
+1. delete one partition's rows (ours: ``event_date_year = 2024 AND country = 'US'``, a
+   predicate on partition values, so metadata only; delta: the same on its partition
+   columns);
+2. delete 1% of the rows scattered by a non-partition predicate (``id % 100 = 0``);
+3. update 1% of the rows (``amount = amount + 1`` where ``id % 100 = 1``);
+4. merge 100k rows keyed by ``id`` (50% update existing rows, 50% insert new ones);
+5. the same merge keyed by ``id`` and the partition source columns.
+
+Every run starts from freshly written tables in a new directory under ``--dir``, deleted at
+the end. The table printed is the wall time of each operation and delta / ours.
+
+Usage::
+
+    .venv/bin/python benchmarks/dml.py [--rows N] [--dir /tmp] [--only date,bucket]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+os.environ.setdefault("LANCE_LOG", "error")
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import lance_partitioned as lp
+from _data import make_events
+from lance_partitioned.spec.transforms import parse_transform
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A partition spec under test, as ours and delta-rs spell it."""
+
+    key: str
+    partition_by: str  # ours
+    delta_columns: tuple[str, ...]  # delta's partition columns
+    sources: tuple[str, ...]  # the partition source columns (for the keyed merge)
+    ours_partition: str  # one partition, as ours selects it
+    delta_partition: str  # the same, on delta's columns
+
+
+SPECS = {
+    "date": Spec(
+        "date",
+        "year(event_date), country",
+        ("event_year", "country"),
+        ("event_date", "country"),
+        "event_date_year = 2024 AND country = 'US'",
+        "event_year = 2024 AND country = 'US'",
+    ),
+    "bucket": Spec(
+        "bucket",
+        "bucket(16, user_id)",
+        ("user_bucket",),
+        ("user_id",),
+        "user_id_bucket = 3",
+        "user_bucket = 3",
+    ),
+}
+
+
+def with_delta_columns(table: pa.Table) -> pa.Table:
+    """``table`` with delta's precomputed partition columns."""
+    years = pc.cast(pc.year(table.column("event_date")), pa.int32())
+    bucket = parse_transform("abs(hash(col)) % 16", pa.int32())
+    buckets = pc.cast(bucket.apply(table.column("user_id")), pa.int32())
+    return table.append_column("event_year", years).append_column("user_bucket", buckets)
+
+
+def merge_source(table: pa.Table, spec: Spec, residue: int, first_new: int) -> pa.Table:
+    """100k rows (scaled to the table: 1%): half are existing rows (outside the deleted
+    partition, ids ``== residue`` mod 200) with a new ``amount``, half new ids."""
+    half = max(1, table.num_rows // 200)
+    ids = table.column("id")
+    kept = table.filter(pc.equal(pc.remainder(ids, 200), residue))
+    outside = with_delta_columns(kept)
+    mask = pc.invert(_in_deleted_partition(outside, spec))
+    kept = kept.filter(mask).slice(0, half)
+    kept = kept.set_column(
+        kept.schema.get_field_index("amount"),
+        "amount",
+        pc.add(kept.column("amount"), 0.5),
+    )
+    fresh = make_events(half, seed=7)
+    fresh = fresh.set_column(0, "id", pa.array(np.arange(first_new, first_new + half)))
+    return pa.concat_tables([kept, fresh])
+
+
+def _in_deleted_partition(table: pa.Table, spec: Spec) -> pa.ChunkedArray:
+    if spec.key == "date":
+        return pc.and_(
+            pc.equal(table.column("event_year"), 2024), pc.equal(table.column("country"), "US")
+        )
+    return pc.equal(table.column("user_bucket"), 3)
+
+
+def timed(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def run_ours(root: str, table: pa.Table, spec: Spec) -> dict[str, float]:
+    schema = table.schema
+    ns = lp.PartitionedNamespace.create(root, schema=schema, partition_by=spec.partition_by)
+    ns.write(table)
+    n = table.num_rows
+    sources = [s for s in spec.sources if s != "id"]
+    first = merge_source(table, spec, 2, n)
+    second = merge_source(table, spec, 4, n + n)
+    times = {
+        "delete one partition": timed(lambda: ns.delete(spec.ours_partition)),
+        "delete 1% scattered": timed(lambda: ns.delete("id % 100 = 0")),
+        "update 1%": timed(lambda: ns.update("id % 100 = 1", set={"amount": "amount + 1"})),
+        "merge 100k on id": timed(
+            lambda: (
+                ns.merge(first, on="id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute()
+            )
+        ),
+        "merge 100k on id + partition source": timed(
+            lambda: (
+                ns.merge(second, on=["id", *sources])
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute()
+            )
+        ),
+    }
+    return times
+
+
+def run_delta(root: str, table: pa.Table, spec: Spec) -> dict[str, float]:
+    from deltalake import DeltaTable, write_deltalake
+
+    extended = with_delta_columns(table)
+    write_deltalake(root, extended, partition_by=list(spec.delta_columns))
+    dt = DeltaTable(root)
+    n = table.num_rows
+    first = with_delta_columns(merge_source(table, spec, 2, n))
+    second = with_delta_columns(merge_source(table, spec, 4, n + n))
+    keyed = " AND ".join(f"t.{c} = s.{c}" for c in ("id", *spec.delta_columns))
+
+    def merge(source: pa.Table, predicate: str) -> None:
+        (
+            DeltaTable(root)
+            .merge(source, predicate=predicate, source_alias="s", target_alias="t")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute()
+        )
+
+    return {
+        "delete one partition": timed(lambda: dt.delete(spec.delta_partition)),
+        "delete 1% scattered": timed(lambda: DeltaTable(root).delete("id % 100 = 0")),
+        "update 1%": timed(
+            lambda: DeltaTable(root).update(
+                updates={"amount": "amount + 1"}, predicate="id % 100 = 1"
+            )
+        ),
+        "merge 100k on id": timed(lambda: merge(first, "t.id = s.id")),
+        "merge 100k on id + partition source": timed(lambda: merge(second, keyed)),
+    }
+
+
+def count_check(ours_root: str, delta_root: str) -> tuple[int, int]:
+    """Row counts of both after every operation (they must agree)."""
+    from deltalake import DeltaTable
+
+    ours = lp.PartitionedNamespace.open(ours_root).count_rows()
+    delta = DeltaTable(delta_root).to_pyarrow_dataset().count_rows()
+    return ours, delta
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--dir", default=tempfile.gettempdir())
+    parser.add_argument("--only", default="date,bucket", help="specs: date, bucket")
+    args = parser.parse_args()
+    table = make_events(args.rows, seed=1)
+    lines = [
+        f"rows: {args.rows:,}",
+        "",
+        "| spec | operation | ours s | delta-rs s | delta / ours |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for key in args.only.split(","):
+        spec = SPECS[key.strip()]
+        work = tempfile.mkdtemp(prefix="lp-dml-bench-", dir=args.dir)
+        try:
+            ours_root, delta_root = os.path.join(work, "ours"), os.path.join(work, "delta")
+            ours = run_ours(ours_root, table, spec)
+            delta = run_delta(delta_root, table, spec)
+            counted = count_check(ours_root, delta_root)
+            if counted[0] != counted[1]:
+                raise SystemExit(f"row counts differ after the operations: {counted}")
+            for operation, seconds in ours.items():
+                other = delta[operation]
+                lines.append(
+                    f"| `{spec.partition_by}` | {operation} | {seconds:.3f} | {other:.3f} | "
+                    f"{other / seconds:.1f}x |"
+                )
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

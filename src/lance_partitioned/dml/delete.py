@@ -1,0 +1,150 @@
+"""``delete``: remove the rows matching a predicate, in one ``__manifest`` commit.
+
+Per leaf, the predicate is simplified against the leaf's partition values: a leaf it cannot
+match is untouched, a leaf whose every row matches is dropped from the ``__manifest``
+(metadata only: no data file is read or written; older ``__manifest`` versions still see it
+until cleanup), and any other leaf gets Lance's row-level delete (deletion files) with the
+residual pushed down. All of it becomes visible in one commit through
+:func:`lance_partitioned.transaction.commit_changes`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Container
+from dataclasses import dataclass
+from typing import Any
+
+from lance import LanceDataset
+
+from lance_partitioned.dml.plan import (
+    DeleteCount,
+    delete_operation,
+    deletion_filter,
+    is_whole_leaf,
+    leaf_rows,
+    leaf_tasks,
+)
+from lance_partitioned.dml.results import DeleteResult
+from lance_partitioned.expressions import Predicate, to_sql
+from lance_partitioned.manifest import Manifest, ManifestSnapshot
+from lance_partitioned.manifest.operations import Operation
+from lance_partitioned.scan import ScanTask
+from lance_partitioned.spec.schema import NamespaceSchema
+from lance_partitioned.transaction import ChangePlan, LeafChange, commit_changes
+
+__all__ = ["PreparedDelete", "delete", "delete_changes", "describe", "prepared", "properties"]
+
+
+def describe(where: str | Predicate) -> str:
+    """The predicate as text, for the commit's transaction properties."""
+    return where if isinstance(where, str) else to_sql(where)
+
+
+def properties(operation: str, *, mode: str | None = None, **details: str) -> dict[str, str]:
+    """Transaction properties recorded on the ``__manifest`` commit of a change
+    (:class:`~lance_partitioned.manifest.operations.Operation`)."""
+    return Operation(operation, mode=mode, details=details).to_properties()
+
+
+@dataclass
+class PreparedDelete:
+    """A leaf's Lance delete, prepared on the planner's side at one leaf version (deletion
+    files written, nothing committed), reused while the leaf stays at that version."""
+
+    version: int
+    operation: Any
+    count: DeleteCount
+
+
+def prepared(
+    task: ScanTask, schema: NamespaceSchema, cache: dict[str, PreparedDelete]
+) -> PreparedDelete:
+    """The delete of ``task``'s matching rows at its ``read_version``, from ``cache`` when it
+    was prepared at that version."""
+    ds = task.open()
+    known = cache.get(task.object_id)
+    if known is not None and known.version == ds.version:
+        return known
+    count = DeleteCount()
+    operation = delete_operation(ds, deletion_filter(ds, task, schema), count)
+    cache[task.object_id] = found = PreparedDelete(int(ds.version), operation, count)
+    return found
+
+
+def _prepare(
+    task: ScanTask, schema: NamespaceSchema, cache: dict[str, PreparedDelete]
+) -> Callable[[LanceDataset], Any]:
+    def prepare(ds: LanceDataset) -> Any:
+        known = cache.get(task.object_id)
+        if known is not None and known.version == ds.version:
+            return known.operation
+        count = DeleteCount()
+        operation = delete_operation(ds, deletion_filter(ds, task, schema), count)
+        cache[task.object_id] = PreparedDelete(int(ds.version), operation, count)
+        return operation
+
+    return prepare
+
+
+def delete_changes(
+    manifest: Manifest,
+    snapshot: ManifestSnapshot,
+    where: str | Predicate,
+    cache: dict[str, PreparedDelete],
+    spec_versions: Container[int] | None = None,
+    written: Container[str] = (),
+) -> tuple[list[LeafChange], list[str], int]:
+    """The leaf changes and drops that delete the rows matching ``where`` on ``snapshot``
+    (only in leaves of ``spec_versions``, when given), and the rows the drops remove.
+
+    The Lance delete of each leaf the predicate does not decide is prepared here (in
+    ``cache``, by leaf and version, so a retry redoes only leaves that moved): a leaf where
+    no row matches gets no change, and a delete that matches nothing commits nothing.
+
+    A leaf the same commit also writes (``written``) is never dropped: it gets a Lance
+    delete of all its rows instead, and the write appends on top of it."""
+    changes: list[LeafChange] = []
+    drops: list[str] = []
+    dropped_rows = 0
+    schema = snapshot.metadata.schema
+    for task in leaf_tasks(manifest, snapshot, where):
+        if spec_versions is not None and task.spec_version not in spec_versions:
+            continue
+        if is_whole_leaf(task) and task.object_id not in written:
+            drops.append(task.object_id)
+            dropped_rows += leaf_rows(task)
+        elif prepared(task, schema, cache).operation is not None:
+            changes.append(LeafChange(task.object_id, _prepare(task, schema, cache)))
+    return changes, drops, dropped_rows
+
+
+def delete(manifest: Manifest, where: str | Predicate) -> DeleteResult:
+    """Delete the rows matching ``where`` (SQL or a Predicate) in one commit.
+
+    Raises :class:`~lance_partitioned.errors.InvalidInputError` for a predicate that does
+    not parse or names an unknown column; nothing is changed then.
+    """
+    started = time.perf_counter()
+    cache: dict[str, PreparedDelete] = {}
+    dropped: list[int] = [0]
+
+    def plan(snapshot: ManifestSnapshot) -> ChangePlan:
+        changes, drops, rows = delete_changes(manifest, snapshot, where, cache)
+        dropped[0] = rows
+        return ChangePlan(
+            changes=changes,
+            drops=drops,
+            properties=properties("delete", predicate=describe(where)),
+        )
+
+    result = commit_changes(manifest, plan)
+    changed = set(result.changed)
+    return DeleteResult(
+        version=result.version,
+        rows_deleted=dropped[0] + sum(p.count.rows for oid, p in cache.items() if oid in changed),
+        leaves_dropped=len(result.dropped),
+        leaves_rewritten=len(changed),
+        attempts=result.attempts,
+        seconds=time.perf_counter() - started,
+    )

@@ -1,0 +1,158 @@
+"""Writes that replace rows: ``overwrite_partitions`` across spec versions, and
+replace-where (``write(data, mode="overwrite", where=...)``).
+
+``overwrite_partitions`` replaces every row that falls in a partition of the current spec
+present in the data. Leaves of the current spec are overwritten whole; rows of those
+partitions stored under an older spec version (before a spec change) are deleted there, with
+the condition "in one of the written partitions" projected onto each old leaf: a leaf it
+decides entirely is dropped, one it cannot match is untouched, others get a Lance delete.
+
+Replace-where deletes the rows matching ``where`` (as :func:`~lance_partitioned.dml.delete`
+does) and appends the data, every row of which must satisfy ``where``
+(:class:`~lance_partitioned.errors.PredicateViolationError` otherwise; nothing is written).
+
+Both commit once, the staged data and the deletes together, through
+:func:`lance_partitioned.transaction.commit_changes`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from lance_partitioned import errors, scan
+from lance_partitioned.consistency import conform_for_write, leaf_schema
+from lance_partitioned.dml.delete import PreparedDelete, delete_changes, describe, properties
+from lance_partitioned.expressions import (
+    AlwaysTrue,
+    EqualTo,
+    IsNull,
+    Predicate,
+    and_,
+    or_,
+)
+from lance_partitioned.expressions.fieldnames import field_terms, substitute
+from lance_partitioned.history import write_plan
+from lance_partitioned.manifest import Manifest, ManifestSnapshot
+from lance_partitioned.spec.partitioning import PartitionSpec
+from lance_partitioned.transaction import (
+    ChangePlan,
+    CommitResult,
+    LeafWrite,
+    PendingWrite,
+    commit_changes,
+)
+from lance_partitioned.write import as_reader
+
+__all__ = ["commit_staged", "partitions_predicate", "require_matching"]
+
+
+_NO_SPEC = PartitionSpec(1, ())  # pins no field: every field-name leaf stays a condition
+
+
+def partitions_predicate(spec: PartitionSpec, leaves: Sequence[LeafWrite]) -> Predicate:
+    """The rows that fall in one of ``leaves`` (of ``spec``), as a predicate on ``spec``'s
+    partition field names (NULL values included).
+
+    >>> from lance_partitioned.spec.partitioning import PartitionField
+    >>> spec = PartitionSpec(2, (PartitionField(1, "c", 0, "col", pa.utf8()),))
+    >>> partitions_predicate(spec, [LeafWrite("x", "x", [], 1, {"c": None})])
+    IsNull(term='c')
+    """
+    predicate: Predicate | None = None
+    for leaf in leaves:
+        cell: Predicate = AlwaysTrue()
+        for spec_field in spec.fields:
+            value = leaf.values.get(spec_field.name)
+            term = IsNull(spec_field.name) if value is None else EqualTo(spec_field.name, value)
+            cell = and_(cell, term)
+        predicate = cell if predicate is None else or_(predicate, cell)
+    return AlwaysTrue() if predicate is None else predicate
+
+
+def _spec(snapshot: ManifestSnapshot, version: int) -> PartitionSpec:
+    for spec in snapshot.metadata.specs:
+        if spec.version == version:
+            return spec
+    raise errors.ConcurrentSchemaChangeError(
+        f"partition spec v{version}, which the data was staged under, is not in the "
+        f"__manifest at version {snapshot.version}: write the data again"
+    )
+
+
+def commit_staged(
+    manifest: Manifest,
+    pending: PendingWrite,
+    *,
+    where: str | Predicate | None = None,
+    leaf_threads: int = 8,
+    txn: tuple[str, int] | None = None,
+    details: Mapping[str, str] | None = None,
+) -> CommitResult:
+    """Commit a staged write, recorded as operation ``write`` on the commit
+    (:func:`~lance_partitioned.history.write_plan`, with ``details``): an append or whole
+    overwrite as such; ``overwrite_partitions`` with the rows of the written partitions
+    deleted from leaves of older spec versions; with ``where`` (pending staged as an append),
+    the rows matching ``where`` deleted first (recorded as mode ``replace_where``). ``txn``
+    makes the commit idempotent, as for ``commit_write``."""
+    base = write_plan(pending, details)
+    if where is None and pending.mode != "overwrite_partitions":
+        return commit_changes(manifest, base, leaf_threads=leaf_threads, txn=txn)
+    cache: dict[str, PreparedDelete] = {}
+
+    def plan(snapshot: ManifestSnapshot) -> ChangePlan:
+        written = base(snapshot)
+        recorded = dict(written.properties)
+        if where is not None:
+            leaves = {leaf.object_id for leaf in pending.leaves}
+            changes, drops, _ = delete_changes(manifest, snapshot, where, cache, None, leaves)
+            recorded |= properties("write", mode="replace_where", predicate=describe(where))
+        else:
+            spec = _spec(snapshot, pending.spec_version)
+            older = {s.version for s in snapshot.metadata.specs if s.version != spec.version}
+            changes, drops = [], []
+            if older and pending.leaves:
+                predicate = partitions_predicate(spec, pending.leaves)
+                changes, drops, _ = delete_changes(manifest, snapshot, predicate, cache, older)
+        return dataclasses.replace(written, changes=changes, drops=drops, properties=recorded)
+
+    return commit_changes(manifest, plan, leaf_threads=leaf_threads, txn=txn)
+
+
+def require_matching(
+    data: Any, where: str | Predicate, snapshot: ManifestSnapshot
+) -> pa.RecordBatchReader:
+    """``data`` as a stream that raises
+    :class:`~lance_partitioned.errors.PredicateViolationError` at the first batch holding a
+    row for which ``where`` is not true (so a replace-where writes nothing then)."""
+    metadata = snapshot.metadata
+    schema = metadata.schema
+    fields = field_terms(metadata.specs, schema)
+    # conditions on partition field names are computed over their source columns
+    predicate = substitute(
+        scan.bound_filter(where, schema.read_schema(), fields), _NO_SPEC, fields, {}
+    )
+    reader = as_reader(data)
+    target = leaf_schema(schema)
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for batch in reader:
+            if batch.num_rows:
+                _check(batch, predicate, where)
+            yield batch
+
+    def _check(batch: pa.RecordBatch, predicate: Predicate, where: str | Predicate) -> None:
+        table = conform_for_write(pa.Table.from_batches([batch]), schema, target)
+        conformed = table.combine_chunks().to_batches()[0]
+        kept = scan._post_filter(conformed, predicate).num_rows
+        if kept != batch.num_rows:
+            raise errors.PredicateViolationError(
+                f"{batch.num_rows - kept} row(s) of the data do not satisfy the replace-where "
+                f"predicate {describe(where)!r}: a replace-where may only write rows it "
+                "replaces. Nothing was written; filter the data, or widen the predicate"
+            )
+
+    return pa.RecordBatchReader.from_batches(reader.schema, batches())
