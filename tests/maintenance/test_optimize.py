@@ -319,6 +319,6 @@ def test_the_prepared_rewrite_is_what_lances_own_compaction_commits(tmp_path: Pa
     def shape(ds: LanceDataset) -> list[tuple[int | None, int | None]]:
         return [(f.metadata.physical_rows, f.metadata.deletion_file) for f in ds.get_fragments()]
 
-    assert shape(ours) == shape(theirs)
-    assert ours.to_table().equals(theirs.to_table())
+    assert sorted(shape(ours)) == sorted(shape(theirs))  # tasks may finish in any order
+    assert ours.to_table().sort_by("id").equals(theirs.to_table().sort_by("id"))
     assert sorted(ours.to_table()["id"].to_pylist()) == [i for i in range(60) if i % 7]

@@ -153,7 +153,9 @@ class Manifest:
                 "exist_ok=True) finishes it)"
             )
         metadata = NamespaceMetadata.from_table_metadata(table_metadata)
-        return ManifestSnapshot(ds.version, metadata, table_metadata, _with_base(ds.to_table()))
+        # one chunk, not one per fragment (a commit adds one): every scan plan filters it
+        rows = _with_base(ds.to_table()).combine_chunks()
+        return ManifestSnapshot(ds.version, metadata, table_metadata, rows)
 
     @classmethod
     def create(
