@@ -27,9 +27,11 @@ if TYPE_CHECKING:
     from lance_partitioned.namespace import PartitionedNamespace, WriteResult
     from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
     from lance_partitioned.spec.schema import NamespaceSchema
+    from lance_partitioned.spec.shorthand import AmbiguousPartitionWarning
     from lance_partitioned.write import WriteOptions, WriteProgress
 
 __all__ = [
+    "AmbiguousPartitionWarning",
     "NamespaceSchema",
     "PartitionField",
     "PartitionSpec",
@@ -44,6 +46,7 @@ __all__ = [
 __version__ = "0.1.0"
 
 _LAZY = {
+    "AmbiguousPartitionWarning": "lance_partitioned.spec.shorthand",
     "PartitionedNamespace": "lance_partitioned.namespace",
     "PartitionedLanceNamespace": "lance_partitioned.adapter",
     "WriteResult": "lance_partitioned.namespace",

@@ -43,7 +43,7 @@ from lance_partitioned.spec.partitioning import (
     validate_specs,
 )
 from lance_partitioned.spec.schema import NamespaceSchema
-from lance_partitioned.spec.shorthand import parse_partition_by
+from lance_partitioned.spec.shorthand import parse_partition_by, warn_ambiguous_date_parts
 from lance_partitioned.write import WriteOptions, WriteProgress, stage
 
 if TYPE_CHECKING:
@@ -167,6 +167,7 @@ class PartitionedNamespace:
             spec = PartitionSpec(1, tuple(partition_by))
             validate_specs([spec], ns_schema)
             check_authored(spec, ns_schema)
+            warn_ambiguous_date_parts(spec.fields, ns_schema)
         metadata = NamespaceMetadata(ns_schema, (spec,))
         manifest = Manifest(str(uri), storage_options)
         if manifest.exists():
@@ -294,7 +295,8 @@ class PartitionedNamespace:
         options : WriteOptions, optional
             Buffering and parallelism knobs.
         progress : callable, optional
-            Called with a :class:`~lance_partitioned.write.WriteProgress` after each chunk.
+            Called with a :class:`~lance_partitioned.write.WriteProgress` after each chunk
+            and once when every partition is staged.
         where : str or Predicate, optional
             With ``mode="overwrite"``: replace-where, atomically replace the rows matching
             ``where`` by ``data``, every row of which must satisfy it
@@ -412,6 +414,26 @@ class PartitionedNamespace:
         tasks = self.plan_scan(filter, columns)
         return scan.to_table(tasks, self.namespace_schema, columns, limit)
 
+    def to_pandas(
+        self,
+        filter: str | Predicate | None = None,
+        columns: Sequence[str] | None = None,
+        limit: int | None = None,
+        **to_pandas_kwargs: Any,
+    ) -> Any:
+        """Read matching rows into a ``pandas.DataFrame`` (as :meth:`to_table`, then
+        ``pyarrow.Table.to_pandas(**to_pandas_kwargs)``).
+
+        >>> import tempfile, pyarrow as pa
+        >>> ns = PartitionedNamespace.create(
+        ...     tempfile.mkdtemp(), schema=pa.schema([("k", pa.utf8()), ("v", pa.int64())]),
+        ...     partition_by="k")
+        >>> _ = ns.write(pa.table({"k": ["a", "b", "a"], "v": [1, 2, 3]}))
+        >>> ns.to_pandas("k = 'a'", columns=["v"]).sort_values("v")["v"].tolist()
+        [1, 3]
+        """
+        return self.to_table(filter, columns, limit).to_pandas(**to_pandas_kwargs)
+
     def to_batches(
         self,
         filter: str | Predicate | None = None,
@@ -447,6 +469,8 @@ class PartitionedNamespace:
         """Start a new partition spec version for new data (see :mod:`.evolution`)."""
         from lance_partitioned import evolution
 
+        if not isinstance(partition_by, str):  # the shorthand's parser warns itself
+            warn_ambiguous_date_parts(partition_by, self.namespace_schema)
         self._evolve(
             "update_partition_spec",
             lambda m: evolution.update_partition_spec(m, partition_by),

@@ -19,6 +19,7 @@ import concurrent.futures
 import contextlib
 import itertools
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -85,7 +86,18 @@ class WriteOptions:
 
 @dataclass(frozen=True)
 class WriteProgress:
-    """Reported after each input chunk: rows read so far and partitions seen."""
+    """Reported after each input chunk, and once more when every partition is staged.
+
+    Attributes
+    ----------
+    rows : int
+        Rows read so far.
+    partitions : int
+        Partitions seen so far.
+    bytes_staged : int
+        Bytes of the data files written so far (staging runs behind the input: the last
+        report holds the size of every file the write staged).
+    """
 
     rows: int
     partitions: int
@@ -338,7 +350,8 @@ class _Stager:
         self.partitions: dict[str, _Partition] = {}
         self._by_tokens: dict[tuple[str, ...], _Partition] = {}
         self.buffered = 0
-        self.staged_bytes = 0
+        self.staged_bytes = 0  # bytes of the data files written so far
+        self._staged_lock = threading.Lock()
         # buffers handed to the pool and not yet written, with their sizes
         self.in_flight: collections.deque[tuple[Future[list[Any]], int]] = collections.deque()
         self.staging = 0
@@ -458,7 +471,6 @@ class _Stager:
         data = pa.concat_tables(part.buffer)
         nbytes = part.buffered
         self.buffered -= nbytes
-        self.staged_bytes += nbytes
         part.buffer, part.buffered = [], 0
         uri = self.manifest.table_uri(part.location)
         if part.directory_existed is None and local_path(uri) is not None:
@@ -492,6 +504,9 @@ class _Stager:
             max_rows_per_file=self.options.max_rows_per_file,
             storage_options=self.manifest.storage_options or None,
         )
+        written = sum(f.file_size_bytes or 0 for m in fragments for f in m.files)
+        with self._staged_lock:
+            self.staged_bytes += written
         return cast(list[Any], fragments)
 
     def discard(self) -> None:
@@ -615,6 +630,8 @@ def stage(
                 if progress is not None:
                     progress(WriteProgress(rows, len(stager.partitions), stager.staged_bytes))
             leaves = stager.finish()
+            if progress is not None:  # every partition staged: the final byte count
+                progress(WriteProgress(rows, len(stager.partitions), stager.staged_bytes))
         except BaseException:
             for pending in grouping:
                 pending.cancel()

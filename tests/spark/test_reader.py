@@ -60,9 +60,10 @@ def table(ids: range) -> pa.Table:
 
 @pytest.fixture
 def ns(tmp_path: Path) -> lp.PartitionedNamespace:
-    ns = lp.PartitionedNamespace.create(
-        str(tmp_path / "ns"), schema=SCHEMA, partition_by="month(ts), country"
-    )
+    with pytest.warns(lp.AmbiguousPartitionWarning, match="month of the YEAR"):
+        ns = lp.PartitionedNamespace.create(
+            str(tmp_path / "ns"), schema=SCHEMA, partition_by="month(ts), country"
+        )
     ns.write(table(range(400)))  # 400 x 7 h: January to April, 4 x 4 leaves
     return ns
 

@@ -25,6 +25,12 @@ quote inside). The ``<type>`` of ``expr()`` is a JsonArrowDataType name (``int32
 ``int64``, ``utf8``, ``date32``, ``bool``, ``float64``...) or, for parameterised types, a
 whole JsonArrowDataType object (``'{"type": "decimal128", "precision": 10, "scale": 2}'``).
 
+``month`` and ``day`` are Appendix D's date parts: the month of the *year* (1-12) and the day
+of the *month* (1-31), not periods since the epoch. ``day(ts)`` alone puts the 10th of every
+month into one partition: for daily partitions use ``date(ts)`` (or ``year(ts), month(ts),
+day(ts)``). A spec with ``day`` but not ``year`` and ``month`` of the same column before it,
+or ``month`` without ``year``, warns with :class:`AmbiguousPartitionWarning`.
+
 Source columns are the top-level, non-deprecated columns of the namespace schema. An empty
 (or blank) string means "unpartitioned". Errors are
 :class:`~lance_partitioned.errors.PartitionByParseError` with the offset of the offending
@@ -47,9 +53,12 @@ type string at position 5:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import sys
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -70,7 +79,7 @@ from lance_partitioned.spec.transforms import (
 )
 from lance_partitioned.spec.types import type_from_json
 
-__all__ = ["parse_partition_by"]
+__all__ = ["AmbiguousPartitionWarning", "parse_partition_by", "warn_ambiguous_date_parts"]
 
 _DATE_PARTS: dict[str, Callable[[], Transform]] = {
     "year": Year,
@@ -360,4 +369,82 @@ def parse_partition_by(text: str, schema: NamespaceSchema) -> list[UnboundPartit
     """
     if not text.strip():
         return []
-    return _Parser(text, schema).parse()
+    fields = _Parser(text, schema).parse()
+    warn_ambiguous_date_parts(fields, schema)
+    return fields
+
+
+class AmbiguousPartitionWarning(UserWarning):
+    """A partition field is ``day`` (the day of the month) without ``year`` and ``month`` of
+    its column before it, or ``month`` (the month of the year) without ``year``: each of its
+    partitions mixes months or years. ``date(ts)`` is the calendar day."""
+
+
+class _Field(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def source_id(self) -> int: ...
+
+    @property
+    def transform(self) -> Transform: ...
+
+
+_PACKAGE = str(Path(__file__).resolve().parents[1])
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the first caller outside lance_partitioned (for warnings.warn)."""
+    frame = sys._getframe(1)  # the caller of this function is warnings.warn's caller: level 1
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def warn_ambiguous_date_parts(fields: Sequence[_Field], schema: NamespaceSchema) -> None:
+    """Warn (:class:`AmbiguousPartitionWarning`) about ``day`` or ``month`` fields whose coarser
+    date parts of the same column are not above them.
+
+    Examples
+    --------
+    >>> import warnings, pyarrow as pa
+    >>> schema = NamespaceSchema.from_arrow(pa.schema([("ts", pa.timestamp("us"))]))
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = parse_partition_by("day(ts)", schema)
+    >>> print(caught[0].message)
+    partition field 'ts_day' is day(ts), the day of the MONTH (1-31) as spec 000 defines it: ...
+    >>> parse_partition_by("year(ts), month(ts), day(ts)", schema)[2].name  # no warning
+    'ts_day'
+    """
+    above: dict[int, set[type[Transform]]] = {}
+    for field in fields:
+        kinds = above.setdefault(field.source_id, set())
+        transform = field.transform
+        try:
+            column = schema.name_of(field.source_id)
+        except errors.LancePartitionedError:
+            column = "col"
+        message = None
+        if Date in kinds:
+            pass  # under the calendar day, a day or month part is redundant, not ambiguous
+        elif isinstance(transform, Day) and not {Year, Month} <= kinds:
+            message = (
+                f"partition field {field.name!r} is day({column}), the day of the MONTH (1-31) "
+                f"as spec 000 defines it: without year({column}) and month({column}) before "
+                f"it, one partition holds that day of every month. For one partition per "
+                f"calendar day use date({column})"
+            )
+        elif isinstance(transform, Month) and Year not in kinds:
+            message = (
+                f"partition field {field.name!r} is month({column}), the month of the YEAR "
+                f"(1-12) as spec 000 defines it: without year({column}) before it, one "
+                f"partition holds that month of every year. Use year({column}), month({column})"
+                f" (or date({column}) for one partition per calendar day)"
+            )
+        if message is not None:
+            warnings.warn(message, AmbiguousPartitionWarning, stacklevel=_user_stacklevel())
+        kinds.add(type(transform))

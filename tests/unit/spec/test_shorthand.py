@@ -8,9 +8,10 @@ import pytest
 from lance_partitioned import errors
 from lance_partitioned.spec.partitioning import UnboundPartitionField
 from lance_partitioned.spec.schema import NamespaceSchema
-from lance_partitioned.spec.shorthand import parse_partition_by
+from lance_partitioned.spec.shorthand import AmbiguousPartitionWarning, parse_partition_by
 from lance_partitioned.spec.transforms import (
     Bucket,
+    Date,
     Day,
     Hour,
     Identity,
@@ -84,9 +85,18 @@ def assert_error_at(text: str, token: str, *fragments: str, occurrence: int = 1)
         ("country", ("country", 3, Identity(), pa.utf8())),
         ("event_date", ("event_date", 1, Identity(), pa.date32())),
         ("year(event_date)", ("event_date_year", 1, Year(), pa.int32())),
-        ("month(ts)", ("ts_month", 2, Month(), pa.int32())),
-        ("day(event_date)", ("event_date_day", 1, Day(), pa.int32())),
+        pytest.param(
+            "month(ts)",
+            ("ts_month", 2, Month(), pa.int32()),
+            marks=pytest.mark.filterwarnings("ignore::lance_partitioned.AmbiguousPartitionWarning"),
+        ),
+        pytest.param(
+            "day(event_date)",
+            ("event_date_day", 1, Day(), pa.int32()),
+            marks=pytest.mark.filterwarnings("ignore::lance_partitioned.AmbiguousPartitionWarning"),
+        ),
         ("hour(ts)", ("ts_hour", 2, Hour(), pa.int32())),
+        ("date(ts)", ("ts_date", 2, Date(), pa.date32())),
         ("bucket(16, id)", ("id_bucket", 0, Bucket(16), pa.int64())),
         ("truncate(3, country)", ("country_trunc", 3, Truncate(3, string=True), pa.utf8())),
         ("truncate(10, id)", ("id_trunc", 0, Truncate(10), pa.int64())),
@@ -329,3 +339,51 @@ def test_expr_opaque_sql() -> None:
     (field,) = parse("expr('upper(col)', country, 'utf8') AS up")
     assert (field.name, field.expression, field.result_type) == ("up", "upper(col)", pa.utf8())
     assert field.transform.apply(pa.array(["us", None])).to_pylist() == ["US", None]
+
+
+# ---------------------------------------------------------------- day / month warnings
+
+
+@pytest.mark.parametrize(
+    ("text", "fields"),
+    [
+        ("day(ts)", ["ts_day"]),
+        ("month(ts), day(ts)", ["ts_month", "ts_day"]),
+        ("year(ts), day(ts)", ["ts_day"]),
+        ("month(ts)", ["ts_month"]),
+        ("country, month(event_date) AS m", ["m"]),
+        ("year(event_date), month(ts)", ["ts_month"]),  # the year of another column
+        ("expr('date_part(''day'', col)', ts, 'int32')", ["ts_expr"]),
+    ],
+)
+def test_day_or_month_without_the_coarser_parts_warns(text: str, fields: list[str]) -> None:
+    with pytest.warns(AmbiguousPartitionWarning, match=r"date\(") as caught:
+        parse(text)
+    assert [str(w.message).split("'")[1] for w in caught] == fields
+    assert {w.filename for w in caught} == {__file__}  # points at the caller, not at our code
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "year(ts), month(ts), day(ts), hour(ts)",
+        "year(ts), month(ts)",
+        "year(ts)",
+        "date(ts), hour(ts)",
+        "hour(ts)",
+        "date(ts), day(ts)",
+    ],
+)
+def test_ordered_date_parts_do_not_warn(text: str) -> None:
+    parse(text)  # filterwarnings = error: any warning fails
+
+
+def test_the_messages_say_what_day_and_month_mean() -> None:
+    with pytest.warns(AmbiguousPartitionWarning) as caught:
+        parse("day(ts), month(event_date)")
+    day, month = (str(w.message) for w in caught)
+    assert "day of the MONTH (1-31)" in day
+    assert "date(ts)" in day
+    assert "month of the YEAR (1-12)" in month
+    assert "year(event_date), month(event_date)" not in day
+    assert "Use year(event_date), month(event_date)" in month
