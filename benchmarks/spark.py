@@ -1,26 +1,38 @@
-"""Spark benchmark (issue 7): the ``lance_partitioned`` data source against Spark's Parquet.
+"""Spark benchmark (issues 7, 17): the ``lance_partitioned`` data source against Spark's Parquet.
 
 One local session (``local[2]`` by default), one ``events`` DataFrame generated in Spark and
-cached before anything is timed (columns as in ``_data.py``: id, event_date over 731 days,
-country, user_id, amount, note). Then, for each spec:
+cached before anything is timed (id, event_date over 731 days, country, user_id, amount,
+note). Two layouts, each written by both:
 
-* write: ``df.write.format("lance_partitioned").option("partition_by", spec)`` against
-  ``df.write.partitionBy(...).parquet(...)``; a computed partition column (the day-of-month
-  spec) is computed inside Parquet's timed section, as ours computes it;
-* read, on the data each one wrote: a full-scan ``count()``, a full-scan ``sum(amount)``, and
-  ``count``/``sum`` of one partition (``event_date = DATE'2025-01-05'``), a fresh load per
-  query with Python filter pushdown on.
+* ``day``: ours ``partition_by="event_date"``, Parquet ``partitionBy("event_date")`` (731
+  partitions);
+* ``bucket16``: ours ``partition_by="bucket(16, user_id)"``, Parquet
+  ``partitionBy("user_bucket")`` on ``pmod(hash(user_id), 16)``, computed inside Parquet's
+  timed section as ours computes its buckets.
 
-Targets: write throughput >= 0.9x Parquet's, full scans <= 1.3x Parquet's time, the
-single-partition read <= 2x.
+Then, on the data each one wrote, every query on a DataFrame loaded fresh for that query:
 
-Python data sources receive and return rows as Arrow batches over a socket (of
-``spark.sql.execution.arrow.maxRecordsPerBatch`` rows), which sets a floor Parquet does not
-pay; and PySpark 4.3 has no column pruning for them, so ``count()`` reads every column.
+* ``full count()`` and ``full sum(amount)``;
+* ``one day count+sum``: ``count(*), sum(amount)`` where ``event_date = DATE'2025-01-05'``.
+
+Ours is read four ways: ``options`` (the always-correct pruning options: ``filter`` with the
+one-day condition for the one-day query, ``columns`` with the one column a full scan needs,
+``id`` for ``count()`` and ``amount`` for ``sum``), ``pushdown`` (no option, Spark's
+``where`` pushed with ``spark.sql.python.filterPushdown.enabled``), ``plain`` (no option,
+pushdown off: Spark filters every row). Each repeat runs every measurement once, in turn
+(interleaved), and the table shows each one's best time; every variant's result is checked
+against Parquet's.
+
+Targets (issue 17): full scan (plain) <= 1.5x Parquet's time, one-day query with the
+``filter`` option <= 2x, write throughput >= 1.0x Parquet's, on both layouts.
+
+Python data sources hand Spark every column of every row as Arrow batches over a socket
+(PySpark 4.3 prunes no column for them: ``count()`` transfers all six), a cost Parquet's
+``count()``, which reads only file footers, does not pay.
 
 Usage::
 
-    .venv/bin/python benchmarks/spark.py [--rows 5000000] [--master local[2]] [--repeat 1]
+    .venv/bin/python benchmarks/spark.py [--rows 4000000] [--master local[2]] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -53,22 +65,49 @@ ONE_DAY = "event_date = DATE'2025-01-05'"
 
 
 @dataclass(frozen=True)
-class Spec:
+class Layout:
     """One partitioning, as each writer spells it."""
 
     name: str
     partition_by: str  # ours
-    parquet_columns: tuple[str, ...]
-    computed: Callable[[DataFrame], DataFrame]  # Parquet's extra columns
+    parquet_column: str
+    computed: Callable[[DataFrame], DataFrame]  # Parquet's partition column
 
 
-SPECS = (
-    Spec("identity(event_date)", "event_date", ("event_date",), lambda df: df),
-    Spec(
-        "day(event_date)",
-        "day(event_date)",
-        ("event_date_day",),
-        lambda df: df.withColumn("event_date_day", F.dayofmonth("event_date")),
+LAYOUTS = (
+    Layout("day", "event_date", "event_date", lambda df: df),
+    Layout(
+        "bucket16",
+        "bucket(16, user_id)",
+        "user_bucket",
+        lambda df: df.withColumn("user_bucket", F.pmod(F.hash("user_id"), F.lit(16))),
+    ),
+)
+VARIANTS = ("options", "pushdown", "plain", "parquet")
+
+
+@dataclass(frozen=True)
+class Query:
+    """One read: what it computes, and the options of the ``options`` variant."""
+
+    name: str
+    run: Callable[[DataFrame], Any]
+    options: dict[str, str]
+    where: str | None = None
+
+
+QUERIES = (
+    Query("full count()", lambda df: df.count(), {"columns": "id"}),
+    Query(
+        "full sum(amount)",
+        lambda df: df.agg(F.sum("amount")).collect()[0][0],
+        {"columns": "amount"},
+    ),
+    Query(
+        "one day count+sum",
+        lambda df: tuple(df.agg(F.count("*"), F.sum("amount")).collect()[0]),
+        {"filter": ONE_DAY},
+        where=ONE_DAY,
     ),
 )
 
@@ -91,31 +130,109 @@ def events(spark: SparkSession, rows: int) -> DataFrame:
     )
 
 
-def timed(action: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = action()
-        best = min(best, time.perf_counter() - started)
-    return best, result
+def timed(action: Callable[[], Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = action()
+    return time.perf_counter() - started, result
 
 
-def reads(load: Callable[[], DataFrame], repeat: int) -> dict[str, tuple[float, Any]]:
-    return {
-        "full count()": timed(lambda: load().count(), repeat),
-        "full sum(amount)": timed(lambda: load().agg(F.sum("amount")).collect()[0][0], repeat),
-        "one day count+sum": timed(
-            lambda: tuple(load().where(ONE_DAY).agg(F.count("*"), F.sum("amount")).collect()[0]),
-            repeat,
-        ),
-    }
+class Bench:
+    """The session, the cached DataFrame and the directories of one run."""
+
+    def __init__(self, spark: SparkSession, df: DataFrame, work: str, rows: int) -> None:
+        self.spark, self.df, self.work, self.rows = spark, df, work, rows
+        self.times: dict[tuple[str, ...], list[float]] = {}
+        self.results: dict[tuple[str, ...], Any] = {}
+
+    def ours(self, layout: Layout) -> str:
+        return f"{self.work}/ours-{layout.name}"
+
+    def parquet(self, layout: Layout) -> str:
+        return f"{self.work}/parquet-{layout.name}"
+
+    def record(self, key: tuple[str, ...], elapsed: float, result: Any = None) -> None:
+        self.times.setdefault(key, []).append(elapsed)
+        self.results[key] = result
+
+    def write(self, layout: Layout) -> None:
+        elapsed, _ = timed(
+            lambda: (
+                self.df.write.format("lance_partitioned")
+                .mode("overwrite")
+                .option("partition_by", layout.partition_by)
+                .save(self.ours(layout))
+            )
+        )
+        self.record((layout.name, "write", "ours"), elapsed)
+        elapsed, _ = timed(
+            lambda: (
+                layout.computed(self.df)
+                .write.mode("overwrite")
+                .partitionBy(layout.parquet_column)
+                .parquet(self.parquet(layout))
+            )
+        )
+        self.record((layout.name, "write", "parquet"), elapsed)
+
+    def read(self, layout: Layout, query: Query, variant: str) -> None:
+        self.spark.conf.set(
+            lance_partitioned.spark.FILTER_PUSHDOWN_CONF, str(variant == "pushdown").lower()
+        )
+
+        def load() -> DataFrame:
+            if variant == "parquet":
+                df = self.spark.read.parquet(self.parquet(layout))
+            else:
+                reader = self.spark.read.format("lance_partitioned")
+                if variant == "options":
+                    reader = reader.options(**query.options)
+                df = reader.load(self.ours(layout))
+            return df if query.where is None else df.where(query.where)
+
+        elapsed, result = timed(lambda: query.run(load()))
+        self.record((layout.name, query.name, variant), elapsed, result)
+
+    def best(self, *key: str) -> float:
+        return min(self.times[key])
+
+    def table(self) -> list[str]:
+        lines = [
+            "| layout | operation | ours: options | ours: pushdown | ours: plain | parquet "
+            "| options / parquet | plain / parquet |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for layout in LAYOUTS:
+            ours, theirs = (
+                self.best(layout.name, "write", "ours"),
+                self.best(layout.name, "write", "parquet"),
+            )
+            lines.append(
+                f"| {layout.name} | write (rows/s: ours {self.rows / ours:,.0f}, parquet "
+                f"{self.rows / theirs:,.0f}) | | | {ours:.2f} | {theirs:.2f} | "
+                f"| {theirs / ours:.2f}x throughput |"
+            )
+            for query in QUERIES:
+                times = [self.best(layout.name, query.name, v) for v in VARIANTS]
+                expected = self.results[(layout.name, query.name, "parquet")]
+                differ = [
+                    v
+                    for v in VARIANTS[:-1]
+                    if not _same(self.results[(layout.name, query.name, v)], expected)
+                ]
+                label = query.name + (f" (RESULTS DIFFER: {differ})" if differ else "")
+                cells = " | ".join(f"{t:.2f}" for t in times)
+                lines.append(
+                    f"| {layout.name} | {label} | {cells} | {times[0] / times[3]:.2f}x "
+                    f"| {times[2] / times[3]:.2f}x |"
+                )
+        return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--rows", type=int, default=4_000_000)
     parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--repeat", type=int, default=1, help="best of N runs of each step")
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved runs; best shown")
     args = parser.parse_args()
     spark = (
         SparkSession.builder.master(args.master)
@@ -128,68 +245,38 @@ def main() -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    lance_partitioned.spark.register(spark, filter_pushdown=True)
+    lance_partitioned.spark.register(spark)
     df = events(spark, args.rows).cache()
     df.count()
-    # warm up both paths (JIT, Python workers) on a small job, untimed
     work = tempfile.mkdtemp(prefix="bench-spark-")
-    small = df.limit(20_000)
-    small.write.format("lance_partitioned").mode("overwrite").option(
-        "partition_by", "event_date"
-    ).save(f"{work}/warm-ours")
-    small.write.mode("overwrite").partitionBy("event_date").parquet(f"{work}/warm-parquet")
-    reads(lambda: spark.read.format("lance_partitioned").load(f"{work}/warm-ours"), 1)
-    reads(lambda: spark.read.parquet(f"{work}/warm-parquet"), 1)
-    lines = [
-        f"rows: {args.rows:,}, master: {args.master}, "
-        f"pyspark {spark.version}, lance-partitioned {lance_partitioned.__version__}",
-        "",
-        "| spec | operation | ours (s) | parquet (s) | ours vs parquet |",
-        "| --- | --- | ---: | ---: | ---: |",
-    ]
+    load = os.getloadavg()
     try:
-        for spec in SPECS:
-            ours, parquet = f"{work}/ours-{spec.partition_by}", f"{work}/parquet-{spec.name}"
-            t_ours, _ = timed(
-                lambda spec=spec, ours=ours: (
-                    df.write.format("lance_partitioned")
-                    .mode("overwrite")
-                    .option("partition_by", spec.partition_by)
-                    .save(ours)
-                ),
-                args.repeat,
-            )
-            t_parquet, _ = timed(
-                lambda spec=spec, parquet=parquet: (
-                    spec.computed(df)
-                    .write.mode("overwrite")
-                    .partitionBy(*spec.parquet_columns)
-                    .parquet(parquet)
-                ),
-                args.repeat,
-            )
-            lines.append(
-                f"| {spec.name} | write ({args.rows / t_ours:,.0f} vs "
-                f"{args.rows / t_parquet:,.0f} rows/s) | {t_ours:.2f} | {t_parquet:.2f} | "
-                f"{t_parquet / t_ours:.2f}x throughput |"
-            )
-            if spec.partition_by != "event_date":
-                continue
-            mine = reads(
-                lambda ours=ours: spark.read.format("lance_partitioned").load(ours), args.repeat
-            )
-            theirs = reads(lambda parquet=parquet: spark.read.parquet(parquet), args.repeat)
-            for name, (t_mine, r_mine) in mine.items():
-                t_theirs, r_theirs = theirs[name]
-                same = _same(r_mine, r_theirs)
-                lines.append(
-                    f"| {spec.name} | read: {name}{'' if same else ' (RESULTS DIFFER)'} | "
-                    f"{t_mine:.2f} | {t_theirs:.2f} | {t_mine / t_theirs:.2f}x time |"
-                )
+        # warm up every path (JIT, Python workers) on a small job, untimed
+        warm = Bench(spark, df.limit(20_000), f"{work}/warm", 20_000)
+        for layout in LAYOUTS:
+            warm.write(layout)
+            for query in QUERIES:
+                for variant in VARIANTS:
+                    warm.read(layout, query, variant)
+        bench = Bench(spark, df, work, args.rows)
+        for _ in range(args.repeat):
+            for layout in LAYOUTS:
+                bench.write(layout)
+            for layout in LAYOUTS:
+                for query in QUERIES:
+                    for variant in VARIANTS:
+                        bench.read(layout, query, variant)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         spark.stop()
-    print("\n".join(lines))
+    after = os.getloadavg()
+    print(
+        f"rows: {args.rows:,}, master: {args.master}, repeats: {args.repeat} (interleaved, "
+        f"best shown), pyspark {spark.version}, lance-partitioned "
+        f"{lance_partitioned.__version__}, {os.cpu_count()} CPUs, load average "
+        f"{load[0]:.1f} at start, {after[0]:.1f} at end\n"
+    )
+    print("\n".join(bench.table()))
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -136,6 +136,27 @@ def test_reader_and_splits_pickle(ns: lp.PartitionedNamespace) -> None:
     assert pickle.loads(pickle.dumps(splits)) == splits
 
 
+def test_small_leaves_batches_are_merged_for_spark(ns: lp.PartitionedNamespace) -> None:
+    """16 leaves of 25 rows reach Spark as batches of ``batch_size`` rows, not 16 tiny ones
+    (each batch costs Spark a round trip), with every row once."""
+    reader = planned_reader(ns, min_partitions="1")
+    (split,) = reader.partitions()
+    assert isinstance(split, LeafSplit)
+    assert len(split.tasks) == 16
+    batches = list(reader.read(split))
+    assert [b.num_rows for b in batches] == [400]
+    assert sorted(i for b in batches for i in b["id"].to_pylist()) == list(range(400))
+    small = planned_reader(ns, min_partitions="1", batch_size="150")
+    assert [b.num_rows for b in small.read(small.partitions()[0])] == [150, 150, 100]
+
+
+def test_the_planning_namespace_is_not_pickled(ns: lp.PartitionedNamespace) -> None:
+    reader = planned_reader(ns)
+    reader.partitions()  # plans on the namespace make_reader opened
+    assert reader._opened is not None
+    assert pickle.loads(pickle.dumps(reader))._opened is None
+
+
 def test_small_leaves_share_splits(ns: lp.PartitionedNamespace) -> None:
     tasks = ns.plan_scan()
     one = pack_splits(tasks, max_bytes=1 << 30, min_partitions=1)

@@ -40,11 +40,13 @@ from lance_partitioned.spark.types import spark_arrow_schema, spark_type_for, to
 from lance_partitioned.spec.schema import NamespaceSchema
 
 __all__ = [
+    "DEFAULT_BATCH_ROWS",
     "OPEN_COST_BYTES",
     "FilteringReader",
     "LancePartitionedReader",
     "LeafSplit",
     "ReadJob",
+    "coalesce",
     "make_reader",
     "pack_splits",
 ]
@@ -54,6 +56,8 @@ OPEN_COST_BYTES = 4 << 20
 _SAMPLED_LEAVES = 3
 _PLANNING_THREADS = 8
 _READ_THREADS = 4
+#: Rows per Arrow batch handed to Spark when the ``batch_size`` option is not given.
+DEFAULT_BATCH_ROWS = 65_536
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,7 @@ def make_reader(
         min_partitions=options.default_min_partitions(),
     )
     reader_class = FilteringReader if filtering else LancePartitionedReader
-    reader = reader_class(job)
+    reader = reader_class(job, ns)  # partitions() plans on the same open namespace
     # filters may only read columns Spark sees with the namespace's own type and order
     spark_types = {f.name: f.dataType for f in schema.fields}
     native = pushable_columns(read_schema)
@@ -152,17 +156,25 @@ class LancePartitionedReader(DataSourceReader):
     leaf is read and Spark applies the query's filters.
     """
 
-    def __init__(self, job: ReadJob) -> None:
+    def __init__(self, job: ReadJob, namespace: PartitionedNamespace | None = None) -> None:
         self.job = job
         self.predicate: Predicate = AlwaysTrue()
         self.filter_columns: frozenset[str] = frozenset()
+        self._opened = namespace  # the planning worker's, never pickled
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_opened"] = None  # executors need the job only
+        return state
 
     def _namespace(self) -> PartitionedNamespace:
-        return PartitionedNamespace.open(
-            self.job.uri,
-            storage_options=dict(self.job.storage_options),
-            version=self.job.manifest_version,
-        )
+        if self._opened is None:
+            self._opened = PartitionedNamespace.open(
+                self.job.uri,
+                storage_options=dict(self.job.storage_options),
+                version=self.job.manifest_version,
+            )
+        return self._opened
 
     def plan(self) -> list[ScanTask]:
         """The leaves the read must scan, pruned with the ``filter`` option and the pushed
@@ -183,18 +195,24 @@ class LancePartitionedReader(DataSourceReader):
         return list(splits) or [LeafSplit(())]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """Stream one split's rows in Spark's Arrow layout (runs on an executor)."""
+        """Stream one split's rows in Spark's Arrow layout (runs on an executor).
+
+        The leaves of the split are read by up to 4 threads; their batches (small ones from
+        small leaves included) are merged into batches of ``batch_size`` rows, since every
+        batch costs Spark a round trip and a columnar-to-row setup.
+        """
         tasks = partition.tasks if isinstance(partition, LeafSplit) else ()
         if not tasks:
             return
+        rows = self.job.batch_size or DEFAULT_BATCH_ROWS
         stream = to_batches(
             tasks,
             self.job.namespace_schema,
             list(self.job.columns),
-            self.job.batch_size,
+            rows,
             threads=min(_READ_THREADS, len(tasks)),
         )
-        for batch in stream:
+        for batch in coalesce(stream, rows):
             yield to_spark_batch(batch, self.job.output_schema)
 
 
@@ -219,6 +237,35 @@ class FilteringReader(LancePartitionedReader):
             rest.append(spark_filter)
         self.predicate = and_(*accepted)
         return rest
+
+
+def coalesce(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """``batches`` merged into batches of ``rows`` rows (the last one may be smaller).
+
+    A batch that already has ``rows`` rows or more passes through unchanged.
+
+    >>> small = [pa.record_batch({"n": [i, i]}) for i in range(5)]
+    >>> [b.num_rows for b in coalesce(small, 4)]
+    [4, 4, 2]
+    >>> [b.column(0).to_pylist() for b in coalesce(small, 4)][0]
+    [0, 0, 1, 1]
+    """
+    held: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        if not held and batch.num_rows >= rows:
+            yield batch
+            continue
+        held.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            merged = pa.Table.from_batches(held).combine_chunks()
+            yield from merged.slice(0, count - count % rows).to_batches(max_chunksize=rows)
+            rest = merged.slice(count - count % rows)
+            held = rest.to_batches() if rest.num_rows else []
+            count = rest.num_rows
+    if count:
+        yield pa.Table.from_batches(held).combine_chunks().to_batches()[0]
 
 
 # ---------------------------------------------------------------------------------- sizing

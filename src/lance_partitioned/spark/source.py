@@ -29,7 +29,8 @@ Options (case-insensitive names, snake_case like lance-spark; any other name is 
                                      DataFrame is loaded: every query on it sees only these
                                      rows, and leaves that cannot match are never read
 ``columns``                   read   the columns to read (``"id, amount"``), in that order
-``batch_size``                read   rows per Arrow batch read from Lance
+``batch_size``                read   rows per Arrow batch handed to Spark (default 65,536;
+                                     small leaves' batches are merged up to it)
 ``max_partition_bytes``       read   target bytes per Spark partition (default 128 MiB, as
                                      ``spark.sql.files.maxPartitionBytes``); accepts ``"64m"``
 ``min_partitions``            read   split the scan into at least this many Spark partitions

@@ -1,0 +1,98 @@
+"""The streaming sink's exactly-once contract when the query's processes are killed.
+
+Real processes (:mod:`._stream_job`): a streaming query writes one Parquet file per
+micro-batch into a namespace and, at a deterministic point of one batch, SIGKILLs its JVM
+and its Python driver; the next run restarts from the checkpoint. Killed mid-batch (rows
+staged, nothing committed) or after the sink's commit and before the checkpoint records
+the batch, the restarted query writes every id exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import lance_partitioned as lp
+from tests.spark.test_writer import ids
+
+JOB = Path(__file__).with_name("_stream_job.py")
+ROWS = 100  # per micro-batch
+
+
+def _add(source: Path, part: int) -> None:
+    """One Parquet file (one micro-batch) of ids ``100 * part ..``, newer than the others."""
+    directory = source / f"part={part}"
+    directory.mkdir(parents=True)
+    first = ROWS * part
+    table = pa.table(
+        {
+            "id": pa.array(range(first, first + ROWS), pa.int64()),
+            "country": pa.array([("US", "FR", "DE")[i % 3] for i in range(ROWS)]),
+        }
+    )
+    path = directory / "data.parquet"
+    pq.write_table(table, path)
+    os.utime(path, (1_700_000_000 + part, 1_700_000_000 + part))  # the order Spark reads them
+
+
+def _run(tmp_path: Path, *kill: str) -> int:
+    src = str(Path(lp.__file__).resolve().parents[1])
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p),
+    }
+    args = [str(tmp_path / "in"), str(tmp_path / "checkpoint"), str(tmp_path / "ns"), *kill]
+    done = subprocess.run(
+        [sys.executable, str(JOB), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=840,
+        check=False,
+    )
+    if done.returncode not in (0, -signal.SIGKILL):
+        raise AssertionError(done.stderr[-4000:])
+    return done.returncode
+
+
+def _committed(tmp_path: Path) -> list[int]:
+    """The micro-batches the checkpoint records as committed."""
+    commits = tmp_path / "checkpoint" / "commits"
+    return sorted(int(p.name) for p in commits.iterdir() if p.name.isdigit())
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # four runs of a subprocess with its own JVM
+def test_killed_query_restarts_from_its_checkpoint_exactly_once(tmp_path: Path) -> None:
+    for part in range(3):
+        _add(tmp_path / "in", part)
+    # killed while batch 1 is staged: batch 0 is committed, batch 1 is not
+    assert _run(tmp_path, "staged", "1") == -signal.SIGKILL
+    ns = lp.PartitionedNamespace.open(str(tmp_path / "ns"))
+    assert ids(ns) == list(range(100))
+    assert _committed(tmp_path) == [0]
+    assert _run(tmp_path) == 0  # restart: batch 1 again, then batch 2
+    assert ids(ns) == list(range(300))
+    assert _committed(tmp_path) == [0, 1, 2]
+
+    for part in (3, 4):
+        _add(tmp_path / "in", part)
+    # killed after the sink committed batch 3, before the checkpoint recorded it
+    assert _run(tmp_path, "committed", "3") == -signal.SIGKILL
+    assert ids(ns) == list(range(400))
+    assert _committed(tmp_path) == [0, 1, 2]
+    version = ns.refresh().version
+    assert _run(tmp_path) == 0  # restart: batch 3 replayed (and skipped), then batch 4
+    assert ids(ns) == list(range(500))  # each id once: nothing lost, nothing duplicated
+    assert _committed(tmp_path) == [0, 1, 2, 3, 4]
+    assert ns.refresh().version == version + 1  # only batch 4 committed
