@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pyarrow as pa
@@ -33,9 +34,16 @@ def test_version_as_of_is_an_alias_of_version() -> None:
         SourceOptions.parse({"path": "/x", "versionAsOf": "x"})
 
 
-def test_timestamp_as_of_is_refused() -> None:
-    with pytest.raises(errors.InvalidInputError, match="time travel by timestamp"):
-        SourceOptions.parse({"path": "/x", "timestampAsOf": "2025-01-01"})
+def test_timestamp_as_of_names_a_time() -> None:
+    utc = dt.timezone.utc
+    parsed = SourceOptions.parse({"path": "/x", "timestampAsOf": "2025-01-01"})
+    assert parsed.version == dt.datetime(2025, 1, 1, tzinfo=utc)
+    zoned = SourceOptions.parse({"path": "/x", "timestampasof": "2025-01-01T10:00:00+02:00"})
+    assert zoned.version == dt.datetime(2025, 1, 1, 8, tzinfo=utc)
+    with pytest.raises(errors.InvalidInputError, match="not a time"):
+        SourceOptions.parse({"path": "/x", "timestampAsOf": "yesterday"})
+    with pytest.raises(errors.InvalidInputError, match="pass one"):
+        SourceOptions.parse({"path": "/x", "timestampAsOf": "2025-01-01", "version": "2"})
 
 
 def test_txn_options_go_together() -> None:
@@ -67,14 +75,19 @@ def test_options_on_a_real_session(spark: SparkSession, tmp_path: Path) -> None:
     old = spark.read.format("lance_partitioned").option("versionAsOf", first).load(uri)
     assert old.count() == 2
     assert spark.read.format("lance_partitioned").load(uri).count() == 3
-    with pytest.raises(Exception, match="time travel by timestamp does not exist yet"):
-        spark.read.format("lance_partitioned").option("timestampAsOf", "2025-01-01").load(uri)
+    first_time = ns.versions().column("timestamp")[first - 1].as_py()
+    ns.write(pa.table({"id": [9]}))
+    at = (first_time + dt.timedelta(microseconds=1)).isoformat()
+    by_time = spark.read.format("lance_partitioned").option("timestampAsOf", at).load(uri)
+    assert sorted(r.id for r in by_time.collect()) == [1, 2]
+    with pytest.raises(Exception, match="was committed at or before"):
+        spark.read.format("lance_partitioned").option("timestampAsOf", "2000-01-01").load(uri)
     with pytest.raises(Exception, match="unknown option 'verison'"):
         spark.read.format("lance_partitioned").option("verison", 1).load(uri)
     df = spark.createDataFrame([(4,)], "id long")
     with pytest.raises(Exception, match="unknown option 'mergeschema'"):
         df.write.format("lance_partitioned").mode("append").option("mergeSchema", "true").save(uri)
-    assert lp.PartitionedNamespace.open(uri).count_rows() == 3
+    assert lp.PartitionedNamespace.open(uri).count_rows() == 4
 
 
 CATALOG_HELP = r"CREATE TEMPORARY VIEW v USING lance_partitioned OPTIONS \(path 'uri'\)"

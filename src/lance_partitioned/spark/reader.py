@@ -20,6 +20,7 @@ recorded row count.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -106,7 +107,11 @@ class LeafSplit(InputPartition):
 
 
 def make_reader(
-    options: SourceOptions, schema: StructType, version: int | None, *, filtering: bool
+    options: SourceOptions,
+    schema: StructType,
+    version: int | dt.datetime | None,
+    *,
+    filtering: bool,
 ) -> LancePartitionedReader:
     """The reader of ``schema``'s columns at ``__manifest`` ``version`` (None: latest).
 

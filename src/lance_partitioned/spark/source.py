@@ -25,6 +25,8 @@ Options (case-insensitive names, snake_case like lance-spark; any other name is 
 ``txnAppId``, ``txnVersion``  write  idempotent writes (Delta's names): a write whose (app id,
                                      version) is already committed does nothing
 ``version``, ``versionAsOf``  read   the ``__manifest`` version to read (time travel)
+``timestampAsOf``             read   read the latest ``__manifest`` version committed at or
+                                     before this time (ISO 8601; no zone: UTC)
 ``filter``                    read   a SQL filter over the namespace columns, applied when the
                                      DataFrame is loaded: every query on it sees only these
                                      rows, and leaves that cannot match are never read
@@ -41,10 +43,10 @@ Options (case-insensitive names, snake_case like lance-spark; any other name is 
                                      cases option names, so ``<key>`` arrives in lower case)
 ============================  =====  ==========================================================
 
-``timestampAsOf`` is refused: time travel by timestamp does not exist yet (use ``version``).
-
 >>> SourceOptions.parse({"path": "/x", "versionAsOf": "2"}).version
 2
+>>> SourceOptions.parse({"path": "/x", "timestampAsOf": "2025-01-02 03:04:05"}).version
+datetime.datetime(2025, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
 >>> SourceOptions.parse({"path": "/x", "partition": "day"})
 Traceback (most recent call last):
 ...
@@ -53,6 +55,7 @@ lance_partitioned.errors.InvalidInputError: unknown option 'partition' ...
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 import sys
@@ -120,6 +123,7 @@ OPTIONS = (
     "txnversion",
     "version",
     "versionasof",
+    "timestampasof",
     "filter",
     "columns",
     "batch_size",
@@ -130,11 +134,11 @@ OPTIONS = (
 _DISPLAY = {
     "partitionoverwritemode": "partitionOverwriteMode",
     "versionasof": "versionAsOf",
+    "timestampasof": "timestampAsOf",
     "txnappid": "txnAppId",
     "txnversion": "txnVersion",
     "checkpointlocation": "checkpointLocation",
 }
-_TIME_TRAVEL_BY_TIME = ("timestampasof", "timestamp_as_of")
 _CATALOG_HELP = (
     "a lance_partitioned namespace is read with spark.read.format('lance_partitioned')"
     ".load(uri) (or a temporary view: CREATE TEMPORARY VIEW v USING lance_partitioned "
@@ -146,13 +150,6 @@ _CATALOG_HELP = (
 
 
 def _check_names(lowered: Mapping[str, object]) -> None:
-    for name in _TIME_TRAVEL_BY_TIME:
-        if name in lowered:
-            raise errors.InvalidInputError(
-                "option timestampAsOf is not supported: time travel by timestamp does not "
-                "exist yet; read a __manifest version with .option('version', n) (the "
-                "versions and their times: lance.dataset(uri + '/__manifest').versions())"
-            )
     unknown = sorted(k for k in lowered if k not in OPTIONS and not k.startswith(_STORAGE_PREFIX))
     if unknown:
         names = ", ".join(_DISPLAY.get(k, k) for k in OPTIONS)
@@ -176,14 +173,29 @@ def _overwrite_mode(lowered: Mapping[str, object]) -> str | None:
     return mode
 
 
-def _version(lowered: Mapping[str, str]) -> int | None:
+def _version(lowered: Mapping[str, str]) -> int | dt.datetime | None:
     version = _positive_int(lowered, "version")
     alias = _positive_int(lowered, "versionasof")
     if version is not None and alias is not None and version != alias:
         raise errors.InvalidInputError(
             f"options version={version} and versionAsOf={alias} disagree: pass one of them"
         )
-    return version if version is not None else alias
+    number = version if version is not None else alias
+    raw = lowered.get("timestampasof")
+    if raw is None:
+        return number
+    if number is not None:
+        raise errors.InvalidInputError(
+            "options timestampAsOf and version/versionAsOf both name a version: pass one"
+        )
+    try:
+        when = dt.datetime.fromisoformat(str(raw).strip())
+    except ValueError:
+        raise errors.InvalidInputError(
+            f"option timestampAsOf={raw!r} is not a time: give an ISO 8601 timestamp such as "
+            "'2025-01-31 23:00:00' (UTC) or '2025-01-31T23:00:00+01:00'"
+        ) from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.timezone.utc)
 
 
 def _txn(lowered: Mapping[str, str]) -> tuple[str, int] | None:
@@ -233,7 +245,7 @@ class SourceOptions:
     partition_by: str | None = None
     overwrite: str | None = None
     partition_overwrite_mode: str | None = None
-    version: int | None = None
+    version: int | dt.datetime | None = None  # a datetime: timestampAsOf
     filter: str | None = None
     columns: tuple[str, ...] | None = None
     batch_size: int | None = None
