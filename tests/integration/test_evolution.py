@@ -492,7 +492,7 @@ FORBIDDEN: list[tuple[str, Callable[[lp.PartitionedNamespace], Any], type[Except
     ),
     (
         "spec on a column's name",
-        lambda n: n.update_partition_spec("month(event_date) AS country"),
+        lambda n: n.update_partition_spec("year(event_date) AS country"),
         errors.PartitionSpecError,
     ),
     (
