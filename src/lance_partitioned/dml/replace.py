@@ -114,6 +114,11 @@ def commit_staged(
             spec = _spec(snapshot, pending.spec_version)
             older = {s.version for s in snapshot.metadata.specs if s.version != spec.version}
             changes, drops = [], []
+            schema = snapshot.metadata.schema
+            if any(schema.is_deprecated(f.source_id) for f in spec.fields):
+                # Appendix E: a field of a deprecated source is NULL on write, and rows of
+                # older specs cannot be placed in its partitions: only this spec's leaves
+                older = set()
             if older and pending.leaves:
                 predicate = partitions_predicate(spec, pending.leaves)
                 changes, drops, _ = delete_changes(manifest, snapshot, predicate, cache, older)
