@@ -14,8 +14,8 @@ and its rows compared with a replay of the writes whose commit version is at mos
 version (in version order: ``overwrite_partitions`` replaces the rows of the partitions it
 names under the spec it staged under, rows of every spec version in them); every reader
 observation is checked against the replay of its version too. Unique ids reveal any lost or
-duplicated row. Prints commits/s, retries and the number of versions replayed, and exits 1 on any mismatch or unexpected
-error.
+duplicated row. Prints commits/s, retries and the number of versions replayed, and exits 1
+on any mismatch or unexpected error.
 
     python benchmarks/soak/concurrency.py --seconds 300            # 4 writers, long mode
     python benchmarks/soak/concurrency.py --short                  # 30 s (CI)
