@@ -134,6 +134,42 @@ def test_write_and_create_mistakes(tmp_path: Path, here: Here) -> None:
     assert lp.PartitionedNamespace.open(str(root)).count_rows() == 0  # nothing committed
 
 
+def test_schema_types_as_pyarrow_writes_them(tmp_path: Path, here: Here) -> None:
+    """A newcomer writes types as pyarrow prints them (``timestamp[us, tz=UTC]``,
+    ``decimal128(10, 2)``, ``string``, ``double``); a name neither form knows is one line that
+    says what is accepted."""
+    schema = json.dumps(
+        {
+            "id": "int64",
+            "ts": "timestamp[us, tz=UTC]",
+            "local": "timestamp[ms]",
+            "day": "date32",
+            "country": "string",
+            "amount": "double",
+            "price": "decimal128(10, 2)",
+            "tags": "list<string>",
+        }
+    )
+    root = tmp_path / "ns"
+    created = here("create", root, "--schema", schema, "--partition-by", "date(ts)", "--json")
+    assert created.code == 0, created.err
+    read = lp.PartitionedNamespace.open(str(root)).schema
+    assert read.field("ts").type == pa.timestamp("us", "UTC")
+    assert read.field("local").type == pa.timestamp("ms")
+    assert read.field("day").type == pa.date32()
+    assert read.field("country").type == pa.utf8()
+    assert read.field("amount").type == pa.float64()
+    assert read.field("price").type == pa.decimal128(10, 2)
+    assert read.field("tags").type.value_type == pa.utf8()
+    line = one_line_error(
+        here("create", tmp_path / "b", "--schema", '{"id": "varchar"}', "--partition-by", "id")
+    )
+    assert "'varchar'" in line
+    assert "timestamp[us, tz=UTC]" in line  # says what is accepted
+    line = one_line_error(here("evolve", root, "add-column", "x", "timestamp[us, tz=Mars/Olympus]"))
+    assert "Mars/Olympus" in line
+
+
 def test_evolve(tmp_path: Path, here: Here) -> None:
     root = tmp_path / "ns"
     schema = pa.schema([("id", pa.int32()), ("country", pa.string()), ("old", pa.string())])

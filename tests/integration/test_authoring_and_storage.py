@@ -149,6 +149,20 @@ def test_column_names_lance_cannot_store_or_select_are_refused(tmp_path: Path, n
     assert lp.PartitionedNamespace.open(ns.uri).schema.names == ["id", "k"]
 
 
+def test_an_unknown_time_zone_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """Before: create accepted ``Mars/Olympus`` and every write then failed evaluating the
+    partition expression."""
+    zoned = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", "Mars/Olympus"))])
+    with pytest.raises(errors.SchemaError, match="'Mars/Olympus'"):
+        lp.PartitionedNamespace.create(str(tmp_path / "a"), schema=zoned, partition_by="year(ts)")
+    assert not (tmp_path / "a" / "__manifest").exists()
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "b"), schema=SCHEMA, partition_by="k")
+    with pytest.raises(errors.SchemaError, match="'utc'"):
+        ns.add_columns([pa.field("ts", pa.timestamp("us", "utc"))])
+    ns.add_columns([pa.field("ts", pa.timestamp("us", "+05:30"))])
+    assert lp.PartitionedNamespace.open(ns.uri).schema.names == ["id", "k", "ts"]
+
+
 # ------------------------------------------------------------------ issue 16 item 7
 
 

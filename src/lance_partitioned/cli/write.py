@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -56,21 +57,68 @@ _Mode = Literal["append", "overwrite", "overwrite_partitions"]
 
 
 def parse_type(text: str) -> pa.DataType:
-    """A JsonArrowDataType given as a bare name (``int64``) or a JSON object.
+    """A column type: a JsonArrowDataType name (``int64``, ``utf8``) or object, or the type
+    as pyarrow prints it (``string``, ``double``, ``timestamp[us, tz=UTC]``,
+    ``decimal128(10, 2)``, ``list<string>``).
 
     >>> parse_type("int64"), parse_type('{"type": "timestamp", "unit": "us", "timezone": "UTC"}')
     (DataType(int64), TimestampType(timestamp[us, tz=UTC]))
+    >>> parse_type("timestamp[ms, tz=Europe/Paris]"), parse_type("list<decimal128(10, 2)>")
+    (TimestampType(timestamp[ms, tz=Europe/Paris]), ListType(list<item: decimal128(10, 2)>))
     """
+    from lance_partitioned.errors import UnknownTypeError
     from lance_partitioned.spec.types import type_from_json
 
     stripped = text.strip()
-    obj: Any = {"type": stripped}
     if stripped.startswith("{"):
         try:
             obj = json.loads(stripped)
         except ValueError as exc:
             raise UsageError(f"type {text!r} is not valid JSON: {exc}") from exc
-    return type_from_json(obj)
+        return type_from_json(obj)
+    try:
+        return type_from_json({"type": stripped})
+    except UnknownTypeError:
+        dtype = _pyarrow_type(stripped)
+        if dtype is None:
+            raise UsageError(
+                f"unknown type {text!r}: write a JsonArrowDataType name or object (int64, "
+                'utf8, {"type": "timestamp", "unit": "us"}) or the type as pyarrow prints it '
+                "(string, double, date32, timestamp[us], timestamp[us, tz=UTC], "
+                "decimal128(10, 2), list<string>)"
+            ) from None
+        return dtype
+
+
+_TIMESTAMP = re.compile(r"timestamp\[(s|ms|us|ns)(?:,\s*tz=([^\]]+))?\]", re.IGNORECASE)
+_DECIMAL = re.compile(r"decimal(32|64|128|256)?\(\s*(\d+)\s*,\s*(-?\d+)\s*\)", re.IGNORECASE)
+_LIST = re.compile(r"(large_)?list<(?:item:\s*)?(.+)>", re.IGNORECASE)
+
+
+def _pyarrow_type(text: str) -> pa.DataType | None:
+    """``text`` read the way pyarrow prints types, or None."""
+    import pyarrow as pa
+
+    if match := _TIMESTAMP.fullmatch(text):
+        unit, zone = match.group(1).lower(), match.group(2)
+        try:
+            return pa.timestamp(unit, zone.strip() if zone else None)
+        except (ValueError, TypeError) as exc:  # an unknown time zone
+            raise UsageError(f"type {text!r}: {exc}") from exc
+    if match := _DECIMAL.fullmatch(text):
+        width, precision, scale = match.group(1) or "128", int(match.group(2)), int(match.group(3))
+        factory = {"32": pa.decimal32, "64": pa.decimal64, "128": pa.decimal128}
+        try:
+            return factory.get(width, pa.decimal256)(precision, scale)
+        except ValueError as exc:
+            raise UsageError(f"type {text!r}: {exc}") from exc
+    if match := _LIST.fullmatch(text):
+        item = parse_type(match.group(2))
+        return pa.large_list(item) if match.group(1) else pa.list_(item)
+    try:
+        return pa.type_for_alias(text)
+    except (ValueError, KeyError):
+        return None
 
 
 def parse_schema(text: str) -> pa.Schema:

@@ -34,7 +34,14 @@ import pyarrow as pa
 from lance_partitioned.errors import PartitionExpressionError, TransformError
 from lance_partitioned.spec.hashing import can_hash, hash_array
 
-__all__ = ["bind_type", "cast_result", "check_expression", "evaluate", "session_context"]
+__all__ = [
+    "bind_type",
+    "cast_result",
+    "check_expression",
+    "evaluate",
+    "session_context",
+    "valid_time_zone",
+]
 
 _TABLE = "t"
 _COLUMN = "col"
@@ -250,3 +257,17 @@ def check_expression(expression: str, source: pa.DataType, result_type: pa.DataT
             f"partition expression {expression!r} maps NULL to {value.as_py()!r}; spec 000 "
             "requires NULL for a NULL source value (a NULL partition is a partition of its own)"
         )
+
+
+@functools.lru_cache(maxsize=256)
+def valid_time_zone(zone: str) -> bool:
+    """Whether DataFusion reads timestamps in ``zone`` (an IANA name or a fixed offset).
+
+    >>> valid_time_zone("America/New_York"), valid_time_zone("-09:45"), valid_time_zone("utc")
+    (True, True, False)
+    """
+    try:
+        evaluate("date_part('hour', col)", pa.array([0], pa.timestamp("s", zone)))
+    except TransformError:
+        return False
+    return True

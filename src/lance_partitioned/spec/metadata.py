@@ -26,13 +26,14 @@ True
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from lance_partitioned import errors
+from lance_partitioned.spec.evaluate import valid_time_zone
 from lance_partitioned.spec.partitioning import PartitionSpec, check_authored, validate_specs
 from lance_partitioned.spec.schema import NamespaceSchema
 
@@ -120,6 +121,37 @@ def check_column_names(schema: NamespaceSchema, before: NamespaceSchema | None =
                 raise errors.SchemaError(
                     f"column name {'.'.join(path)!r} contains {char!r}, which Lance cannot "
                     "store or select in a column name; choose another name"
+                )
+    _check_time_zones(schema, before)
+
+
+def _zones(dtype: pa.DataType) -> Iterator[str]:
+    """Every time zone named by ``dtype`` or its children."""
+    if pa.types.is_timestamp(dtype) and dtype.tz is not None:
+        yield dtype.tz
+    for i in range(dtype.num_fields):
+        yield from _zones(dtype.field(i).type)
+
+
+def _check_time_zones(schema: NamespaceSchema, before: NamespaceSchema | None) -> None:
+    """Refuse a time zone DataFusion cannot read (a typo would make every later write of a
+    partition expression over the column fail); zones another client already wrote load.
+
+    >>> zoned = pa.schema([("ts", pa.timestamp("us", "Europe/Paris"))])
+    >>> check_column_names(NamespaceSchema.from_arrow(zoned))
+    >>> bad = pa.schema([("ts", pa.timestamp("us", "Mars/Olympus"))])
+    >>> check_column_names(NamespaceSchema.from_arrow(bad))
+    Traceback (most recent call last):
+    ...
+    lance_partitioned.errors.SchemaError: column 'ts': unknown time zone 'Mars/Olympus', ...
+    """
+    known = set() if before is None else {z for f in before.arrow_schema for z in _zones(f.type)}
+    for field in schema.arrow_schema:
+        for zone in _zones(field.type):
+            if zone not in known and not valid_time_zone(zone):
+                raise errors.SchemaError(
+                    f"column {field.name!r}: unknown time zone {zone!r}, write an IANA name "
+                    "(Europe/Paris, UTC) or a fixed offset (+05:30)"
                 )
 
 
