@@ -145,12 +145,11 @@ class Model:
         if op == "overwrite":
             self.rows.clear()
         elif op == "overwrite_partitions":
+            # every row in the written partitions of the current spec goes, whatever spec
+            # version it was written under (issue 19; the Appendix E exception, a current
+            # spec field on a dropped source, never applies: only added columns are dropped)
             replaced = {self.key(k) for _, k, _ in new}
-            self.rows = {
-                i: row
-                for i, row in self.rows.items()
-                if not (row[2] == self.spec_version and row[3] in replaced)
-            }
+            self.rows = {i: row for i, row in self.rows.items() if self.key(row[0]) not in replaced}
         for i, k, g in new:
             self.rows[i] = (k, g, self.spec_version, self.key(k))
 

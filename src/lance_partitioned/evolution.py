@@ -62,7 +62,13 @@ from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.spec import evolution as rules
 from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import PartitionField
-from lance_partitioned.transaction import Backoff, LeafWrite, PendingWrite, commit_write
+from lance_partitioned.transaction import (
+    Backoff,
+    ChangePlan,
+    LeafWrite,
+    PendingWrite,
+    commit_changes,
+)
 
 __all__ = [
     "add_columns",
@@ -226,40 +232,45 @@ def _rename_leaves(
     old: str,
     operation: Operation,
 ) -> None:
-    """Rename the column in every leaf of ``snapshot`` (Lance's metadata-only
-    ``alter_columns``, one leaf commit each through the commit protocol) and move their
-    ``read_version``s in one ``__manifest`` commit.
+    """Rename the column in every leaf (Lance's metadata-only ``alter_columns``, one leaf
+    commit each through the commit protocol) and move their ``read_version``s in one
+    ``__manifest`` commit.
+
+    The leaves are those of the ``__manifest`` snapshot each commit attempt is made on, not
+    those of ``snapshot``: a leaf that a concurrent commit removed meanwhile (``delete``,
+    an overwrite) is not brought back, one written meanwhile is renamed too. A leaf's commit
+    is reused by the next attempt while the leaf stays at the same version.
 
     A leaf column carrying our field id key is found by it; one of another client's leaf
     (matched by name) is found by its old name and gets the key, so that readers of the
     namespace schema before the rename (old name) and after it (new name) both find it.
     """
-    field_id = _renamed_id(snapshot.metadata, renamed)
-    leaves = [
-        LeafWrite(
-            object_id=object_id,
-            location=location,
-            fragments=[],
-            rows=0,
-            values={},
-            aliases={str(field_id): old.rsplit(".", 1)[-1]},
-        )
-        for object_id, location in zip(
-            snapshot.tables.column("object_id").to_pylist(),
-            snapshot.tables.column("location").to_pylist(),
-            strict=True,
-        )
-    ]
-    if not leaves:
-        return
-    pending = PendingWrite(
-        spec_version=snapshot.metadata.current_spec.version,
-        leaf_schema=leaf_schema(renamed.schema),
-        leaves=leaves,
-        namespaces={},
-    )
+    aliases = {str(_renamed_id(snapshot.metadata, renamed)): old.rsplit(".", 1)[-1]}
+    schema = leaf_schema(renamed.schema)
     properties = operation.with_details(step="rename_leaves").to_properties()
-    commit_write(manifest, pending, properties=properties)
+    known: dict[tuple[str, str], LeafWrite] = {}  # the same object: its commit is reused
+
+    def plan(current: ManifestSnapshot) -> ChangePlan:
+        leaves = [
+            known.setdefault(
+                (object_id, location),
+                LeafWrite(object_id, location, [], 0, {}, aliases=aliases),
+            )
+            for object_id, location in zip(
+                current.tables.column("object_id").to_pylist(),
+                current.tables.column("location").to_pylist(),
+                strict=True,
+            )
+        ]
+        pending = PendingWrite(
+            spec_version=current.metadata.current_spec.version,
+            leaf_schema=schema,
+            leaves=leaves,
+            namespaces={},
+        )
+        return ChangePlan(writes=pending, properties=properties)  # no leaf: nothing to commit
+
+    commit_changes(manifest, plan)
 
 
 def _names(fields: Sequence[pa.Field]) -> str:

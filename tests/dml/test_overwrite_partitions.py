@@ -30,11 +30,6 @@ def _month(year: int, month: int, n: int, first_id: int, country: str = "US") ->
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 19: overwrite_partitions across spec versions is switched off "
-    "(dml.replace.ACROSS_SPECS) after the concurrency soak found a race",
-)
 def test_january_is_not_doubled_after_a_spec_change(tmp_path: Path) -> None:
     """The issue's case: v1 on year(ts), country; v2 adds month(ts); overwriting January
     under v2 must replace the January rows that v1 leaves hold."""

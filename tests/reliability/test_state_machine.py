@@ -4,7 +4,8 @@ The machine appends, overwrites the namespace, overwrites partitions, adds, rena
 promotes columns and changes the partition spec, on a real namespace in a temporary
 directory. A plain-Python model keeps the expected rows: each row by column *identity* (so a
 rename moves its values), with the spec version and partition key it was written under (so
-``overwrite_partitions`` replaces exactly the current spec's partitions it names). Every read
+``overwrite_partitions`` replaces the rows, of every spec version, that fall in the current
+spec's partitions it names). Every read
 (whole, filtered, counted, or at a remembered ``__manifest`` version) must equal the model.
 
 Partition specs use identity and ``truncate`` on strings, whose keys the model computes
@@ -223,7 +224,9 @@ class NamespaceMachine(RuleBasedStateMachine):
         self.model.rows = {
             i: row
             for i, row in self.model.rows.items()
-            if not (row.spec == self.model.spec_version and row.key in replaced)
+            # rows of every spec version in those partitions go (issue 19; the Appendix E
+            # exception never applies: only extra columns, which no spec uses, are dropped)
+            if self.model.key(row.values) not in replaced
         }
         self._add(rows)
         return self._remember()

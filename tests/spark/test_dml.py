@@ -78,11 +78,6 @@ def test_bad_combinations_fail_when_the_job_is_planned(
         plan(str(tmp_path / "ns"), mode=mode, replace_where=where, **options)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 19: overwrite_partitions across spec versions is switched off "
-    "(dml.replace.ACROSS_SPECS) after the concurrency soak found a race",
-)
 def test_dynamic_overwrite_replaces_rows_of_older_spec_versions(tmp_path: Path) -> None:
     """The January case through Spark: a dynamic overwrite under the new spec replaces the
     rows of the written partitions that leaves of the old spec hold."""

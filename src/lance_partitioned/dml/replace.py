@@ -83,15 +83,6 @@ def _spec(snapshot: ManifestSnapshot, version: int) -> PartitionSpec:
     )
 
 
-# Replacing, in leaves of older spec versions, the rows of the partitions an
-# overwrite_partitions writes (issue 19) is switched off: the concurrency soak
-# (`benchmarks/soak/concurrency.py --short --evolutions add,rename,drop,spec`, seed 3611588281)
-# found a row of a spec-1 leaf left visible after an overwrite_partitions that retried once
-# (version 141: unexpected id 3000000039). Until that race is understood, writes keep to the
-# current spec's leaves as before; tests/dml/test_overwrite_partitions.py holds the case.
-ACROSS_SPECS = False
-
-
 def commit_staged(
     manifest: Manifest,
     pending: PendingWrite,
@@ -124,7 +115,7 @@ def commit_staged(
             older = {s.version for s in snapshot.metadata.specs if s.version != spec.version}
             changes, drops = [], []
             schema = snapshot.metadata.schema
-            if not ACROSS_SPECS or any(schema.is_deprecated(f.source_id) for f in spec.fields):
+            if any(schema.is_deprecated(f.source_id) for f in spec.fields):
                 # Appendix E: a field of a deprecated source is NULL on write, and rows of
                 # older specs cannot be placed in its partitions: only this spec's leaves
                 older = set()
