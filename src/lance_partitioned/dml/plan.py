@@ -186,6 +186,9 @@ def delete_operation(
         try:
             after = fragment.delete(condition)
         except (OSError, ValueError) as exc:
+            typed = errors.storage_error(exc, ds.uri, "delete rows")
+            if typed is not None:
+                raise typed from exc
             raise errors.InvalidInputError(
                 f"Lance cannot apply the filter {condition[:200]!r} to fragment "
                 f"{fragment.fragment_id} of the leaf at {ds.uri!r}: {exc}"
