@@ -18,7 +18,9 @@ then each system runs, in this order and timed one by one:
 5. the same merge keyed by ``id`` and the partition source columns.
 
 Every run starts from freshly written tables in a new directory under ``--dir``, deleted at
-the end. The table printed is the wall time of each operation and delta / ours.
+the end. The table printed is the wall time of each operation, delta / ours, and the CPU time
+of the process during it (every thread: Lance's and delta-rs's Rust threads included), which a
+loaded machine disturbs less than the wall time.
 
 ``--ops`` runs only some operations (in the order above), e.g. ``--ops delete_partition``
 to time the metadata-only delete without the merges.
@@ -117,10 +119,11 @@ def _in_deleted_partition(table: pa.Table, spec: Spec) -> pa.ChunkedArray:
     return pc.equal(table.column("user_bucket"), 3)
 
 
-def timed(action: Callable[[], object]) -> float:
-    started = time.perf_counter()
+def timed(action: Callable[[], object]) -> tuple[float, float]:
+    """Wall and CPU seconds of ``action`` (CPU: the whole process, every thread)."""
+    started, cpu = time.perf_counter(), time.process_time()
     action()
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 OPERATIONS = {
@@ -132,12 +135,14 @@ OPERATIONS = {
 }
 
 
-def run(actions: dict[str, Callable[[], object]], ops: list[str]) -> dict[str, float]:
+def run(actions: dict[str, Callable[[], object]], ops: list[str]) -> dict[str, tuple[float, float]]:
     """Time the actions named by ``ops`` (keys of :data:`OPERATIONS`), in the order given."""
     return {OPERATIONS[op]: timed(actions[OPERATIONS[op]]) for op in ops}
 
 
-def run_ours(root: str, table: pa.Table, spec: Spec, ops: list[str]) -> dict[str, float]:
+def run_ours(
+    root: str, table: pa.Table, spec: Spec, ops: list[str]
+) -> dict[str, tuple[float, float]]:
     schema = table.schema
     ns = lp.PartitionedNamespace.create(root, schema=schema, partition_by=spec.partition_by)
     ns.write(table)
@@ -165,7 +170,9 @@ def run_ours(root: str, table: pa.Table, spec: Spec, ops: list[str]) -> dict[str
     return run(actions, ops)
 
 
-def run_delta(root: str, table: pa.Table, spec: Spec, ops: list[str]) -> dict[str, float]:
+def run_delta(
+    root: str, table: pa.Table, spec: Spec, ops: list[str]
+) -> dict[str, tuple[float, float]]:
     from deltalake import DeltaTable, write_deltalake
 
     extended = with_delta_columns(table)
@@ -226,8 +233,8 @@ def main() -> None:
     lines = [
         f"rows: {args.rows:,}",
         "",
-        "| spec | operation | ours s | delta-rs s | delta / ours |",
-        "|---|---|---:|---:|---:|",
+        "| spec | operation | ours s | delta-rs s | delta / ours | ours CPU s | delta-rs CPU s |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for key in args.only.split(","):
         spec = SPECS[key.strip()]
@@ -239,11 +246,11 @@ def main() -> None:
             counted = count_check(ours_root, delta_root)
             if counted[0] != counted[1]:
                 raise SystemExit(f"row counts differ after the operations: {counted}")
-            for operation, seconds in ours.items():
-                other = delta[operation]
+            for operation, (seconds, cpu) in ours.items():
+                other, other_cpu = delta[operation]
                 lines.append(
                     f"| `{spec.partition_by}` | {operation} | {seconds:.3f} | {other:.3f} | "
-                    f"{other / seconds:.1f}x |"
+                    f"{other / seconds:.1f}x | {cpu:.3f} | {other_cpu:.3f} |"
                 )
         finally:
             shutil.rmtree(work, ignore_errors=True)
