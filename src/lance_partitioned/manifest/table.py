@@ -83,10 +83,11 @@ class Manifest:
         self.storage_options = dict(storage_options or {})
         self._session: Session | None = None
         self._last: ManifestSnapshot | None = None  # the last snapshot read or committed
+        self._dataset: LanceDataset | None = None  # the __manifest at that version, open
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the Lance session and the cached snapshot (this process's)."""
-        return {**self.__dict__, "_session": None, "_last": None}
+        return {**self.__dict__, "_session": None, "_last": None, "_dataset": None}
 
     def table_uri(self, location: str) -> str:
         """The URI of a leaf table from its ``location`` (relative name or absolute URI)."""
@@ -165,7 +166,17 @@ class Manifest:
 
     def latest_version(self) -> int:
         """The latest ``__manifest`` version (without reading its rows)."""
+        known = self._dataset
+        if known is not None:
+            return int(known.latest_version)  # (Lance looks it up in the store each time)
         return int(self._open().version)
+
+    def _kept(self, version: int) -> tuple[ManifestSnapshot, LanceDataset] | None:
+        """The last snapshot and its open dataset, when they are of ``version``."""
+        last, known = self._last, self._dataset
+        if last is None or known is None or last.version != version:
+            return None
+        return last, known
 
     def snapshot(self, version: int | None = None) -> ManifestSnapshot:
         """Read one version of the manifest (the latest by default).
@@ -174,10 +185,14 @@ class Manifest:
         version asked for (a version never changes), or of the latest version.
         """
         last = self._last
-        if last is not None and version is not None and last.version == version:
+        if last is not None and (
+            last.version == version
+            or (version is None and self._dataset and self.latest_version() == last.version)
+        ):
             return last
         ds = self._open(version)
         if last is not None and last.version == ds.version:
+            self._dataset = ds
             return last
         table_metadata = dict(ds.metadata)
         if not NamespaceMetadata.is_partitioned(table_metadata):
@@ -195,6 +210,7 @@ class Manifest:
         self._last = snapshot = ManifestSnapshot(
             ds.version, metadata, table_metadata, rows, addresses
         )
+        self._dataset = ds
         return snapshot
 
     @classmethod
@@ -337,7 +353,8 @@ class Manifest:
         inserts is pylance's ``merge_insert``, which refuses a concurrent insert of the same
         key.
         """
-        ds = self._open(base.version)
+        kept = self._kept(base.version)
+        ds = kept[1] if kept is not None else self._open(base.version)
         read_version = base.version
         if READ_VERSION not in ds.schema.names:
             # another client's manifest without the optional column: add it (nullable, every
@@ -403,6 +420,7 @@ class Manifest:
         )
         committed = self._commit_dataset(operation, base.version, properties, ds)
         self._last = _committed_snapshot(base, known, committed, new, data, replaced)
+        self._dataset = committed if self._last is not None else None
         return int(committed.version)
 
     def _addresses(self, ds: LanceDataset, base: ManifestSnapshot) -> np.ndarray:
@@ -578,19 +596,18 @@ def _committed_snapshot(
     """The snapshot of the version ``committed`` made from ``base`` (its rows at
     ``addresses``) by replacing the rows at positions ``replaced`` with ``data``, written as
     the fragments ``new``: what reading it would return (the kept rows in their order, then
-    ``data``). None when another commit was rebased in between, or a new fragment is not
-    found in the committed version by its data file."""
+    ``data``). None when another commit was rebased in between, or the committed version's
+    last fragments are not ``new`` (by their data files)."""
     if int(committed.version) != base.version + 1 or data.schema.names != base.rows.column_names:
         return None
-    by_file = {
-        fragment.metadata.files[0].path: fragment
-        for fragment in committed.get_fragments()
-        if fragment.metadata.files
-    }
+    fragments = committed.get_fragments()  # an Update appends its new fragments
+    if len(fragments) < len(new):
+        return None
+    tail = fragments[len(fragments) - len(new) :] if new else []
     added = [np.empty(0, dtype=np.uint64)]
-    for written in new:
-        fragment = by_file.get(written.files[0].path) if written.files else None
-        if fragment is None:
+    for written, fragment in zip(new, tail, strict=True):
+        files = fragment.metadata.files
+        if not written.files or not files or files[0].path != written.files[0].path:
             return None
         offsets = np.arange(int(written.physical_rows or 0), dtype=np.uint64)
         added.append((np.uint64(fragment.fragment_id) << _OFFSET_BITS) | offsets)
