@@ -18,11 +18,17 @@ then each system runs, in this order and timed one by one:
 5. the same merge keyed by ``id`` and the partition source columns.
 
 Every run starts from freshly written tables in a new directory under ``--dir``, deleted at
-the end. The table printed is the wall time of each operation and delta / ours.
+the end. The table printed is the wall time of each operation, delta / ours, and the CPU time
+of the process during it (every thread: Lance's and delta-rs's Rust threads included), which a
+loaded machine disturbs less than the wall time.
+
+``--ops`` runs only some operations (in the order above), e.g. ``--ops delete_partition``
+to time the metadata-only delete without the merges.
 
 Usage::
 
     .venv/bin/python benchmarks/dml.py [--rows N] [--dir /tmp] [--only date,bucket]
+        [--ops delete_partition,delete_scattered,update,merge_id,merge_keyed]
 """
 
 from __future__ import annotations
@@ -113,13 +119,30 @@ def _in_deleted_partition(table: pa.Table, spec: Spec) -> pa.ChunkedArray:
     return pc.equal(table.column("user_bucket"), 3)
 
 
-def timed(action: Callable[[], object]) -> float:
-    started = time.perf_counter()
+def timed(action: Callable[[], object]) -> tuple[float, float]:
+    """Wall and CPU seconds of ``action`` (CPU: the whole process, every thread)."""
+    started, cpu = time.perf_counter(), time.process_time()
     action()
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
-def run_ours(root: str, table: pa.Table, spec: Spec) -> dict[str, float]:
+OPERATIONS = {
+    "delete_partition": "delete one partition",
+    "delete_scattered": "delete 1% scattered",
+    "update": "update 1%",
+    "merge_id": "merge 100k on id",
+    "merge_keyed": "merge 100k on id + partition source",
+}
+
+
+def run(actions: dict[str, Callable[[], object]], ops: list[str]) -> dict[str, tuple[float, float]]:
+    """Time the actions named by ``ops`` (keys of :data:`OPERATIONS`), in the order given."""
+    return {OPERATIONS[op]: timed(actions[OPERATIONS[op]]) for op in ops}
+
+
+def run_ours(
+    root: str, table: pa.Table, spec: Spec, ops: list[str]
+) -> dict[str, tuple[float, float]]:
     schema = table.schema
     ns = lp.PartitionedNamespace.create(root, schema=schema, partition_by=spec.partition_by)
     ns.write(table)
@@ -127,31 +150,29 @@ def run_ours(root: str, table: pa.Table, spec: Spec) -> dict[str, float]:
     sources = [s for s in spec.sources if s != "id"]
     first = merge_source(table, spec, 2, n)
     second = merge_source(table, spec, 4, n + n)
-    times = {
-        "delete one partition": timed(lambda: ns.delete(spec.ours_partition)),
-        "delete 1% scattered": timed(lambda: ns.delete("id % 100 = 0")),
-        "update 1%": timed(lambda: ns.update("id % 100 = 1", set={"amount": "amount + 1"})),
-        "merge 100k on id": timed(
-            lambda: (
-                ns.merge(first, on="id")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .execute()
-            )
+    actions: dict[str, Callable[[], object]] = {
+        "delete one partition": lambda: ns.delete(spec.ours_partition),
+        "delete 1% scattered": lambda: ns.delete("id % 100 = 0"),
+        "update 1%": lambda: ns.update("id % 100 = 1", set={"amount": "amount + 1"}),
+        "merge 100k on id": lambda: (
+            ns.merge(first, on="id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute()
         ),
-        "merge 100k on id + partition source": timed(
-            lambda: (
-                ns.merge(second, on=["id", *sources])
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .execute()
-            )
+        "merge 100k on id + partition source": lambda: (
+            ns.merge(second, on=["id", *sources])
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute()
         ),
     }
-    return times
+    return run(actions, ops)
 
 
-def run_delta(root: str, table: pa.Table, spec: Spec) -> dict[str, float]:
+def run_delta(
+    root: str, table: pa.Table, spec: Spec, ops: list[str]
+) -> dict[str, tuple[float, float]]:
     from deltalake import DeltaTable, write_deltalake
 
     extended = with_delta_columns(table)
@@ -171,17 +192,16 @@ def run_delta(root: str, table: pa.Table, spec: Spec) -> dict[str, float]:
             .execute()
         )
 
-    return {
-        "delete one partition": timed(lambda: dt.delete(spec.delta_partition)),
-        "delete 1% scattered": timed(lambda: DeltaTable(root).delete("id % 100 = 0")),
-        "update 1%": timed(
-            lambda: DeltaTable(root).update(
-                updates={"amount": "amount + 1"}, predicate="id % 100 = 1"
-            )
+    actions: dict[str, Callable[[], object]] = {
+        "delete one partition": lambda: dt.delete(spec.delta_partition),
+        "delete 1% scattered": lambda: DeltaTable(root).delete("id % 100 = 0"),
+        "update 1%": lambda: DeltaTable(root).update(
+            updates={"amount": "amount + 1"}, predicate="id % 100 = 1"
         ),
-        "merge 100k on id": timed(lambda: merge(first, "t.id = s.id")),
-        "merge 100k on id + partition source": timed(lambda: merge(second, keyed)),
+        "merge 100k on id": lambda: merge(first, "t.id = s.id"),
+        "merge 100k on id + partition source": lambda: merge(second, keyed),
     }
+    return run(actions, ops)
 
 
 def count_check(ours_root: str, delta_root: str) -> tuple[int, int]:
@@ -198,29 +218,39 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--dir", default=tempfile.gettempdir())
     parser.add_argument("--only", default="date,bucket", help="specs: date, bucket")
+    parser.add_argument(
+        "--ops",
+        default=",".join(OPERATIONS),
+        help=f"comma-separated operations among {list(OPERATIONS)}, run in that order",
+    )
     args = parser.parse_args()
+    ops = [op.strip() for op in args.ops.split(",") if op.strip()]
+    unknown = [op for op in ops if op not in OPERATIONS]
+    if unknown:
+        parser.error(f"unknown operation(s) {unknown}: choose among {list(OPERATIONS)}")
+    ops = [op for op in OPERATIONS if op in ops]
     table = make_events(args.rows, seed=1)
     lines = [
         f"rows: {args.rows:,}",
         "",
-        "| spec | operation | ours s | delta-rs s | delta / ours |",
-        "|---|---|---:|---:|---:|",
+        "| spec | operation | ours s | delta-rs s | delta / ours | ours CPU s | delta-rs CPU s |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for key in args.only.split(","):
         spec = SPECS[key.strip()]
         work = tempfile.mkdtemp(prefix="lp-dml-bench-", dir=args.dir)
         try:
             ours_root, delta_root = os.path.join(work, "ours"), os.path.join(work, "delta")
-            ours = run_ours(ours_root, table, spec)
-            delta = run_delta(delta_root, table, spec)
+            ours = run_ours(ours_root, table, spec, ops)
+            delta = run_delta(delta_root, table, spec, ops)
             counted = count_check(ours_root, delta_root)
             if counted[0] != counted[1]:
                 raise SystemExit(f"row counts differ after the operations: {counted}")
-            for operation, seconds in ours.items():
-                other = delta[operation]
+            for operation, (seconds, cpu) in ours.items():
+                other, other_cpu = delta[operation]
                 lines.append(
                     f"| `{spec.partition_by}` | {operation} | {seconds:.3f} | {other:.3f} | "
-                    f"{other / seconds:.1f}x |"
+                    f"{other / seconds:.1f}x | {cpu:.3f} | {other_cpu:.3f} |"
                 )
         finally:
             shutil.rmtree(work, ignore_errors=True)

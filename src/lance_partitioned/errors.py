@@ -21,6 +21,9 @@ Every message names the thing at fault (a column, a type, a partition field, a t
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from lance_namespace import errors as _ln
 
 __all__ = [
@@ -204,3 +207,24 @@ def storage_error(exc: BaseException, path: str, action: str) -> StorageError | 
         if any(needle in lowered for needle in needles):
             return cls(f"cannot {action} at {path!r}: {what} ({text})")
     return None
+
+
+@contextlib.contextmanager
+def typed_storage_errors(path: str, action: str) -> Iterator[None]:
+    """Raise a raw storage failure of the block (an ``OSError`` or ``ValueError`` that
+    :func:`storage_error` recognises) as its typed error naming ``path`` and ``action``;
+    anything else passes unchanged.
+
+    >>> with typed_storage_errors("/data/ns", "delete"):  # doctest: +ELLIPSIS
+    ...     raise OSError("LanceError(IO): Read-only file system (os error 30)")
+    Traceback (most recent call last):
+    ...
+    lance_partitioned.errors.PermissionDeniedError: cannot delete at '/data/ns': it is read-only...
+    """
+    try:
+        yield
+    except (OSError, ValueError) as exc:
+        typed = storage_error(exc, path, action)
+        if typed is None:
+            raise
+        raise typed from exc

@@ -97,13 +97,8 @@ _T = TypeVar("_T")
 def _storage(action: Callable[[], _T], path: str, what: str) -> _T:
     """Run ``action``; a raw storage failure (no space, read-only, a file in the way) becomes
     the typed error of :func:`lance_partitioned.errors.storage_error`."""
-    try:
+    with errors.typed_storage_errors(path, what):
         return action()
-    except (OSError, ValueError) as exc:
-        typed = errors.storage_error(exc, path, what)
-        if typed is None:
-            raise
-        raise typed from exc
 
 
 def _spec_version(object_id: str) -> int:
@@ -593,7 +588,7 @@ class PartitionedNamespace:
         ``__manifest`` without reading it; others get Lance deletion files.
         """
         self._require_writable("delete")
-        result = dml.delete(self._manifest, where)
+        result = _storage(lambda: dml.delete(self._manifest, where), self.uri, "delete")
         self._snapshot = self._manifest.snapshot(result.version)
         return result
 
@@ -602,7 +597,7 @@ class PartitionedNamespace:
         SQL over the row (``{"amount": "amount * 2"}``). Rows whose partition changes move
         to their new leaf in the same commit (see :mod:`lance_partitioned.dml.update`)."""
         self._require_writable("update")
-        result = dml.update(self._manifest, where, set)
+        result = _storage(lambda: dml.update(self._manifest, where, set), self.uri, "update")
         self._snapshot = self._manifest.snapshot(result.version)
         return result
 

@@ -88,7 +88,10 @@ __all__ = [
     "count_task",
     "manifest_filter",
     "plan_scan",
+    "post_filter",
+    "pushdown_filter",
     "read_task",
+    "residual_fields",
     "sql_filter",
     "to_batches",
     "to_table",
@@ -282,20 +285,35 @@ def plan_scan(
     return tasks
 
 
-def _residual_fields(predicate: Predicate, read: pa.Schema) -> list[pa.Field]:
+def residual_fields(predicate: Predicate, read: pa.Schema) -> list[pa.Field]:
     """The read-schema fields a residual reads: its terms, or every column when it holds an
-    Unknown that does not name its columns."""
+    Unknown that does not name its columns.
+
+    >>> from lance_partitioned.expressions import EqualTo, GreaterThan, and_
+    >>> read = pa.schema([("id", pa.int64()), ("c", pa.string()), ("n", pa.int64())])
+    >>> [f.name for f in residual_fields(and_(GreaterThan("n", 1), EqualTo("c", "US")), read)]
+    ['c', 'n']
+    """
     if any(not node.columns for node in _unknowns(predicate)):
         return list(read)
     return [read.field(name) for name in sorted(terms(predicate))]
 
 
-def _pushdown(
+def pushdown_filter(
     predicate: Predicate, fields: Sequence[pa.Field], sources: Sequence[pa.Field | None]
 ) -> str | None:
-    """The residual as Lance SQL when the leaf stores every column it reads under its
-    namespace name and type (``sources[i]`` holds ``fields[i]``), else None (and None when
-    it holds conditions on partition field names, evaluated in memory)."""
+    """The residual as Lance SQL when the leaf stores every column it reads (``fields``, see
+    :func:`residual_fields`) under its namespace name and type (``sources[i]`` is the leaf's
+    field holding ``fields[i]``, None when absent), else None: then it is evaluated in
+    memory by :func:`post_filter` (so are conditions on partition field names).
+
+    >>> from lance_partitioned.expressions import GreaterThan
+    >>> n = pa.field("n", pa.int64())
+    >>> pushdown_filter(GreaterThan("n", 1), [n], [n])
+    '`n` > 1'
+    >>> pushdown_filter(GreaterThan("n", 1), [n], [pa.field("n", pa.int32())]) is None
+    True
+    """
     if not field_conditions(predicate) and all(
         source is not None and source.name == field.name and source.type == field.type
         for field, source in zip(fields, sources, strict=True)
@@ -322,7 +340,7 @@ def read_task(
     leaf = dataset.schema
     read = schema.read_schema()
     predicate = task.residual
-    filtered = [] if isinstance(predicate, AlwaysTrue) else _residual_fields(predicate, read)
+    filtered = [] if isinstance(predicate, AlwaysTrue) else residual_fields(predicate, read)
     names = {f.name for f in fields}
     needed = pa.schema([*fields, *(f for f in filtered if f.name not in names)])
     sources = [leaf_field(leaf, f) for f in needed]
@@ -330,7 +348,7 @@ def read_task(
     pushdown = (
         None
         if isinstance(predicate, AlwaysTrue)
-        else _pushdown(predicate, filtered, [by_name[f.name] for f in filtered])
+        else pushdown_filter(predicate, filtered, [by_name[f.name] for f in filtered])
     )
     scan_columns = sorted({s.name for s in sources if s is not None})
     fragments = _fragments(dataset, task)
@@ -348,7 +366,7 @@ def read_task(
     for batch in scanner.to_batches():
         conformed = conform_batch(batch, sources, needed)
         if post is not None:
-            conformed = _post_filter(conformed, post)
+            conformed = post_filter(conformed, post)
         result = conformed.select(out_schema.names)
         if remaining is not None:
             result = result.slice(0, remaining)
@@ -400,10 +418,17 @@ def sql_filter(table: pa.Table, condition: str, what: str = "filter") -> pa.Tabl
     return result.cast(table.schema) if result.num_rows else table.slice(0, 0)
 
 
-def _post_filter(batch: pa.RecordBatch, predicate: Predicate) -> pa.RecordBatch:
-    """Filter a conformed batch in memory (residuals over renamed or cast columns, and
-    conditions on partition field names: each field's expression is computed over its source
-    column with DataFusion, as the transform's reference path does)."""
+def post_filter(batch: pa.RecordBatch, predicate: Predicate) -> pa.RecordBatch:
+    """Filter a batch conformed to the namespace read schema in memory: residuals Lance
+    cannot evaluate in the leaf (over renamed or cast columns), and conditions on partition
+    field names (each field's expression is computed over its source column with
+    DataFusion, as the transform's reference path does).
+
+    >>> from lance_partitioned.expressions import GreaterThan
+    >>> batch = pa.record_batch({"n": [1, 2, 3]})
+    >>> post_filter(batch, GreaterThan("n", 1)).column("n").to_pylist()
+    [2, 3]
+    """
     conditions = field_conditions(predicate)
     if conditions:
         batch, predicate = _field_columns(batch, predicate, conditions)
@@ -573,9 +598,9 @@ def count_task(task: ScanTask, schema: NamespaceSchema) -> int:
         if fragments is not None:
             return sum((int(f.count_rows()) for f in fragments), 0)
         return task.row_count if task.row_count is not None else int(dataset.count_rows())
-    filtered = _residual_fields(task.residual, schema.read_schema())
+    filtered = residual_fields(task.residual, schema.read_schema())
     sources = [leaf_field(dataset.schema, f) for f in filtered]
-    pushdown = _pushdown(task.residual, filtered, sources)
+    pushdown = pushdown_filter(task.residual, filtered, sources)
     if pushdown is not None:
         scanner = dataset.scanner(
             columns=[], with_row_id=True, filter=pushdown, fragments=fragments

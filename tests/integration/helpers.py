@@ -1,8 +1,16 @@
-"""Test helpers: read a namespace back leaf by leaf, straight through pylance."""
+"""Test helpers: read a namespace back leaf by leaf, straight through pylance; a small real
+file system (a tmpfs) for storage failures."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import lance
@@ -53,3 +61,30 @@ def crash_after_leaf_commits(count: int, committed: list[str]) -> Callable[..., 
         return result
 
     return commit_leaf
+
+
+def _mount_tmpfs(path: Path, size: str) -> bool:
+    """Mount a tmpfs of ``size`` at ``path`` (root only); False when it cannot be done."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        return False
+    path.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+        capture_output=True,
+        check=False,
+    )
+    return done.returncode == 0
+
+
+@contextlib.contextmanager
+def small_filesystem(size: str) -> Iterator[Path | None]:
+    """A real file system of ``size`` (a tmpfs), or None when this process cannot mount."""
+    mount = Path(tempfile.gettempdir()) / f"lp-tmpfs-{uuid.uuid4().hex}"
+    if not _mount_tmpfs(mount, size):
+        yield None
+        return
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+        mount.rmdir()

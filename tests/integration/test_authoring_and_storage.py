@@ -9,7 +9,6 @@ read-only directory.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -19,8 +18,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +30,7 @@ from lance.namespace import DirectoryNamespace
 import lance_partitioned as lp
 from lance_partitioned import errors
 from lance_partitioned.manifest import GUARD_KEY, Manifest
-from tests.integration.helpers import Boom
+from tests.integration.helpers import Boom, small_filesystem
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("k", pa.string())])
 
@@ -231,33 +228,6 @@ def test_a_root_that_is_a_file(tmp_path: Path) -> None:
     assert path.read_text() == "x"
 
 
-def _mount_tmpfs(path: Path, size: str) -> bool:
-    """Mount a tmpfs of ``size`` at ``path`` (root only); False when it cannot be done."""
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        return False
-    path.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-        capture_output=True,
-        check=False,
-    )
-    return done.returncode == 0
-
-
-@contextlib.contextmanager
-def _small_filesystem(size: str) -> Iterator[Path | None]:
-    """A real file system of ``size`` (a tmpfs), or None when this process cannot mount."""
-    mount = Path(tempfile.gettempdir()) / f"lp-tmpfs-{uuid.uuid4().hex}"
-    if not _mount_tmpfs(mount, size):
-        yield None
-        return
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-        mount.rmdir()
-
-
 def _big_rows(first: int, count: int, k: str) -> pa.Table:
     payload = pa.array([os.urandom(2048).hex() for _ in range(count)])
     ids = pa.array(range(first, first + count), pa.int64())
@@ -268,7 +238,7 @@ _SCHEMA_PAYLOAD = pa.schema([*SCHEMA, pa.field("payload", pa.string())])
 
 
 def test_a_full_disk_is_a_storage_error_and_leaves_nothing_staged() -> None:
-    with _small_filesystem("2m") as mount:
+    with small_filesystem("2m") as mount:
         if mount is None:
             _full_disk_in_a_child_process()
             return
@@ -336,7 +306,7 @@ def _full_disk_in_a_child_process() -> None:
 
 
 def test_a_read_only_root_is_a_permission_error_naming_it() -> None:
-    with _small_filesystem("4m") as mount:
+    with small_filesystem("4m") as mount:
         root = str(mount / "ns") if mount is not None else tempfile.mkdtemp()
         ns = _namespace(root)
         before, files = ns.version, _files(root)

@@ -130,7 +130,14 @@ class MergeBuilder:
 
     # ------------------------------------------------------------------------- execute
     def execute(self) -> MergeResult:
-        """Run the merge: one ``__manifest`` commit (nothing when nothing changes)."""
+        """Run the merge: one ``__manifest`` commit (nothing when nothing changes).
+
+        A storage failure is a :class:`~lance_partitioned.errors.StorageError` naming the
+        namespace, and changes nothing."""
+        with errors.typed_storage_errors(self._manifest.root, "merge"):
+            return self._execute()
+
+    def _execute(self) -> MergeResult:
         started = time.perf_counter()
         manifest = self._manifest
         first = manifest.snapshot()

@@ -73,9 +73,9 @@ def pushdown(ds: LanceDataset, task: ScanTask, schema: NamespaceSchema) -> str |
     if is_whole_leaf(task):
         return "true"
     read = schema.read_schema()
-    fields = scan._residual_fields(task.residual, read)
+    fields = scan.residual_fields(task.residual, read)
     sources = [leaf_field(ds.schema, f) for f in fields]
-    return scan._pushdown(task.residual, fields, sources)
+    return scan.pushdown_filter(task.residual, fields, sources)
 
 
 def matched_rows(
@@ -89,7 +89,7 @@ def matched_rows(
     read = schema.read_schema()
     wanted = list(read) if columns is None else [read.field(name) for name in columns]
     residual = task.residual
-    filtered = [] if is_whole_leaf(task) else scan._residual_fields(residual, read)
+    filtered = [] if is_whole_leaf(task) else scan.residual_fields(residual, read)
     names = {f.name for f in wanted}
     needed = pa.schema([*wanted, *(f for f in filtered if f.name not in names)])
     sources = [leaf_field(ds.schema, f) for f in needed]
@@ -105,7 +105,7 @@ def matched_rows(
         conformed = conform_batch(batch, sources, needed)
         conformed = conformed.append_column(ROW_ADDRESS, batch.column(ROW_ADDRESS))
         if sql is None:
-            conformed = scan._post_filter(conformed, residual)
+            conformed = scan.post_filter(conformed, residual)
         batches.append(conformed.select(out_schema.names))
     return pa.Table.from_batches(batches, schema=out_schema)
 
@@ -186,6 +186,9 @@ def delete_operation(
         try:
             after = fragment.delete(condition)
         except (OSError, ValueError) as exc:
+            typed = errors.storage_error(exc, ds.uri, "delete rows")
+            if typed is not None:
+                raise typed from exc
             raise errors.InvalidInputError(
                 f"Lance cannot apply the filter {condition[:200]!r} to fragment "
                 f"{fragment.fragment_id} of the leaf at {ds.uri!r}: {exc}"

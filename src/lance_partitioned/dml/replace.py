@@ -152,7 +152,7 @@ def require_matching(
     def _check(batch: pa.RecordBatch, predicate: Predicate, where: str | Predicate) -> None:
         table = conform_for_write(pa.Table.from_batches([batch]), schema, target)
         conformed = table.combine_chunks().to_batches()[0]
-        kept = scan._post_filter(conformed, predicate).num_rows
+        kept = scan.post_filter(conformed, predicate).num_rows
         if kept != batch.num_rows:
             raise errors.PredicateViolationError(
                 f"{batch.num_rows - kept} row(s) of the data do not satisfy the replace-where "

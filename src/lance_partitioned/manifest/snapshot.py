@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -108,17 +108,26 @@ class ManifestSnapshot:
         The raw table metadata map, every key kept.
     rows : pyarrow.Table
         Every row of the manifest at ``version``.
+    addresses : pyarrow.Array or None
+        The Lance row address of each row of ``rows`` at ``version`` (None: not known), so
+        that a commit on this snapshot finds the rows it replaces without reading them again.
     """
 
     version: int
     metadata: NamespaceMetadata
     table_metadata: Mapping[str, str]
     rows: pa.Table = field(repr=False)
+    addresses: pa.Array | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def _index(self) -> dict[str, int]:
         ids = self.rows.column("object_id").to_pylist()
         return {object_id: i for i, object_id in enumerate(ids)}
+
+    def positions(self, object_ids: Iterable[str]) -> list[int]:
+        """The positions in :attr:`rows` of those of ``object_ids`` that have a row, sorted."""
+        index = self._index
+        return sorted({index[oid] for oid in object_ids if oid in index})
 
     def has(self, object_id: str) -> bool:
         """Whether a row with this object id exists."""

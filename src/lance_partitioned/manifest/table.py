@@ -1,23 +1,36 @@
 """Access to the ``__manifest`` Lance table: reading snapshots, creating it, and its
-compare-and-swap commits (rows, partition columns, table metadata)."""
+compare-and-swap commits (rows, partition columns, table metadata).
+
+A :class:`Manifest` keeps one Lance session (Lance's metadata cache: opening a version
+already seen reads nothing again) and the last snapshot it read or committed: a snapshot of
+the version it just committed is built from the rows committed, not read back, and asking
+for the latest snapshot when nobody committed since costs one look at the latest version.
+A row commit replaces rows by writing deletion vectors for the rows it replaces (their
+addresses are known from the snapshot) and one new fragment, in one Lance ``Update``: the
+same operation pylance's ``merge_insert`` commits, without its join.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import lance
+import numpy as np
 import pyarrow as pa
 from lance import LanceDataset, LanceOperation, Transaction
 from lance.commit import CommitConflictError
+from lance.fragment import write_fragments
+from lance.lance import _Session as Session
 from lance.optimize import Compaction, CompactionOptions
 from lance.schema import LanceSchema
 
 from lance_partitioned import errors
 from lance_partitioned.manifest.layout import (
     BASE_COLUMNS,
+    DELIMITER,
     GUARD_KEY,
     GUARD_VALUE,
     MANIFEST_DIR,
@@ -39,6 +52,8 @@ from lance_partitioned.manifest.snapshot import (
 from lance_partitioned.spec.metadata import NamespaceMetadata, keep_unknown_keys
 
 _CREATE = Operation("create")
+_ROW_ADDRESS = "_rowaddr"
+_OFFSET_BITS = np.uint64(32)  # a Lance row address is fragment id << 32 | row offset
 
 
 @dataclass(frozen=True)
@@ -66,6 +81,13 @@ class Manifest:
         self.root = root.rstrip("/")
         self.uri = f"{self.root}/{MANIFEST_DIR}"
         self.storage_options = dict(storage_options or {})
+        self._session: Session | None = None
+        self._last: ManifestSnapshot | None = None  # the last snapshot read or committed
+        self._dataset: LanceDataset | None = None  # the __manifest at that version, open
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the Lance session and the cached snapshot (this process's)."""
+        return {**self.__dict__, "_session": None, "_last": None, "_dataset": None}
 
     def table_uri(self, location: str) -> str:
         """The URI of a leaf table from its ``location`` (relative name or absolute URI)."""
@@ -79,9 +101,14 @@ class Manifest:
                 f"__manifest version {version} does not exist at {self.root!r}: versions are "
                 "numbered from 1"
             )
+        if self._session is None:
+            self._session = Session()
         try:
             return lance.dataset(
-                self.uri, version=version, storage_options=self.storage_options or None
+                self.uri,
+                version=version,
+                storage_options=self.storage_options or None,
+                session=self._session,
             )
         except ValueError as exc:
             if version is not None and "not found" in str(exc).lower():
@@ -139,11 +166,34 @@ class Manifest:
 
     def latest_version(self) -> int:
         """The latest ``__manifest`` version (without reading its rows)."""
+        known = self._dataset
+        if known is not None:
+            return int(known.latest_version)  # (Lance looks it up in the store each time)
         return int(self._open().version)
 
+    def _kept(self, version: int) -> tuple[ManifestSnapshot, LanceDataset] | None:
+        """The last snapshot and its open dataset, when they are of ``version``."""
+        last, known = self._last, self._dataset
+        if last is None or known is None or last.version != version:
+            return None
+        return last, known
+
     def snapshot(self, version: int | None = None) -> ManifestSnapshot:
-        """Read one version of the manifest (the latest by default)."""
+        """Read one version of the manifest (the latest by default).
+
+        The last snapshot read or committed through this object is reused when it is of the
+        version asked for (a version never changes), or of the latest version.
+        """
+        last = self._last
+        if last is not None and (
+            last.version == version
+            or (version is None and self._dataset and self.latest_version() == last.version)
+        ):
+            return last
         ds = self._open(version)
+        if last is not None and last.version == ds.version:
+            self._dataset = ds
+            return last
         table_metadata = dict(ds.metadata)
         if not NamespaceMetadata.is_partitioned(table_metadata):
             raise errors.NotAPartitionedNamespaceError(
@@ -154,8 +204,14 @@ class Manifest:
             )
         metadata = NamespaceMetadata.from_table_metadata(table_metadata)
         # one chunk, not one per fragment (a commit adds one): every scan plan filters it
-        rows = _with_base(ds.to_table()).combine_chunks()
-        return ManifestSnapshot(ds.version, metadata, table_metadata, rows)
+        read = ds.to_table(with_row_address=True)
+        addresses = read.column(_ROW_ADDRESS).combine_chunks()
+        rows = _with_base(read.drop_columns([_ROW_ADDRESS])).combine_chunks()
+        self._last = snapshot = ManifestSnapshot(
+            ds.version, metadata, table_metadata, rows, addresses
+        )
+        self._dataset = ds
+        return snapshot
 
     @classmethod
     def create(
@@ -276,19 +332,29 @@ class Manifest:
         base: ManifestSnapshot,
         rows: pa.Table,
         *,
-        delete_where: str | None = None,
+        delete: Collection[str] = (),
+        delete_partitions: bool = False,
         properties: Mapping[str, str] | None = None,
     ) -> int:
         """Upsert ``rows`` by ``object_id`` as a compare-and-swap on ``base.version``.
 
-        ``delete_where`` additionally deletes every existing row that is not in ``rows`` and
-        matches that SQL filter (whole-namespace overwrite, dropped leaves). ``properties``
-        become the Lance transaction properties of the commit (what the operation did, see
+        The rows with an object id in ``delete`` that are not in ``rows`` are deleted
+        (dropped leaves), and with ``delete_partitions`` every partition namespace and leaf
+        row that is not in ``rows`` (a whole-namespace overwrite). ``properties`` become the
+        Lance transaction properties of the commit (what the operation did, see
         :mod:`~lance_partitioned.manifest.operations`; other clients ignore them). Returns the
         new manifest version; raises :class:`CommitConflict` when a concurrent commit
         conflicts.
+
+        A commit that replaces or deletes existing rows is one Lance ``Update``: deletion
+        vectors for those rows and one new fragment with ``rows``; Lance makes it conflict with
+        every concurrent commit that touched one of the same fragments (every commit of the
+        transaction protocol rewrites the spec version rows, so all of them). One that only
+        inserts is pylance's ``merge_insert``, which refuses a concurrent insert of the same
+        key.
         """
-        ds = self._open(base.version)
+        kept = self._kept(base.version)
+        ds = kept[1] if kept is not None else self._open(base.version)
         read_version = base.version
         if READ_VERSION not in ds.schema.names:
             # another client's manifest without the optional column: add it (nullable, every
@@ -297,19 +363,86 @@ class Manifest:
                 ds, [(READ_VERSION, pa.uint64())], base.version, properties
             )
             ds = self._open(read_version)
-        builder = (
-            ds.merge_insert("object_id").when_matched_update_all().when_not_matched_insert_all()
-        )
-        if delete_where is not None:
-            builder = builder.when_not_matched_by_source_delete(delete_where)
         present = [name for name in ds.schema.names if name in rows.column_names]
         if len(present) != len(ds.schema.names):
             raise errors.InternalError(
                 f"the __manifest at {self.root!r} has columns {ds.schema.names}, the rows to "
                 f"commit {rows.column_names}"
             )
-        transaction, _ = builder.execute_uncommitted(rows.select(present).cast(ds.schema))
+        data = rows.select(present).cast(ds.schema)
+        written = set(data.column("object_id").to_pylist())
+        removed = set(delete) - written
+        if delete_partitions:
+            ids = base.rows.column("object_id").to_pylist()
+            removed.update(oid for oid in ids if DELIMITER in oid and oid not in written)
+        replaced = base.positions(written | removed)
+        if replaced and read_version == base.version:
+            return self._replace_rows(ds, base, data, replaced, properties)
+        builder = (
+            ds.merge_insert("object_id").when_matched_update_all().when_not_matched_insert_all()
+        )
+        if removed:
+            quoted = ", ".join("'" + oid.replace("'", "''") + "'" for oid in sorted(removed))
+            builder = builder.when_not_matched_by_source_delete(f"object_id IN ({quoted})")
+        transaction, _ = builder.execute_uncommitted(data)
         return self._commit(transaction, read_version, properties)
+
+    def _replace_rows(
+        self,
+        ds: LanceDataset,
+        base: ManifestSnapshot,
+        data: pa.Table,
+        replaced: Sequence[int],
+        properties: Mapping[str, str] | None,
+    ) -> int:
+        """Commit on ``ds`` (at ``base.version``) the deletion of ``base``'s rows at positions
+        ``replaced`` and the insertion of ``data``, as one Lance ``Update``."""
+        known = self._addresses(ds, base)
+        addresses = np.sort(known[np.asarray(replaced, dtype=np.int64)])
+        fragment_ids = addresses >> _OFFSET_BITS
+        updated, removed = [], []
+        for chunk in np.split(addresses, np.flatnonzero(np.diff(fragment_ids)) + 1):
+            fragment_id = int(chunk[0] >> _OFFSET_BITS)
+            fragment = ds.get_fragment(fragment_id)
+            if fragment is None:
+                raise errors.InternalError(
+                    f"the __manifest at {self.root!r} version {base.version} has no fragment "
+                    f"{fragment_id}, which its snapshot said holds rows"
+                )
+            after = fragment.delete_rows((chunk & np.uint64(0xFFFFFFFF)).tolist())
+            if after is None:
+                removed.append(fragment_id)
+            else:
+                updated.append(after)
+        new = write_fragments(data, ds) if data.num_rows else []
+        operation = LanceOperation.Update(
+            removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new
+        )
+        committed = self._commit_dataset(operation, base.version, properties, ds)
+        self._last = _committed_snapshot(base, known, committed, new, data, replaced)
+        self._dataset = committed if self._last is not None else None
+        return int(committed.version)
+
+    def _addresses(self, ds: LanceDataset, base: ManifestSnapshot) -> np.ndarray:
+        """The row address of each row of ``base`` (read again when the snapshot has none)."""
+        if base.addresses is not None and len(base.addresses) == base.rows.num_rows:
+            return np.asarray(base.addresses.to_numpy(zero_copy_only=False), dtype=np.uint64)
+        read = ds.to_table(columns=["object_id"], with_row_address=True)
+        by_id = dict(
+            zip(
+                read.column("object_id").to_pylist(),
+                read.column(_ROW_ADDRESS).to_pylist(),
+                strict=True,
+            )
+        )
+        ids = base.rows.column("object_id").to_pylist()
+        missing = [oid for oid in ids if oid not in by_id]
+        if missing:
+            raise errors.InternalError(
+                f"the __manifest at {self.root!r} version {base.version} has no rows "
+                f"{missing[:5]}, which its snapshot holds"
+            )
+        return np.array([by_id[oid] for oid in ids], dtype=np.uint64)
 
     def table_metadata(self, version: int) -> dict[str, str]:
         """The raw table metadata map of one ``__manifest`` version (every key)."""
@@ -379,6 +512,17 @@ class Manifest:
     ) -> int:
         """Commit ``operation`` (a Lance operation or an uncommitted transaction made on
         ``read_version``) with ``properties`` as its transaction properties."""
+        return int(self._commit_dataset(operation, read_version, properties).version)
+
+    def _commit_dataset(
+        self,
+        operation: Any,
+        read_version: int,
+        properties: Mapping[str, str] | None = None,
+        dataset: LanceDataset | None = None,
+    ) -> LanceDataset:
+        """:meth:`_commit`, returning the committed dataset (``dataset``: the dataset at
+        ``read_version`` when opened already)."""
         if properties:
             if isinstance(operation, Transaction):
                 operation.transaction_properties = {
@@ -390,8 +534,8 @@ class Manifest:
                     read_version, operation, transaction_properties=dict(properties)
                 )
         try:
-            ds = LanceDataset.commit(
-                self.uri,
+            return LanceDataset.commit(
+                self.uri if dataset is None else dataset,
                 operation,
                 read_version=read_version,
                 storage_options=self.storage_options or None,
@@ -399,7 +543,6 @@ class Manifest:
             )
         except CommitConflictError as exc:
             raise CommitConflict(str(exc)) from exc
-        return int(ds.version)
 
     def compact(
         self,
@@ -440,3 +583,44 @@ class Manifest:
             before_commit()
         version = self._commit(transaction, int(ds.version))
         return ManifestCompaction(version, before, after)
+
+
+def _committed_snapshot(
+    base: ManifestSnapshot,
+    addresses: np.ndarray,
+    committed: LanceDataset,
+    new: Sequence[Any],
+    data: pa.Table,
+    replaced: Sequence[int],
+) -> ManifestSnapshot | None:
+    """The snapshot of the version ``committed`` made from ``base`` (its rows at
+    ``addresses``) by replacing the rows at positions ``replaced`` with ``data``, written as
+    the fragments ``new``: what reading it would return (the kept rows in their order, then
+    ``data``). None when another commit was rebased in between, or the committed version's
+    last fragments are not ``new`` (by their data files)."""
+    if int(committed.version) != base.version + 1 or data.schema.names != base.rows.column_names:
+        return None
+    fragments = committed.get_fragments()  # an Update appends its new fragments
+    if len(fragments) < len(new):
+        return None
+    tail = fragments[len(fragments) - len(new) :] if new else []
+    added = [np.empty(0, dtype=np.uint64)]
+    for written, fragment in zip(new, tail, strict=True):
+        files = fragment.metadata.files
+        if not written.files or not files or files[0].path != written.files[0].path:
+            return None
+        offsets = np.arange(int(written.physical_rows or 0), dtype=np.uint64)
+        added.append((np.uint64(fragment.fragment_id) << _OFFSET_BITS) | offsets)
+    kept = np.ones(base.rows.num_rows, dtype=bool)
+    kept[np.asarray(replaced, dtype=np.int64)] = False
+    every = np.concatenate([addresses[kept], *added])
+    if len(every) != int(np.count_nonzero(kept)) + data.num_rows:
+        return None
+    rows = pa.concat_tables([base.rows.filter(pa.array(kept)), data.cast(base.rows.schema)])
+    return ManifestSnapshot(
+        int(committed.version),
+        base.metadata,
+        base.table_metadata,
+        rows.combine_chunks(),
+        pa.array(every, pa.uint64()),
+    )

@@ -30,8 +30,9 @@ the leaf schema). For each attempt the protocol:
    change prepared on it and committed; a leaf both changed and appended to gets the change,
    then the staged fragments on top;
 3. upserts every touched row (new ``read_version``s, new namespace and table rows) and deletes
-   the dropped ones in one ``merge_insert`` committed as a compare-and-swap on the version
-   read in step 1, with the plan's properties as its Lance transaction properties.
+   the dropped ones in one Lance ``Update`` committed as a compare-and-swap on the version
+   read in step 1 (:meth:`~lance_partitioned.manifest.Manifest.commit_rows`), with the
+   plan's properties as its Lance transaction properties.
 
 Every manifest commit also rewrites every spec version row (``v1``, ``v2``, …): pylance
 rebases concurrent commits that share no row, which would duplicate a partition created by two
@@ -62,7 +63,6 @@ import pyarrow as pa
 from lance_partitioned import errors
 from lance_partitioned.consistency import leaf_schema
 from lance_partitioned.manifest import (
-    DELIMITER,
     NAMESPACE,
     TABLE,
     CommitConflict,
@@ -374,10 +374,6 @@ def _changed_row(snapshot: ManifestSnapshot, object_id: str, commit: LeafCommit)
     return {**row, "read_version": commit.version, "metadata": stats.merge_into(row["metadata"])}
 
 
-def _quoted(object_ids: Sequence[str]) -> str:
-    return ", ".join("'" + oid.replace("'", "''") + "'" for oid in object_ids)
-
-
 def commit_changes(
     manifest: Manifest,
     plan: Callable[[ManifestSnapshot], ChangePlan],
@@ -463,16 +459,12 @@ def commit_changes(
                 on_leaves_committed(versions)
             _pause("leaves_committed")
             rows = _manifest_rows(snapshot, current, pending, states, txn)
-            deletes = []
-            if pending is not None and pending.mode == "overwrite":
-                deletes.append(f"object_id LIKE '%{DELIMITER}%'")
-            if current.drops:
-                deletes.append(f"object_id IN ({_quoted(current.drops)})")
             try:
                 version = manifest.commit_rows(
                     snapshot,
                     rows_table(snapshot.rows.schema, rows),
-                    delete_where=" OR ".join(deletes) or None,
+                    delete=current.drops,
+                    delete_partitions=pending is not None and pending.mode == "overwrite",
                     properties=current.properties,
                 )
             except CommitConflict as exc:
