@@ -25,6 +25,7 @@ from lance_partitioned.runtime import configure_lance
 if TYPE_CHECKING:
     from lance_partitioned.adapter import PartitionedLanceNamespace
     from lance_partitioned.namespace import PartitionedNamespace, WriteResult
+    from lance_partitioned.sizes import UnreadableLeafWarning
     from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
     from lance_partitioned.spec.schema import NamespaceSchema
     from lance_partitioned.spec.shorthand import AmbiguousPartitionWarning
@@ -37,6 +38,7 @@ __all__ = [
     "PartitionSpec",
     "PartitionedLanceNamespace",
     "PartitionedNamespace",
+    "UnreadableLeafWarning",
     "WriteOptions",
     "WriteProgress",
     "WriteResult",
@@ -47,6 +49,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "AmbiguousPartitionWarning": "lance_partitioned.spec.shorthand",
+    "UnreadableLeafWarning": "lance_partitioned.sizes",
     "PartitionedNamespace": "lance_partitioned.namespace",
     "PartitionedLanceNamespace": "lance_partitioned.adapter",
     "WriteResult": "lance_partitioned.namespace",

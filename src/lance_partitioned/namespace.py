@@ -345,11 +345,44 @@ class PartitionedNamespace:
         )
 
     # ------------------------------------------------------------------ partitions
-    def partitions(self, filter: str | None = None, *, sizes: bool = False) -> pa.Table:
-        """One row per leaf table: ``object_id``, ``location``, ``spec_version``, the partition
-        columns and ``read_version``. ``filter`` is a SQL expression over partition columns.
-        ``sizes=True`` adds ``rows``, ``bytes``, ``fragments`` and ``small_fragments`` of each
-        leaf at its ``read_version`` (see :func:`lance_partitioned.sizes.partition_sizes`).
+    def partitions(self, filter: str | None = None, *, sizes: bool = True) -> pa.Table:
+        """One row per leaf table, in object-id order: ``object_id``, ``location``,
+        ``spec_version``, the partition columns, ``read_version``, then the leaf's size at
+        its ``read_version``: ``rows`` (deleted rows excluded), ``bytes`` (of its data files),
+        ``fragments`` and ``small_fragments`` (fewer rows than
+        :data:`~lance_partitioned.sizes.SMALL_FRAGMENT_ROWS`).
+
+        Sizes come from each leaf's Lance manifest (no data file is read): every leaf is
+        opened, in parallel (about 60 ms for 1,000 local leaves). ``sizes=False`` lists the
+        ``__manifest`` alone, without opening any leaf.
+
+        Parameters
+        ----------
+        filter : str, optional
+            SQL over the partition columns (``"country = 'US' AND year >= 2025"``).
+        sizes : bool, default True
+            Add the four size columns.
+
+        Warns
+        -----
+        UnreadableLeafWarning
+            When some leaves cannot be opened (a damaged namespace): their size columns are
+            NULL, the other rows are complete, and the warning names those leaves (run
+            ``lance-partitioned verify``).
+
+        Examples
+        --------
+        >>> import tempfile, pyarrow as pa
+        >>> ns = PartitionedNamespace.create(
+        ...     tempfile.mkdtemp(), schema=pa.schema([("k", pa.utf8()), ("v", pa.int64())]),
+        ...     partition_by="k")
+        >>> _ = ns.write(pa.table({"k": ["a", "b", "a"], "v": [1, 2, 3]}))
+        >>> for leaf in ns.partitions().select(["k", "rows", "fragments"]).to_pylist():
+        ...     print(leaf)
+        {'k': 'a', 'rows': 2, 'fragments': 1}
+        {'k': 'b', 'rows': 1, 'fragments': 1}
+        >>> ns.partitions("k = 'b'", sizes=False).column_names[-2:]
+        ['k', 'read_version']
         """
         if sizes:
             from lance_partitioned.sizes import partition_sizes

@@ -478,7 +478,8 @@ class _Stager:
         # staged with the field ids of a new leaf in the leaf schema, never against what is in
         # the leaf directory (its latest version may be an orphan of any schema): the commit
         # maps them to the ids of the leaf version it commits on
-        future = self.pool.submit(self._write, data, uri, "overwrite", nbytes)
+        mode = "overwrite" if self.snapshot.has(part.object_id) else "create"
+        future = self.pool.submit(self._write, data, uri, mode, nbytes)
         part.futures.append(future)
         self.in_flight.append((future, nbytes))
         self.staging += nbytes
@@ -489,25 +490,44 @@ class _Stager:
         # at once (reading a Python generator makes Lance take the GIL for each batch).
         data = aligned(data)  # Lance panics on a buffer not aligned for its type
         rows = max(1, min(_BATCH_ROWS, _BATCH_BYTES * data.num_rows // max(1, nbytes)))
-        source: pa.Table | pa.RecordBatchReader
-        if data.num_rows <= rows:
-            source = data.combine_chunks()
-        else:
-            source = pa.RecordBatchReader.from_batches(
-                data.schema, coalesce(data.to_batches(), rows)
+
+        def source() -> pa.Table | pa.RecordBatchReader:
+            if data.num_rows <= rows:
+                return data.combine_chunks()
+            return pa.RecordBatchReader.from_batches(data.schema, coalesce(data.to_batches(), rows))
+
+        def stage(mode: str) -> list[Any]:
+            return cast(
+                list[Any],
+                lance.fragment.write_fragments(
+                    source(),
+                    uri,
+                    schema=self.target,
+                    mode=mode,
+                    max_rows_per_file=self.options.max_rows_per_file,
+                    storage_options=self.manifest.storage_options or None,
+                ),
             )
-        fragments = lance.fragment.write_fragments(
-            source,
-            uri,
-            schema=self.target,
-            mode=mode,
-            max_rows_per_file=self.options.max_rows_per_file,
-            storage_options=self.manifest.storage_options or None,
-        )
+
+        # A new partition is staged in mode "create": in any other mode Lance logs "No
+        # existing dataset ... it will be created" once per new leaf, whatever LANCE_LOG says
+        # once ``lance`` was imported before us. Where a Lance table already is (a leaf of the
+        # __manifest, or the orphan directory of a new one), Lance refuses "create" before
+        # reading any row, and "overwrite" stages the same fragments without logging.
+        if mode == "create":
+            try:
+                return self._staged(stage("create"))
+            except OSError as exc:
+                if "already exists" not in str(exc):
+                    raise
+        return self._staged(stage("overwrite"))
+
+    def _staged(self, fragments: list[Any]) -> list[Any]:
+        """Count the bytes of staged ``fragments`` (``WriteProgress.bytes_staged``)."""
         written = sum(f.file_size_bytes or 0 for m in fragments for f in m.files)
         with self._staged_lock:
             self.staged_bytes += written
-        return cast(list[Any], fragments)
+        return fragments
 
     def discard(self) -> None:
         """After a failure: wait for the staging writes under way and remove the files of

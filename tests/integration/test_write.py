@@ -513,3 +513,45 @@ def test_partitions_found_again_in_later_chunks(
     chunked = layout(os.path.join(tmp_path, "chunked"), WriteOptions(chunk_bytes=1 << 10))
     assert len(whole) == len(values)
     assert chunked == whole
+
+
+def test_importing_lance_first_logs_no_warning_per_new_partition(tmp_path: Any) -> None:
+    """isort puts ``import lance`` first: Lance then reads ``LANCE_LOG`` before we set it, so
+    staging a new partition must not log "No existing dataset ... it will be created"."""
+    import subprocess
+    import sys
+
+    code = (
+        "import lance\n"
+        "import pyarrow as pa\n"
+        "import lance_partitioned as lp\n"
+        "ns = lp.PartitionedNamespace.create(\n"
+        f"    {str(tmp_path / 'ns')!r},\n"
+        "    schema=pa.schema([('id', pa.int64()), ('k', pa.string())]), partition_by='k')\n"
+        "ns.write(pa.table({'id': [1, 2, 3], 'k': ['a', 'b', 'c']}))\n"
+        "ns.write(pa.table({'id': [4, 5], 'k': ['a', 'd']}))\n"
+        "print(ns.count_rows(), len(ns.partitions(sizes=False)))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LANCE_")}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["5", "4"]
+    assert "No existing dataset" not in out.stderr, out.stderr
+
+
+def test_a_new_partition_is_staged_over_an_orphan_table(tmp_path: os.PathLike[str]) -> None:
+    """A new partition whose (derived) leaf directory already holds a Lance table, left by a
+    writer that died before its ``__manifest`` commit: staging in mode "create" is refused
+    there, and the write stages in mode "overwrite" instead; the orphan's rows stay unseen."""
+    ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="country")
+    other = lp.PartitionedNamespace.create(
+        str(tmp_path / "other"), schema=SCHEMA, partition_by="country"
+    )
+    other.write(events(range(3), ["FR"]))  # the same derived leaf name in both namespaces
+    (location,) = other.partitions(sizes=False).column("location").to_pylist()
+    orphan = events(range(999, 1000), ["FR"]).cast(ns.schema)
+    lance.write_dataset(orphan, ns._manifest.table_uri(location), mode="create")
+    result = ns.write(events(range(5), ["FR"]))
+    assert result.partitions_created == 1
+    assert sorted(read_leaves(ns)["id"].to_pylist()) == [0, 1, 2, 3, 4]

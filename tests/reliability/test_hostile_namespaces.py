@@ -278,7 +278,7 @@ def test_an_unknown_object_type_row_is_ignored(base_ns: lp.PartitionedNamespace)
 
 # ---------------------------------------------------------------- 8. missing leaves and roots
 def _leaf_of(ns: lp.PartitionedNamespace, key: str) -> Path:
-    location = ns.partitions(f"k = '{key}'").column("location")[0].as_py()
+    location = ns.partitions(f"k = '{key}'", sizes=False).column("location")[0].as_py()
     return Path(ns.uri) / location
 
 
@@ -328,9 +328,29 @@ def test_a_missing_leaf_is_a_typed_error(
 ) -> None:
     damage(base_ns)
     ns = lp.PartitionedNamespace.open(base_ns.uri)
-    leaf = ns.partitions("k = 'b'").column("object_id")[0].as_py()
+    leaf = ns.partitions("k = 'b'", sizes=False).column("object_id")[0].as_py()
     error = expect_typed(Path(ns.uri), errors.LancePartitionedError, lambda: call(ns))
     assert leaf in str(error), "the error names the leaf"
+
+
+@pytest.mark.parametrize("damage", [_delete_leaf, _unpin_leaf], ids=["deleted", "unpinned"])
+def test_partitions_of_a_damaged_namespace_list_every_leaf(
+    base_ns: lp.PartitionedNamespace, damage: Callable[[lp.PartitionedNamespace], None]
+) -> None:
+    """A leaf that cannot be opened at its ``read_version`` does not hide the others: its
+    sizes are NULL and one warning names it."""
+    damage(base_ns)
+    ns = lp.PartitionedNamespace.open(base_ns.uri)
+    leaf = ns.partitions("k = 'b'", sizes=False).column("object_id")[0].as_py()
+    with pytest.warns(lp.UnreadableLeafWarning, match="verify") as caught:
+        listing = ns.partitions()
+    assert len(caught) == 1
+    assert leaf in str(caught[0].message)
+    by_leaf = {row["object_id"]: row for row in listing.to_pylist()}
+    assert by_leaf[leaf]["rows"] is None
+    others = [row["rows"] for oid, row in by_leaf.items() if oid != leaf]
+    assert others
+    assert all(isinstance(n, int) and n > 0 for n in others)
 
 
 def test_overwriting_the_partition_of_a_deleted_leaf_is_a_typed_error(
@@ -340,7 +360,7 @@ def test_overwriting_the_partition_of_a_deleted_leaf_is_a_typed_error(
     is staged, rather than replacing the leaf (which could hide the damage)."""
     _delete_leaf(base_ns)
     ns = lp.PartitionedNamespace.open(base_ns.uri)
-    leaf = ns.partitions("k = 'b'").column("object_id")[0].as_py()
+    leaf = ns.partitions("k = 'b'", sizes=False).column("object_id")[0].as_py()
     error = expect_typed(
         Path(ns.uri),
         errors.CorruptNamespaceError,

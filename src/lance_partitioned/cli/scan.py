@@ -38,7 +38,7 @@ def explain(
     from lance_partitioned.scan import bound_filter, manifest_filter
 
     tasks = ns.plan_scan(filter, columns)
-    total = Counter(ns.partitions().column("spec_version").to_pylist())
+    total = Counter(ns.partitions(sizes=False).column("spec_version").to_pylist())
     kept = Counter(task.spec_version for task in tasks)
     fields = field_terms(ns.partition_specs, ns.namespace_schema)
     predicate = bound_filter(filter, ns.schema, fields)

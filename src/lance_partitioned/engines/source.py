@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import lance
 import pyarrow as pa
@@ -32,10 +32,12 @@ from lance_partitioned import errors, scan
 from lance_partitioned.engines.nodes import Translation
 from lance_partitioned.expressions import Predicate, and_
 from lance_partitioned.expressions.fieldnames import field_terms
+from lance_partitioned.expressions.ranges import NOTHING
 from lance_partitioned.scan import ScanTask
 
 if TYPE_CHECKING:
     from lance_partitioned.namespace import PartitionedNamespace
+    from lance_partitioned.spec.partitioning import PartitionField
 
 __all__ = ["EngineScan", "OnScan", "Source"]
 
@@ -74,6 +76,10 @@ class EngineScan:
         The row limit the engine asked for.
     opened : list of str
         Object ids of the leaves opened so far, in order.
+    constants : tuple of (str, pyarrow.Scalar)
+        Columns the engine asked for that every leaf of the scan holds one value in, pinned
+        by the leaves' partition values (``country`` in a scan of the ``FR`` leaves): not read
+        from the leaves (not in ``columns``), the engine fills them in.
     """
 
     engine: str
@@ -84,6 +90,7 @@ class EngineScan:
     exact: bool
     limit: int | None
     opened: list[str] = field(default_factory=list, compare=False)
+    constants: tuple[tuple[str, pa.Scalar], ...] = ()
 
 
 OnScan = Callable[[EngineScan], None]
@@ -138,8 +145,14 @@ class Source:
         translation: Translation,
         columns: Sequence[str] | None,
         limit: int | None,
+        *,
+        constants: bool = False,
     ) -> EngineScan:
-        """Plan one scan: prune with the base filter and the translated engine filter."""
+        """Plan one scan: prune with the base filter and the translated engine filter.
+
+        With ``constants``, the columns the partition values pin to one value in every leaf
+        left are not read (:attr:`EngineScan.constants`: the engine fills them in).
+        """
         if limit is not None and limit < 0:
             raise errors.InvalidInputError(f"a row limit must be >= 0, got {limit}")
         output = self.output(columns)
@@ -152,6 +165,9 @@ class Source:
         read = [name for name in self.schema.names if name in needed]
         predicate = and_(self.base, translation.predicate)
         tasks = self.namespace.plan_scan(predicate, read)
+        fixed = self._constants(tasks, read) if constants else {}
+        if len(fixed) == len(read):  # Lance reads one column to count rows: keep them
+            fixed = {}
         opened: list[str] = []
         observed = tuple(
             _ObservedTask(
@@ -162,16 +178,48 @@ class Source:
         plan = EngineScan(
             engine,
             observed,
-            tuple(read),
+            tuple(name for name in read if name not in fixed),
             tuple(output),
             predicate,
             translation.exact,
             limit,
             opened,
+            tuple(fixed.items()),
         )
         if self.on_scan is not None:
             self.on_scan(plan)
         return plan
+
+    def _constants(self, tasks: Sequence[ScanTask], read: Sequence[str]) -> dict[str, pa.Scalar]:
+        """The columns of ``read`` that hold one value in every leaf of ``tasks``, the same
+        value in all, as the leaves' partition values pin it (an identity field on the column,
+        or any field whose value proves the column's)."""
+        if not tasks:
+            return {}
+        schema = self.namespace.namespace_schema
+        specs = {spec.version: spec for spec in self.namespace.partition_specs}
+        candidates = [name for name in read if _exact_type(self.schema.field(name).type)]
+        found: dict[str, pa.Scalar] | None = None
+        for task in tasks:
+            spec = specs.get(task.spec_version)
+            values = dict(task.partition_values)
+            pinned: dict[str, pa.Scalar] = {}
+            for name in candidates if found is None else list(found):
+                field_id = schema.field_id(name)
+                target = self.schema.field(name).type
+                for spec_field in spec.fields if spec is not None else ():
+                    if spec_field.source_id != field_id or spec_field.name not in values:
+                        continue
+                    value = _pinned(spec_field, values[spec_field.name], target)
+                    if value is not None:
+                        pinned[name] = value
+                        break
+            if found is not None:
+                pinned = {k: v for k, v in pinned.items() if v.equals(found[k])}
+            found = pinned
+            if not found:
+                return {}
+        return found or {}
 
     def batches(self, plan: EngineScan, batch_size: int | None = None) -> Iterator[pa.RecordBatch]:
         """The batches of ``plan``'s leaves in its read columns, its predicate applied.
@@ -197,6 +245,34 @@ class Source:
                 if remaining is not None:
                     remaining -= batch.num_rows
                 yield _select(batch, plan.columns)
+
+
+def _exact_type(type_: pa.DataType) -> bool:
+    """Types whose equal values are the same value: a pinned value can stand for the rows'
+    (not floats: a partition of 0.0 may hold -0.0)."""
+    return bool(
+        pa.types.is_integer(type_)
+        or pa.types.is_string(type_)
+        or pa.types.is_large_string(type_)
+        or pa.types.is_boolean(type_)
+        or pa.types.is_date(type_)
+        or pa.types.is_timestamp(type_)
+        or pa.types.is_decimal(type_)
+    )
+
+
+def _pinned(spec_field: PartitionField, value: Any, target: pa.DataType) -> pa.Scalar | None:
+    """The one value (a NULL scalar for NULL) the partition value ``value`` of
+    ``spec_field`` gives its source column on every row, as ``target``; None if not one."""
+    pre = spec_field.transform.preimage(value, target, spec_field.result_type)
+    if pre.null is True:
+        return pa.scalar(None, target)
+    if pre.null is not False or pre.exact is NOTHING:
+        return None
+    try:
+        return pa.scalar(pre.exact, target)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+        return None
 
 
 def _select(batch: pa.RecordBatch, columns: Sequence[str]) -> pa.RecordBatch:

@@ -243,3 +243,16 @@ def test_an_expression_outside_appendix_d_is_opaque(tmp_path: os.PathLike[str]) 
     result = ns.write(rows_table([(4, D(2025, 2, 1), "Us")]))  # into the foreign US leaf
     assert result.partitions_created == 0
     assert ns.count_rows("country IN ('us', 'Us')") == 2
+
+
+def test_partitions_sizes_on_a_foreign_namespace(foreign: Foreign) -> None:
+    """Each leaf's rows and fragments as pylance counts them at its ``read_version`` (the
+    latest when NULL); together, every visible row."""
+    ns = lp.PartitionedNamespace.open(foreign.root)
+    leaves = ns.partitions().to_pylist()
+    assert sum(leaf["rows"] for leaf in leaves) == foreign.expected.num_rows
+    for leaf in leaves:
+        dataset = lance.dataset(f"{foreign.root}/{leaf['location']}", version=leaf["read_version"])
+        assert leaf["rows"] == dataset.count_rows()
+        assert leaf["fragments"] == len(dataset.get_fragments())
+        assert leaf["bytes"] > 0
