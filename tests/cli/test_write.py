@@ -204,3 +204,38 @@ def test_evolve(tmp_path: Path, here: Here) -> None:
     assert "id" in line
     line = one_line_error(here("evolve", root, "partition-spec", "year(comment)"))
     assert "year" in line
+
+
+def test_create_with_period_transforms(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    created = cli(
+        "create", root, "--schema", SCHEMA_TEXT, "--partition-by", "months(ts), hours(ts) AS h",
+        "--json",
+    )  # fmt: skip
+    assert created.code == 0, created.err
+    assert created.err == ""  # no AmbiguousPartitionWarning: months are whole calendar months
+    fields = created.json()["spec"]["fields"]
+    assert [(f["name"], f["expression"]) for f in fields] == [
+        ("ts_months", "(date_part('year', col) - 1970) * 12 + date_part('month', col) - 1"),
+        ("h", "CAST(CAST(col AS DATE) AS BIGINT) * 24 + date_part('hour', col)"),
+    ]
+    data = tmp_path / "a.parquet"
+    pq.write_table(events(0, 30), data)
+    assert cli("write", root, data).code == 0
+    listed = cli("partitions", root, "--json")
+    assert listed.code == 0, listed.err
+    stamps = events(0, 30).column("ts").to_pylist()
+    expected = {((t.year - 1970) * 12 + t.month - 1, int(t.timestamp()) // 3600) for t in stamps}
+    assert {(p["values"]["ts_months"], p["values"]["h"]) for p in listed.json()} == expected
+    # a range of ts prunes through both fields: only the hours of March 2025 are read
+    sql = "ts >= TIMESTAMP '2025-03-01 00:00:00' AND ts < TIMESTAMP '2025-04-01 00:00:00'"
+    plan = cli("scan", root, "--filter", sql, "--explain", "--json")
+    assert plan.code == 0, plan.err
+    march = [t for t in stamps if (t.year, t.month) == (2025, 3)]
+    assert plan.json()["kept"] == len({int(t.timestamp()) // 3600 for t in march}) == 3
+    assert plan.json()["specs"][0]["manifest_filter"] == (  # 2025-03-01T00 to 2025-03-31T23
+        "(`ts_months` >= 662) AND (`ts_months` <= 662) AND (`h` >= 483552) AND (`h` <= 484295)"
+    )
+    bad = one_line_error(cli("create", tmp_path / "x", "--schema", SCHEMA_TEXT,
+                             "--partition-by", "hours(country)"))  # fmt: skip
+    assert "hours() cannot be applied to column 'country'" in bad

@@ -29,10 +29,13 @@ from lance_partitioned.spec.transforms import (
     Date,
     Day,
     Hour,
+    Hours,
     Identity,
     Month,
+    Months,
     Transform,
     Year,
+    Years,
 )
 
 UTC = dt.timezone.utc
@@ -59,6 +62,7 @@ ANCHORS = [
     dt.datetime(1883, 11, 18, 17, tzinfo=UTC),  # local mean time
 ]
 TRANSFORMS: list[Transform] = [Year(), Month(), Day(), Hour(), Date(), Identity(), Bucket(7)]
+TRANSFORMS += [Years(), Months(), Hours()]
 PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
@@ -99,7 +103,7 @@ def test_fast_path_and_literals_equal_datafusion(column: pa.Array, transform: Tr
     assert transform.apply(column).equals(expected), (column.type, transform)
     long = pa.concat_arrays([column] * (64 // len(column) + 1))  # past the per-row path
     assert transform.apply(long).equals(transform.apply_reference(long)), (column.type, transform)
-    if isinstance(transform, (Year, Month, Day, Hour)):  # not through our evaluate()
+    if isinstance(transform, (Year, Month, Day, Hour, Years, Months, Hours)):  # not evaluate()
         assert expected.to_pylist() == datafusion_alone(transform.expression, column)
     result = transform.result_type(column.type)
     if isinstance(transform, Identity):

@@ -11,7 +11,10 @@ Form                                        Expression (spec 000 App. D)    Defa
 ``month(col)``                              ``date_part('month', col)``     ``<col>_month``
 ``day(col)``                                ``date_part('day', col)``       ``<col>_day``
 ``hour(col)``                               ``date_part('hour', col)``      ``<col>_hour``
-``date(col)``                               ``CAST(col AS DATE)``           ``<col>_date``
+``date(col)``, ``days(col)``                ``CAST(col AS DATE)``           ``<col>_date``
+``years(col)``                              years since 1970 (below)        ``<col>_years``
+``months(col)``                             months since 1970-01            ``<col>_months``
+``hours(col)``                              hours since 1970-01-01T00       ``<col>_hours``
 ``bucket(N, col)``                          ``abs(hash(col)) % N``          ``<col>_bucket``
 ``truncate(W, col)``                        ``left(col, W)`` or             ``<col>_trunc``
                                             ``col - (col % W)``
@@ -30,6 +33,13 @@ of the *month* (1-31), not periods since the epoch. ``day(ts)`` alone puts the 1
 month into one partition: for daily partitions use ``date(ts)`` (or ``year(ts), month(ts),
 day(ts)``). A spec with ``day`` but not ``year`` and ``month`` of the same column before it,
 or ``month`` without ``year``, warns with :class:`AmbiguousPartitionWarning`.
+
+The plural forms are Iceberg's periods since 1970-01-01T00:00, as int32 (they are not Appendix
+D forms: other spec-000 clients evaluate their SQL with DataFusion). ``months(ts)`` is one
+partition per calendar month,
+``(date_part('year', col) - 1970) * 12 + date_part('month', col) - 1``; ``hours(ts)`` one per
+hour, ``CAST(CAST(col AS DATE) AS BIGINT) * 24 + date_part('hour', col)``; ``years(ts)`` is
+``date_part('year', col) - 1970``. ``days(ts)`` is ``date(ts)``: its value is the date itself.
 
 Source columns are the top-level, non-deprecated columns of the namespace schema. An empty
 (or blank) string means "unpartitioned". Errors are
@@ -70,11 +80,14 @@ from lance_partitioned.spec.transforms import (
     Date,
     Day,
     Hour,
+    Hours,
     Identity,
     Month,
+    Months,
     Transform,
     Truncate,
     Year,
+    Years,
     parse_transform,
 )
 from lance_partitioned.spec.types import type_from_json
@@ -87,8 +100,13 @@ _DATE_PARTS: dict[str, Callable[[], Transform]] = {
     "day": Day,
     "hour": Hour,
     "date": Date,
+    "days": Date,  # Iceberg's days: the date
+    "years": Years,
+    "months": Months,
+    "hours": Hours,
 }
-_FUNCTIONS = ("year", "month", "day", "hour", "date", "bucket", "truncate", "expr")
+_SUFFIXES = {"days": "date"}  # days(ts) is date(ts), named alike
+_FUNCTIONS = (*_DATE_PARTS, "bucket", "truncate", "expr")
 _PUNCTUATION = {"(": "(", ")": ")", ",": ","}
 _EXPECTED = {"string": "a single-quoted string", "(": "'('", ")": "')'", ",": "','"}
 
@@ -261,7 +279,7 @@ class _Parser:
         if lowered in _DATE_PARTS:
             column = self.column()
             transform = _DATE_PARTS[lowered]()
-            suffix = lowered
+            suffix = _SUFFIXES.get(lowered, lowered)
         elif lowered == "expr":
             sql = self.expect("string", f"(the SQL over col) {context}")
             self.expect(",", f"after the SQL of {function.raw}(")
@@ -377,7 +395,19 @@ def parse_partition_by(text: str, schema: NamespaceSchema) -> list[UnboundPartit
 class AmbiguousPartitionWarning(UserWarning):
     """A partition field is ``day`` (the day of the month) without ``year`` and ``month`` of
     its column before it, or ``month`` (the month of the year) without ``year``: each of its
-    partitions mixes months or years. ``date(ts)`` is the calendar day."""
+    partitions mixes months or years. ``date(ts)`` is the calendar day, ``months(ts)`` the
+    calendar month."""
+
+
+# The date parts that one value of a transform fixes (what makes a day or month below it whole).
+_PINS: dict[type[Transform], tuple[str, ...]] = {
+    Year: ("year",),
+    Years: ("year",),
+    Month: ("month",),
+    Months: ("year", "month"),
+    Date: ("year", "month", "day"),
+    Hours: ("year", "month", "day", "hour"),
+}
 
 
 class _Field(Protocol):
@@ -420,31 +450,30 @@ def warn_ambiguous_date_parts(fields: Sequence[_Field], schema: NamespaceSchema)
     >>> parse_partition_by("year(ts), month(ts), day(ts)", schema)[2].name  # no warning
     'ts_day'
     """
-    above: dict[int, set[type[Transform]]] = {}
+    above: dict[int, set[str]] = {}
     for field in fields:
-        kinds = above.setdefault(field.source_id, set())
+        pinned = above.setdefault(field.source_id, set())  # the date parts fixed above
         transform = field.transform
         try:
             column = schema.name_of(field.source_id)
         except errors.LancePartitionedError:
             column = "col"
         message = None
-        if Date in kinds:
-            pass  # under the calendar day, a day or month part is redundant, not ambiguous
-        elif isinstance(transform, Day) and not {Year, Month} <= kinds:
+        if isinstance(transform, Day) and not {"year", "month"} <= pinned:
             message = (
                 f"partition field {field.name!r} is day({column}), the day of the MONTH (1-31) "
-                f"as spec 000 defines it: without year({column}) and month({column}) before "
-                f"it, one partition holds that day of every month. For one partition per "
-                f"calendar day use date({column})"
+                f"as spec 000 defines it: without year({column}) and month({column}) (or "
+                f"months({column})) before it, one partition holds that day of every month. "
+                f"For one partition per calendar day use date({column})"
             )
-        elif isinstance(transform, Month) and Year not in kinds:
+        elif isinstance(transform, Month) and "year" not in pinned:
             message = (
                 f"partition field {field.name!r} is month({column}), the month of the YEAR "
                 f"(1-12) as spec 000 defines it: without year({column}) before it, one "
-                f"partition holds that month of every year. Use year({column}), month({column})"
-                f" (or date({column}) for one partition per calendar day)"
+                f"partition holds that month of every year. For one partition per calendar "
+                f"month use months({column}) (or year({column}), month({column}); date({column})"
+                f" for one per day)"
             )
         if message is not None:
             warnings.warn(message, AmbiguousPartitionWarning, stacklevel=_user_stacklevel())
-        kinds.add(type(transform))
+        pinned.update(_PINS.get(type(transform), ()))

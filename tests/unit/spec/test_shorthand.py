@@ -224,7 +224,7 @@ def test_non_integer_count(text: str, token: str) -> None:
 
 
 def test_unknown_function() -> None:
-    assert_error_at("country, months(ts)", "months", "unknown partition function")
+    assert_error_at("country, weeks(ts)", "weeks", "unknown partition function")
 
 
 def test_unknown_column() -> None:
@@ -353,6 +353,8 @@ def test_expr_opaque_sql() -> None:
         ("month(ts)", ["ts_month"]),
         ("country, month(event_date) AS m", ["m"]),
         ("year(event_date), month(ts)", ["ts_month"]),  # the year of another column
+        ("years(ts), day(ts)", ["ts_day"]),  # no month above the day
+        ("day(ts), months(ts)", ["ts_day"]),  # the months come after it
         ("expr('date_part(''day'', col)', ts, 'int32')", ["ts_expr"]),
     ],
 )
@@ -372,6 +374,11 @@ def test_day_or_month_without_the_coarser_parts_warns(text: str, fields: list[st
         "date(ts), hour(ts)",
         "hour(ts)",
         "date(ts), day(ts)",
+        "years(ts), month(ts)",
+        "months(ts), day(ts)",
+        "years(ts), month(ts), day(ts)",
+        "hours(ts), day(ts)",
+        "months(ts)",
     ],
 )
 def test_ordered_date_parts_do_not_warn(text: str) -> None:
@@ -386,4 +393,5 @@ def test_the_messages_say_what_day_and_month_mean() -> None:
     assert "date(ts)" in day
     assert "month of the YEAR (1-12)" in month
     assert "year(event_date), month(event_date)" not in day
-    assert "Use year(event_date), month(event_date)" in month
+    assert "use months(event_date) (or year(event_date), month(event_date)" in month
+    assert "months(ts)" in day

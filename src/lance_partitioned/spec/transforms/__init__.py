@@ -23,6 +23,15 @@ class                         expression                    result type   source
 ``Day()``                     ``date_part('day', col)``     int32 (1-31)  date32/64, timestamp
 ``Hour()``                    ``date_part('hour', col)``    int32 (0-23)  timestamp
 ``Date()``                    ``CAST(col AS DATE)``         date32        date32/64, timestamp
+``Years()``                   ``date_part('year', col)``    int32         date32/64, timestamp
+                              ``- 1970``
+``Months()``                  ``(date_part('year', col)``   int32         date32/64, timestamp
+                              ``- 1970) * 12 +``
+                              ``date_part('month', col)``
+                              ``- 1``
+``Hours()``                   ``CAST(CAST(col AS DATE)``    int32         timestamp
+                              ``AS BIGINT) * 24 +``
+                              ``date_part('hour', col)``
 ``Bucket(N)``                 ``abs(hash(col)) % N``        int64         all hash() encodes
 ``Truncate(W)``               ``col - (col % W)``           the source's  integer, decimal128/256
 ``Truncate(W, string=True)``  ``left(col, W)``              utf8          utf8, large, view
@@ -37,6 +46,8 @@ transform       projects
 ==============  ==============================================================================
 identity        everything: the same test on the partition column
 year, date      ``=``, IN, ranges (``ts < X`` → ``year <= year(X - 1 unit)``)
+years, months,  the same: periods since 1970 (Iceberg's ``years``, ``months``, ``hours``) grow
+hours           with time
 month/day/hour  ``=``, IN; a bounded range → the set of values it covers when smaller than the
                 domain; with year (and month, day) of the same source: ranges jointly, as
                 an interval of (year, month, day, hour) in lexicographic order
@@ -48,7 +59,8 @@ opaque          ``=`` and IN, evaluating the expression on the literal with Data
 
 ``month`` is the month of the year and ``day`` the day of the month, as Appendix D defines
 them: ``day`` alone puts the 10th of every month in one partition. For daily partitions use
-``Date()`` (the calendar day), or ``year``, ``month`` and ``day`` together.
+``Date()`` (the calendar day), or ``year``, ``month`` and ``day`` together; for monthly or
+hourly ones ``Months()`` or ``Hours()`` (one field, numbered from 1970-01-01T00:00).
 
 Date parts of a zoned timestamp are computed on its wall clock in the column's zone, as
 DataFusion computes them (``date_part('hour', col)`` of 23:30Z is 18 in ``America/New_York``);
@@ -72,6 +84,7 @@ defined elsewhere joins it with :func:`register_transform`.
 from __future__ import annotations
 
 from lance_partitioned.spec.transforms.base import Lexicographic, Transform
+from lance_partitioned.spec.transforms.periods import Hours, Months, Years
 from lance_partitioned.spec.transforms.registry import (
     parse_transform,
     register_transform,
@@ -85,13 +98,16 @@ __all__ = [
     "Date",
     "Day",
     "Hour",
+    "Hours",
     "Identity",
     "Lexicographic",
     "Month",
+    "Months",
     "Opaque",
     "Transform",
     "Truncate",
     "Year",
+    "Years",
     "parse_transform",
     "register_transform",
     "unregister_transform",

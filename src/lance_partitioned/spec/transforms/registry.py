@@ -11,6 +11,7 @@ from lance_partitioned.errors import PartitionSpecError
 from lance_partitioned.spec.transforms.base import (
     Transform,
 )
+from lance_partitioned.spec.transforms.periods import Hours, Months, Years
 from lance_partitioned.spec.transforms.temporal import (
     Date,
     Day,
@@ -35,6 +36,9 @@ _BUILT_IN: tuple[tuple[str, Builder], ...] = (
     (r"col", lambda _: Identity()),
     (r"date_part\('(year|month|day|hour)',col\)", lambda m: _PARTS[m.group(1)]()),
     (r"cast\(colasdate\)", lambda _: Date()),
+    (r"date_part\('year',col\)-1970", lambda _: Years()),
+    (r"\(date_part\('year',col\)-1970\)\*12\+date_part\('month',col\)-1", lambda _: Months()),
+    (r"cast\(cast\(colasdate\)asbigint\)\*24\+date_part\('hour',col\)", lambda _: Hours()),
     (r"abs\(hash\(col\)\)%([0-9]+)", lambda m: Bucket(int(m.group(1)))),
     (r"left\(col,([0-9]+)\)", lambda m: Truncate(int(m.group(1)), string=True)),
     (r"col-\(col%([0-9]+)\)", lambda m: Truncate(int(m.group(1)))),
@@ -117,6 +121,8 @@ def parse_transform(expression: str, result_type: pa.DataType | None = None) -> 
     (Bucket(16), Truncate(3, string=True))
     >>> parse_transform("CAST(col AS DATE)")
     Date()
+    >>> parse_transform("(date_part('year', col) - 1970) * 12 + date_part('month', col) - 1")
+    Months()
     >>> parse_transform("col - (col % 10)")
     Truncate(10)
     >>> parse_transform("date_trunc('day', col)")
