@@ -170,6 +170,7 @@ class ChangeLog:
         self.manifest = manifest
         self.filter = filter
         self._cache: OrderedDict[int, Leaves] = OrderedDict()
+        self._operations: dict[int, Operation | None] = {}
 
     def leaves(self, version: int) -> Leaves:
         """The leaves at ``version`` (version 0: none)."""
@@ -201,7 +202,14 @@ class ChangeLog:
 
     def operation(self, version: int) -> Operation | None:
         """What the commit of ``version`` recorded (None: nothing)."""
-        return Operation.from_properties(version_properties(self.manifest, [version])[0])
+        if version not in self._operations:
+            self._read_operations([version])
+        return self._operations.pop(version)
+
+    def _read_operations(self, versions: list[int]) -> None:
+        found = version_properties(self.manifest, versions)
+        for version, properties in zip(versions, found, strict=True):
+            self._operations[version] = Operation.from_properties(properties)
 
     def change(self, version: int) -> VersionChange:
         """What ``version`` (>= 1) changed, compared with ``version - 1``."""
@@ -250,6 +258,8 @@ class ChangeLog:
         return VersionChange(version, operation, tuple(appended), tuple(sorted(rewritten)))
 
     def changes(self, start: int, end: int) -> Iterator[VersionChange]:
-        """The changes of versions ``start + 1`` to ``end``, in order."""
+        """The changes of versions ``start + 1`` to ``end``, in order (their transaction
+        properties read in one pass)."""
+        self._read_operations(list(range(start + 1, end + 1)))
         for version in range(start + 1, end + 1):
             yield self.change(version)
