@@ -216,6 +216,7 @@ class LancePartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvaila
         self.job = job
         self._log: ChangeLog | None = None  # the driver's, never pickled
         self._target: int | None = None  # Trigger.AvailableNow's last version
+        self._schema_floor: int | None = None
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
@@ -327,9 +328,15 @@ class LancePartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvaila
 
     def _read_schema(self, end: int) -> tuple[int, NamespaceSchema]:
         """The namespace schema rows are conformed to, and its version: the end version's,
-        or the stream start's if later; every column of the stream must be in it, with its
-        Spark type."""
-        version = max(end, self.job.schema_version or 0)
+        or that of the stream's schema if later (a micro-batch replayed after a restart may
+        end before a column the restarted stream reads was added); every column of the
+        stream must be in it, with its Spark type."""
+        if self._schema_floor is None:  # the version the stream's schema came from, or
+            # (PySpark did not keep it) the latest when this run first plans: no earlier
+            self._schema_floor = (
+                self.job.schema_version or self._changes().manifest.latest_version()
+            )
+        version = max(end, self._schema_floor)
         schema = self._changes().leaves(version).schema
         if schema is None:
             raise errors.InternalError("a stream ends at __manifest version 0")
