@@ -193,7 +193,6 @@ def test_starting_version_latest_and_starting_timestamp(
 
 
 @pytest.mark.spark
-@pytest.mark.slow
 def test_a_rewrite_fails_the_stream_unless_skipped(spark: SparkSession, tmp_path: Path) -> None:
     ns = create(tmp_path)
     checkpoint, skipping = tmp_path / "strict", tmp_path / "skip"
@@ -236,7 +235,6 @@ def test_compaction_and_a_filter_never_fail_the_stream(spark: SparkSession, tmp_
 
 
 @pytest.mark.spark
-@pytest.mark.slow
 def test_schema_evolution_while_streaming(spark: SparkSession, tmp_path: Path) -> None:
     """A column added later is not in the running stream's schema; a column of the stream
     that is dropped fails it, until the query restarts with the current schema."""
@@ -265,7 +263,6 @@ def test_schema_evolution_while_streaming(spark: SparkSession, tmp_path: Path) -
 
 
 @pytest.mark.spark
-@pytest.mark.slow
 def test_a_replayed_batch_reads_with_the_restarted_schema(
     spark: SparkSession, tmp_path: Path
 ) -> None:
