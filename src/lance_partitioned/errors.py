@@ -173,6 +173,12 @@ class UnsupportedOperationError(LancePartitionedError, _ln.UnsupportedOperationE
     """An operation that a partitioned namespace does not support."""
 
 
+class ChangeCommitError(UnsupportedOperationError):
+    """A streaming read met a ``__manifest`` version that changed or removed rows (an
+    overwrite, a delete, an update, a merge): a stream only follows appends, unless told to
+    skip such versions (``skipChangeCommits``)."""
+
+
 class InternalError(LancePartitionedError, _ln.InternalError):
     """A broken invariant inside lance-partitioned (a bug: please report it)."""
 

@@ -41,6 +41,7 @@ __all__ = [
     "list_tags",
     "list_versions",
     "tag_version",
+    "version_properties",
 ]
 
 MAX_TAG_LENGTH = 128
@@ -106,6 +107,12 @@ def list_versions(
         VersionInfo(number, _utc(info.get("timestamp")), props)
         for number, info, props in zip(numbers, listed, found, strict=True)
     ]
+
+
+def version_properties(manifest: Manifest, numbers: list[int]) -> list[dict[str, str]]:
+    """The transaction properties of each ``__manifest`` version in ``numbers`` (empty: none
+    recorded, or a version Lance no longer has), without listing the others."""
+    return _properties(manifest._open(), numbers) if numbers else []
 
 
 def _properties(ds: LanceDataset, numbers: list[int]) -> list[dict[str, str]]:

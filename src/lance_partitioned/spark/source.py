@@ -39,6 +39,12 @@ Options (case-insensitive names, snake_case like lance-spark; any other name is 
                                      when it is big enough (default: the driver's CPU count)
 ``checkpointLocation``        write  Spark's own, for a streaming query (the sink commits each
                                      micro-batch once, recording (query id, batch id))
+``startingVersion``           stream where a ``readStream`` starts: a ``__manifest`` version
+                                     (its changes and later ones) or ``"latest"``
+``startingTimestamp``         stream the changes of versions committed at or after this time
+``skipChangeCommits``         stream ``"true"``: skip versions that changed or removed rows
+                                     instead of failing the query
+``maxVersionsPerTrigger``     stream ``__manifest`` versions per micro-batch (at most)
 ``storage.<key>``             both   passed to Lance as storage option ``<key>`` (Spark lower-
                                      cases option names, so ``<key>`` arrives in lower case)
 ============================  =====  ==========================================================
@@ -65,6 +71,7 @@ from dataclasses import dataclass
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
+    DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
 )
@@ -110,6 +117,14 @@ def _positive_int(options: Mapping[str, str], name: str, minimum: int = 1) -> in
     return value
 
 
+#: The options only a streaming read takes (lower case, as Spark hands them).
+STREAM_OPTIONS = (
+    "startingversion",
+    "startingtimestamp",
+    "skipchangecommits",
+    "maxversionspertrigger",
+)
+
 #: Every option name the source accepts (lower case, as Spark hands them), besides
 #: ``storage.<key>``.
 OPTIONS = (
@@ -130,6 +145,7 @@ OPTIONS = (
     "max_partition_bytes",
     "min_partitions",
     "checkpointlocation",
+    *STREAM_OPTIONS,
 )
 _DISPLAY = {
     "partitionoverwritemode": "partitionOverwriteMode",
@@ -138,6 +154,10 @@ _DISPLAY = {
     "txnappid": "txnAppId",
     "txnversion": "txnVersion",
     "checkpointlocation": "checkpointLocation",
+    "startingversion": "startingVersion",
+    "startingtimestamp": "startingTimestamp",
+    "skipchangecommits": "skipChangeCommits",
+    "maxversionspertrigger": "maxVersionsPerTrigger",
 }
 _CATALOG_HELP = (
     "a lance_partitioned namespace is read with spark.read.format('lance_partitioned')"
@@ -379,8 +399,20 @@ class LancePartitionedDataSource(DataSource):
         from lance_partitioned.spark.reader import make_reader
 
         options = self._parsed()
+        streaming = sorted(k for k in self.options if str(k).lower() in STREAM_OPTIONS)
+        if streaming:
+            raise errors.InvalidInputError(
+                f"option {streaming[0]!r} is for streaming reads (spark.readStream): a batch "
+                "read takes version, versionAsOf or timestampAsOf"
+            )
         version = getattr(self, "pinned_version", None) or options.version
         return make_reader(options, schema, version, filtering=_spark_pushes_filters())
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """The Structured Streaming source: the rows each ``__manifest`` version appends."""
+        from lance_partitioned.spark.stream_source import make_stream_reader
+
+        return make_stream_reader(self.options, schema, getattr(self, "pinned_version", None))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         """The Structured Streaming sink: one exactly-once commit per micro-batch."""
