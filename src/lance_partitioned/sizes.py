@@ -6,8 +6,8 @@ Rows are the fragments' physical rows minus their deleted rows, bytes the sizes 
 files the version references (deletion files and indices excluded), as Lance records them.
 
 Leaves are opened on a small thread pool (Lance releases the GIL) sharing one Lance session,
-so one object-store client and its connections serve every leaf: 1,000 local leaves in about
-60 ms on 2 CPUs (each leaf opened with its own session: about 90 ms).
+so one object-store client and its connections serve every leaf (``benchmarks/partitions.py``
+on 2 shared CPUs: 1,000 local leaves in 75 ms; 136 ms with a session per leaf).
 
 >>> import tempfile, pyarrow as pa
 >>> import lance_partitioned as lp
