@@ -33,13 +33,17 @@ import pyarrow.compute as pc
 
 from lance_partitioned.spec.transforms import (
     Bucket,
+    Date,
     Day,
     Hour,
+    Hours,
     Identity,
     Month,
+    Months,
     Transform,
     Truncate,
     Year,
+    Years,
 )
 
 START_US = 1_577_836_800_000_000  # 2020-01-01T00:00:00Z
@@ -85,7 +89,18 @@ def make_columns(rows: int, seed: int = 0) -> list[Column]:
             stamps,
             lambda: pc.add(stamp_storage, 1),
             "pc.add",
-            (Identity(), Year(), Month(), Day(), Hour(), Bucket(16)),
+            (
+                Identity(),
+                Year(),
+                Month(),
+                Day(),
+                Hour(),
+                Date(),
+                Years(),
+                Months(),
+                Hours(),
+                Bucket(16),
+            ),
         ),
         Column(
             "utf8, 1k distinct",

@@ -6,8 +6,8 @@ Rows are the fragments' physical rows minus their deleted rows, bytes the sizes 
 files the version references (deletion files and indices excluded), as Lance records them.
 
 Leaves are opened on a small thread pool (Lance releases the GIL) sharing one Lance session,
-so one object-store client and its connections serve every leaf: 1,000 local leaves in about
-60 ms on 2 CPUs (each leaf opened with its own session: about 90 ms).
+so one object-store client and its connections serve every leaf (``benchmarks/partitions.py``
+on 2 shared CPUs: 1,000 local leaves in 75 ms; 136 ms with a session per leaf).
 
 >>> import tempfile, pyarrow as pa
 >>> import lance_partitioned as lp
@@ -30,7 +30,7 @@ import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import lance
 import pyarrow as pa
@@ -205,6 +205,7 @@ def partition_sizes(
     *,
     threads: int | None = None,
     small_rows: int = SMALL_FRAGMENT_ROWS,
+    unreadable: Literal["warn", "raise"] = "warn",
 ) -> pa.Table:
     """:meth:`~lance_partitioned.PartitionedNamespace.partitions` with four more int64 columns:
     ``rows``, ``bytes``, ``fragments`` and ``small_fragments`` of each leaf at its
@@ -220,6 +221,8 @@ def partition_sizes(
         Leaves opened in parallel.
     small_rows : int
         Fragments with fewer rows count as small.
+    unreadable : {"warn", "raise"}
+        What a leaf that cannot be opened does: NULL sizes and one warning, or an error.
 
     Warns
     -----
@@ -228,6 +231,8 @@ def partition_sizes(
 
     Raises
     ------
+    CorruptNamespaceError
+        With ``unreadable="raise"``, naming the leaves that could not be opened.
     StorageError
         The storage failed (permissions, no space...).
     """
@@ -247,10 +252,12 @@ def partition_sizes(
     if failed:
         shown = "; ".join(str(e) for e in failed[:3])
         more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
+        what = f"{len(failed)} of {len(measured)} leaves of {ns.uri!r} could not be opened"
+        advice = f"Run `lance-partitioned verify {ns.uri}` to list every problem."
+        if unreadable == "raise":
+            raise errors.CorruptNamespaceError(f"{what}: {shown}{more}. {advice}")
         warnings.warn(
-            f"{len(failed)} of {len(measured)} leaves of {ns.uri!r} could not be opened: their "
-            f"rows, bytes and fragments are NULL. {shown}{more}. "
-            f"Run `lance-partitioned verify {ns.uri}` to list every problem.",
+            f"{what}: their rows, bytes and fragments are NULL. {shown}{more}. {advice}",
             UnreadableLeafWarning,
             stacklevel=3,
         )

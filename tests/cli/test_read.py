@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 from pathlib import Path
 
 import lance
@@ -206,3 +207,18 @@ def test_scan_explain_on_a_partition_field_name(namespace: Path) -> None:
     assert {r["residual"] for r in plan["residuals"] if r["spec_version"] == 2} == {
         "((date_part('year', `ts`)) = 2025)"
     }
+
+
+def test_leaf_commands_on_a_deleted_leaf_name_it_on_one_line(tmp_path: Path) -> None:
+    """``partitions``/``stats``/``describe`` show no leaf without its sizes: a leaf that cannot
+    be opened is one error line naming it and pointing to ``verify`` (no traceback)."""
+    from tests.cli.helpers import build
+
+    ns = build(tmp_path / "ns")
+    gone = ns.partitions(sizes=False).to_pylist()[0]
+    shutil.rmtree(tmp_path / "ns" / gone["location"])
+    for command in ("partitions", "stats", "describe"):
+        line = one_line_error(cli(command, tmp_path / "ns"), code=1)
+        assert "1 of 9 leaves" in line, line
+        assert gone["object_id"] in line
+        assert "verify" in line

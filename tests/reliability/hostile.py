@@ -131,12 +131,6 @@ def sql_literal(value: Any, dtype: pa.DataType, *, exact: bool = False) -> str:
 
 
 TS = pa.timestamp("us", "UTC")
-TS_RANGE = xfail(
-    "new: a TIMESTAMP literal outside the nanosecond range (before 1677-09-21 or after "
-    "2262-04-11) raises InvalidInputError 'cannot evaluate the constant ... AS Timestamp(ns)' "
-    "although the column is timestamp[us] and plain Lance evaluates the same filter",
-    errors.InvalidInputError,
-)
 
 
 # ---------------------------------------------------------------- a small namespace

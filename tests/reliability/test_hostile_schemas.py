@@ -11,11 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import lance
 import pyarrow as pa
 import pytest
 
 import lance_partitioned as lp
 from lance_partitioned import errors
+from lance_partitioned.spec.metadata import LANCE_RESERVED_COLUMNS
 from tests.reliability.hostile import (
     BASE,
     UTC,
@@ -27,7 +29,6 @@ from tests.reliability.hostile import (
     plain_table,
     raw_state,
     rows,
-    xfail,
 )
 
 
@@ -76,16 +77,16 @@ NAME_CASES: list[Any] = [
     _name("slash", "a/b", True),
     _name("upper-case", "Country", True),
     _name("long-300", "c" * 300, True),
-    _name(
-        "lance-rowid",
-        "_rowid",
-        False,
-        marks=xfail(
-            "new: a column named '_rowid' (reserved by Lance) is accepted by create, then the "
-            "first write raises OSError 'The column _rowid is a reserved name' from Lance",
-            OSError,
-        ),
-    ),
+    # Lance's reserved columns: refused with SchemaError (create used to accept '_rowid',
+    # then the first write raised OSError 'The column _rowid is a reserved name' from Lance)
+    _name("lance-rowid", "_rowid", False, refused=True),
+    _name("lance-rowaddr", "_rowaddr", True, refused=True),
+    _name("lance-rowoffset", "_rowoffset", False, refused=True),
+    _name("lance-row-created", "_row_created_at_version", False, refused=True),
+    _name("lance-row-updated", "_row_last_updated_at_version", False, refused=True),
+    _name("search-distance", "_distance", True),  # Lance stores these
+    _name("search-score", "_score", False),
+    _name("rowid-upper-case", "_ROWID", False),
     _name("dash", "a-b", True),
     _name("leading-digit", "1col", True),
 ]
@@ -126,6 +127,29 @@ def test_hostile_column_name(
             f"{quoted} {condition}",
             oracle_filter=f"{lance_quoted} {condition}",
         )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        *sorted(LANCE_RESERVED_COLUMNS),
+        "_row_id",
+        "_row_addr",
+        "_distance",
+        "_score",
+        "_version",
+        "_fragid",
+        "_ROWID",
+    ],
+)
+def test_reserved_names_are_those_the_installed_lance_refuses(tmp_path: Path, name: str) -> None:
+    data = pa.table({"a": [1], name: [2]})
+    if name in LANCE_RESERVED_COLUMNS:
+        with pytest.raises(OSError, match="reserved name"):
+            lance.write_dataset(data, str(tmp_path / "t"))
+    else:
+        lance.write_dataset(data, str(tmp_path / "t"))
+        assert lance.dataset(str(tmp_path / "t")).to_table().equals(data)
 
 
 def _expect_name_refused(tmp_path: Path, name: str, schema: pa.Schema, partition_by: str) -> None:

@@ -5,7 +5,6 @@ keys, shared by the text and the ``--json`` outputs)."""
 from __future__ import annotations
 
 import statistics
-import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,7 +13,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from lance_partitioned.cli.render import type_text, value_text
-from lance_partitioned.errors import CorruptNamespaceError, SchemaError
+from lance_partitioned.errors import SchemaError
 from lance_partitioned.spec.schema import DEPRECATED_KEY, FIELD_ID_KEY
 
 if TYPE_CHECKING:
@@ -152,14 +151,9 @@ Leaf = dict[str, Any]
 def leaves(ns: PartitionedNamespace, filter: str | None = None) -> list[Leaf]:
     """Every leaf (matching ``filter``) with its partition values and sizes, ordered by spec
     version then partition values."""
-    from lance_partitioned.sizes import UnreadableLeafWarning, partition_sizes
+    from lance_partitioned.sizes import partition_sizes
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", UnreadableLeafWarning)
-        try:
-            table_ = partition_sizes(ns, filter)
-        except UnreadableLeafWarning as exc:  # the commands cannot show a leaf without sizes
-            raise CorruptNamespaceError(str(exc)) from None
+    table_ = partition_sizes(ns, filter, unreadable="raise")  # no leaf is shown without sizes
     specs = {spec.version: spec for spec in ns.partition_specs}
     out = []
     for row in table_.to_pylist():

@@ -453,9 +453,12 @@ class _Parser:
         try:
             table = _local.one.select(wrap(expr).alias("v")).to_arrow_table()
         except Exception as exc:
-            raise InvalidInputError(
-                f"filter {self.text!r}: cannot evaluate the constant {expr}: {exc}"
-            ) from exc
+            wide = _in_microseconds(expr)
+            if wide is None:
+                raise InvalidInputError(
+                    f"filter {self.text!r}: cannot evaluate the constant {expr}: {exc}"
+                ) from exc
+            table = wide
         try:
             return python_value(table.column(0)[0])
         except NotALiteral:
@@ -506,6 +509,36 @@ _TRUTH_TESTS: dict[str, tuple[bool | None, bool]] = {
     "IsUnknown": (None, True),
     "IsNotUnknown": (None, False),
 }
+
+
+_SUB_MICROSECOND = re.compile(r"\.[0-9]{6}[0-9]*[1-9]")
+_TO_NANOSECONDS = re.compile(r" AS Timestamp\(ns\)\)+$")  # the display of the cast
+
+
+def _in_microseconds(expr: Any) -> pa.Table | None:
+    """A string cast to SQL's ``TIMESTAMP`` evaluated in microseconds, or None.
+
+    DataFusion types ``TIMESTAMP '...'`` as nanoseconds, which end in 1677 and 2262: a literal
+    of year 1 or 9999 fails although a ``timestamp[us]`` column holds it. The same cast to
+    microseconds (DataFusion's own parsing of the text) reaches years -290308 to 294247; a
+    text with digits finer than a microsecond is left to fail.
+    """
+    if expr.variant_name() != "Cast" or not _TO_NANOSECONDS.search(str(expr)):
+        return None
+    inner = expr.to_variant().expr()
+    if inner.variant_name() != "Literal":
+        return None
+    text = wrap(inner).python_value()
+    if not isinstance(text, pa.Scalar) or not pa.types.is_string(text.type):
+        return None
+    if _SUB_MICROSECOND.search(str(text.as_py())):
+        return None
+    try:
+        cast = wrap(inner).cast(pa.timestamp("us"))
+        table: pa.Table = _local.one.select(cast.alias("v")).to_arrow_table()
+    except Exception:  # not a timestamp DataFusion reads: the first error stands
+        return None
+    return table
 
 
 def _chain(expr: Any, op: str) -> list[Any]:

@@ -50,7 +50,7 @@ from lance_partitioned.spec.partitioning import (
 from lance_partitioned.spec.promotion import can_promote
 from lance_partitioned.spec.schema import DEPRECATED_KEY, FIELD_ID_KEY, NamespaceSchema
 from lance_partitioned.spec.shorthand import parse_partition_by
-from lance_partitioned.spec.transforms import Day, Month, Year
+from lance_partitioned.spec.transforms import Day, Month, Months, Year, Years
 
 __all__ = [
     "add_columns",
@@ -443,7 +443,7 @@ def alter_column_type(
         for spec in metadata.specs:
             for spec_field in spec.fields:
                 if spec_field.source_id == field_id and not isinstance(
-                    spec_field.transform, (Year, Month, Day)
+                    spec_field.transform, (Year, Month, Day, Years, Months)
                 ):
                     raise errors.SchemaError(
                         f"cannot change column {name!r} from date32 to {new_type}: partition "

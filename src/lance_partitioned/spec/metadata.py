@@ -38,6 +38,7 @@ from lance_partitioned.spec.partitioning import PartitionSpec, check_authored, v
 from lance_partitioned.spec.schema import NamespaceSchema
 
 __all__ = [
+    "LANCE_RESERVED_COLUMNS",
     "SCHEMA_KEY",
     "SPEC_KEY_PREFIX",
     "NamespaceMetadata",
@@ -78,6 +79,12 @@ def _loads(key: str, value: Any, error: type[errors.InvalidInputError]) -> Any:
 # Characters Lance cannot take in a column name: it refuses a top-level ``.`` on write (a
 # path separator) and cannot select a column whose name holds a backtick (pylance 14).
 _FORBIDDEN_IN_NAMES = (".", "`")
+LANCE_RESERVED_COLUMNS: frozenset[str] = frozenset(
+    {"_rowid", "_rowaddr", "_rowoffset", "_row_created_at_version", "_row_last_updated_at_version"}
+)
+"""Top-level column names pylance 14 refuses on write ("is a reserved name"): its row id, row
+address and row version columns. Names that only appear in search results (``_distance``,
+``_score``) are accepted by Lance, and so by us; so are these names inside a struct."""
 
 
 def _names(fields: Sequence[pa.Field], path: tuple[str, ...] = ()) -> dict[str, tuple[str, ...]]:
@@ -96,8 +103,9 @@ def _names(fields: Sequence[pa.Field], path: tuple[str, ...] = ()) -> dict[str, 
 
 
 def check_column_names(schema: NamespaceSchema, before: NamespaceSchema | None = None) -> None:
-    """Refuse a column name that Lance cannot store or select (``.``, a backtick), for every
-    field that is new or renamed since ``before`` (names another client already wrote load).
+    """Refuse a column name that Lance cannot store or select (``.``, a backtick, a top-level
+    name of :data:`LANCE_RESERVED_COLUMNS`), for every field that is new or renamed since
+    ``before`` (names another client already wrote load).
 
     Raises
     ------
@@ -111,11 +119,20 @@ def check_column_names(schema: NamespaceSchema, before: NamespaceSchema | None =
     Traceback (most recent call last):
     ...
     lance_partitioned.errors.SchemaError: column name 'dot.ted' contains '.', ...
+    >>> check_column_names(NamespaceSchema.from_arrow(pa.schema([("_rowid", pa.int8())])))
+    Traceback (most recent call last):
+    ...
+    lance_partitioned.errors.SchemaError: column name '_rowid' is reserved by Lance ...
     """
     old = {} if before is None else _names(list(before.arrow_schema))
     for field_id, path in _names(list(schema.arrow_schema)).items():
         if old.get(field_id) == path:
             continue
+        if len(path) == 1 and path[0] in LANCE_RESERVED_COLUMNS:
+            raise errors.SchemaError(
+                f"column name {path[0]!r} is reserved by Lance (its "
+                f"{', '.join(sorted(LANCE_RESERVED_COLUMNS))} columns): choose another name"
+            )
         for char in _FORBIDDEN_IN_NAMES:
             if char in path[-1]:
                 raise errors.SchemaError(

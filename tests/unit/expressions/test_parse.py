@@ -177,6 +177,33 @@ def test_literal_finer_than_microseconds_stays_unknown() -> None:
     assert parsed.columns == ("ts",)
 
 
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("ts > TIMESTAMP '0001-01-01 00:00:00+00:00'", datetime.datetime(1, 1, 1)),
+        ("ts > TIMESTAMP '0001-01-01T05:00:00+05:00'", datetime.datetime(1, 1, 1)),
+        ("ts > TIMESTAMP '1600-06-01 12:00:00.5'", datetime.datetime(1600, 6, 1, 12, 0, 0, 500000)),
+        (
+            "ts > TIMESTAMP '9999-12-31 23:59:59.999999000'",
+            datetime.datetime(9999, 12, 31, 23, 59, 59, 999999),
+        ),
+    ],
+)
+def test_timestamp_literals_outside_the_nanosecond_range(
+    text: str, value: datetime.datetime
+) -> None:
+    # SQL's TIMESTAMP is nanoseconds in DataFusion (years 1677 to 2262); the text is read by
+    # DataFusion in microseconds instead, as the same naive value
+    assert parse_sql(text, SCHEMA) == GreaterThan("ts", value)
+
+
+def test_timestamp_literal_outside_both_ranges_is_refused() -> None:
+    with pytest.raises(InvalidInputError, match=r"(?s)cannot evaluate the constant.*Nanosecond"):
+        parse_sql("ts > TIMESTAMP '1600-01-01 00:00:00.0000001'", SCHEMA)  # finer than 1 us
+    with pytest.raises(InvalidInputError, match=r"cannot evaluate the constant"):
+        parse_sql("ts > TIMESTAMP '1600-13-01 00:00:00'", SCHEMA)  # not a date
+
+
 def test_volatile_functions_are_not_folded() -> None:
     assert isinstance(parse_sql("x < random()", SCHEMA), Unknown)
 

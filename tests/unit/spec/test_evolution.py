@@ -403,6 +403,9 @@ def test_promote_date_to_timestamp_only_under_date_parts() -> None:
     year = meta(BASE, "year(event_date), month(event_date), day(event_date)")
     promoted = ev.alter_column_type(year, "event_date", pa.timestamp("us"))
     assert promoted.schema.top_level_field("event_date").type == pa.timestamp("us")
+    periods = meta(BASE, "years(event_date), months(event_date)")  # a date is its midnight
+    promoted = ev.alter_column_type(periods, "event_date", pa.timestamp("us"))
+    assert promoted.schema.top_level_field("event_date").type == pa.timestamp("us")
     for partition_by in ("event_date", "bucket(8, event_date)"):
         m = meta(BASE, partition_by)
         with pytest.raises(errors.SchemaError, match="would compute other values"):

@@ -245,6 +245,10 @@ def test_hours_and_years_project_ranges() -> None:
     assert got == GreaterThanOrEqual("ts_hours", hour)
     got = _projected("years(ts)", "ts >= TIMESTAMP '2024-12-31 23:00:00'", NAIVE)
     assert got == GreaterThanOrEqual("ts_years", 54)
+    got = _projected("years(ts)", "ts < TIMESTAMP '0001-01-01 00:00:01'", pa.timestamp("s"))
+    assert got == LessThanOrEqual("ts_years", -1969)
+    got = _projected("months(ts)", "ts >= TIMESTAMP '9999-12-01 00:00:00'", pa.timestamp("ms"))
+    assert got == GreaterThanOrEqual("ts_months", _months(dt.date(9999, 12, 1)))
     got = _projected("months(ts)", "ts > DATE '2024-02-29'", pa.date32())
     assert got == GreaterThanOrEqual("ts_months", MARCH)
 
