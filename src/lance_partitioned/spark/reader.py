@@ -38,6 +38,7 @@ from lance_partitioned.scan import ScanTask, bound_filter, to_batches
 from lance_partitioned.spark.filters import pushable_columns, to_predicate
 from lance_partitioned.spark.source import SourceOptions
 from lance_partitioned.spark.types import spark_arrow_schema, spark_type_for, to_spark_batch
+from lance_partitioned.spark.workers import freeze_worker_heap
 from lance_partitioned.spec.schema import NamespaceSchema
 
 __all__ = [
@@ -206,6 +207,7 @@ class LancePartitionedReader(DataSourceReader):
         small leaves included) are merged into batches of ``batch_size`` rows, since every
         batch costs Spark a round trip and a columnar-to-row setup.
         """
+        freeze_worker_heap()
         tasks = partition.tasks if isinstance(partition, LeafSplit) else ()
         if not tasks:
             return

@@ -78,6 +78,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from lance_partitioned import errors
+from lance_partitioned.spark.workers import freeze_worker_heap
 
 __all__ = ["LancePartitionedDataSource", "SourceOptions", "parse_bytes"]
 
@@ -376,6 +377,7 @@ class LancePartitionedDataSource(DataSource):
         from lance_partitioned.scan import bound_filter
         from lance_partitioned.spark.types import spark_schema_for
 
+        freeze_worker_heap()
         options = self._parsed()
         ns = PartitionedNamespace.open(
             options.uri, storage_options=dict(options.storage_options), version=options.version
@@ -398,6 +400,7 @@ class LancePartitionedDataSource(DataSource):
         """A reader of ``schema``'s columns at the pinned ``__manifest`` version."""
         from lance_partitioned.spark.reader import make_reader
 
+        freeze_worker_heap()
         options = self._parsed()
         streaming = sorted(k for k in self.options if str(k).lower() in STREAM_OPTIONS)
         if streaming:
@@ -412,16 +415,19 @@ class LancePartitionedDataSource(DataSource):
         """The Structured Streaming source: the rows each ``__manifest`` version appends."""
         from lance_partitioned.spark.stream_source import make_stream_reader
 
+        freeze_worker_heap()
         return make_stream_reader(self.options, schema, getattr(self, "pinned_version", None))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         """The Structured Streaming sink: one exactly-once commit per micro-batch."""
         from lance_partitioned.spark.writer import plan_stream_write
 
+        freeze_worker_heap()
         return plan_stream_write(self._parsed(), schema, overwrite)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """Plan a write on the driver (creates the namespace on the first write)."""
         from lance_partitioned.spark.writer import plan_write
 
+        freeze_worker_heap()
         return plan_write(self._parsed(), schema, overwrite)

@@ -85,6 +85,7 @@ from lance_partitioned.spark.reader import (
 )
 from lance_partitioned.spark.source import STREAM_OPTIONS, SourceOptions
 from lance_partitioned.spark.types import spark_arrow_schema, spark_type_for
+from lance_partitioned.spark.workers import freeze_worker_heap
 from lance_partitioned.spec.schema import NamespaceSchema
 
 __all__ = [
@@ -360,6 +361,7 @@ class LancePartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvaila
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Stream one split's rows in Spark's Arrow layout (the batch reader's read path)."""
+        freeze_worker_heap()
         if not isinstance(partition, StreamSplit) or not partition.tasks:
             return iter(())
         options = self.job.options

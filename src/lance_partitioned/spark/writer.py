@@ -58,6 +58,7 @@ from lance_partitioned.spark.staging import (
     parse_journal_name,
 )
 from lance_partitioned.spark.types import arrow_schema_for
+from lance_partitioned.spark.workers import freeze_worker_heap
 from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import bind_spec, validate_specs
 from lance_partitioned.spec.schema import NamespaceSchema
@@ -362,6 +363,7 @@ class LancePartitionedWriter(DataSourceArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedWrite:
         """Stage one task's batches as uncommitted fragments (runs on an executor)."""
+        freeze_worker_heap()
         context = TaskContext.get()
         partition_id = context.partitionId() if context is not None else 0
         attempt = context.attemptNumber() if context is not None else 0
@@ -419,6 +421,7 @@ class LancePartitionedWriter(DataSourceArrowWriter):
     def _commit(
         self, messages: Sequence[WriterCommitMessage | None], txn: tuple[str, int] | None
     ) -> None:
+        freeze_worker_heap()
         manifest = self.job.manifest()
         mode = self._mode(messages)
         self.job.create_namespace()
@@ -487,6 +490,7 @@ class LancePartitionedWriter(DataSourceArrowWriter):
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """Delete what every attempt of the job staged, where that is safe (driver)."""
+        freeze_worker_heap()
         staged: dict[str, set[str]] = {}
         for message in _staged(messages):
             for leaf in message.pending.leaves if message.pending is not None else ():
