@@ -117,6 +117,25 @@ def wall_clock_bounds(interval: Interval, source: pa.DataType) -> Interval:
     return widened(interval)
 
 
+def naive_range(interval: Interval, source: pa.DataType) -> tuple[Interval, pa.DataType]:
+    """``interval`` of a ``source`` column as the range of a naive column to project.
+
+    A zoned column's range becomes the wall clocks of its instants
+    (:func:`wall_clock_bounds`) on a naive timestamp of the same unit; any other range and
+    type are returned as they are.
+
+    >>> import datetime
+    >>> day = Interval(datetime.datetime(2025, 1, 1, tzinfo=datetime.timezone.utc), True,
+    ...                None, False)
+    >>> naive, kind = naive_range(day, pa.timestamp("ms", tz="+01:00"))
+    >>> naive.low, kind
+    (datetime.datetime(2025, 1, 1, 1, 0), TimestampType(timestamp[ms]))
+    """
+    if not is_zoned(source):
+        return interval, source
+    return wall_clock_bounds(interval, source), pa.timestamp(source.unit)
+
+
 def widened(interval: Interval) -> Interval:
     """The naive interval of ``interval``'s UTC bounds widened by :data:`MAX_OFFSET`.
 

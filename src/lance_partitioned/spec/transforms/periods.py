@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 
 from lance_partitioned.expressions.ranges import Interval, Preimage
 from lance_partitioned.expressions.tree import Predicate
-from lance_partitioned.spec.calendar import CALENDAR, is_zoned, wall_clock, wall_clock_bounds
+from lance_partitioned.spec.calendar import CALENDAR, is_zoned, naive_range, wall_clock
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.fastpath import MAX_TABLE, SAFE_DAYS, Instants, local_time
 from lance_partitioned.spec.transforms.base import Transform
@@ -97,10 +97,7 @@ class _Period(Transform):
     def project_range(
         self, name: str, interval: Interval, source: pa.DataType, result: pa.DataType
     ) -> Predicate:
-        if is_zoned(source):
-            # the wall clocks of the range's instants, projected as a naive column's range
-            interval = wall_clock_bounds(interval, source)
-            source = pa.timestamp(source.unit)
+        interval, source = naive_range(interval, source)  # a zoned column: its wall clocks
         return super().project_range(name, interval, source, result)
 
     def preimage(self, value: Any, source: pa.DataType, result: pa.DataType) -> Preimage:

@@ -24,8 +24,8 @@ from lance_partitioned.spec.calendar import (
     CALENDAR,
     cyclic_values,
     is_zoned,
+    naive_range,
     wall_clock,
-    wall_clock_bounds,
 )
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.fastpath import (
@@ -107,10 +107,7 @@ class _DatePart(Transform):
     def project_range(
         self, name: str, interval: Interval, source: pa.DataType, result: pa.DataType
     ) -> Predicate:
-        if pa.types.is_timestamp(source) and source.tz is not None:
-            # the wall clocks of the range's instants, projected as a naive column's range
-            interval = wall_clock_bounds(interval, source)
-            source = pa.timestamp(source.unit)
+        interval, source = naive_range(interval, source)  # a zoned column: its wall clocks
         if self.preserves_order:
             return super().project_range(name, interval, source, result)
         values = cyclic_values(self._part, interval)  # month-of-year etc.: the values covered
@@ -251,10 +248,7 @@ class Date(Transform):
     def project_range(
         self, name: str, interval: Interval, source: pa.DataType, result: pa.DataType
     ) -> Predicate:
-        if is_zoned(source):
-            # the wall clocks of the range's instants, projected as a naive column's range
-            interval = wall_clock_bounds(interval, source)
-            source = pa.timestamp(source.unit)
+        interval, source = naive_range(interval, source)  # a zoned column: its wall clocks
         return super().project_range(name, interval, source, result)
 
     def preimage(self, value: Any, source: pa.DataType, result: pa.DataType) -> Preimage:
