@@ -13,6 +13,13 @@ id; with a ``filter``, only the leaves a scan with that filter would read are co
 - anything else (a fragment gone, rewritten or deleted from; a leaf dropped) is a
   *rewrite*: the version changed or removed rows that were there.
 
+A stream reads each version's changes against the version before it: both ``__manifest``
+versions, and the leaf versions they pin, must still be there. When a ``cleanup`` has
+removed them (the stream fell behind its retention),
+:class:`~lance_partitioned.errors.TableVersionNotFoundError` says so, names the versions,
+and how to resume; a leaf version missing while the ``__manifest`` version that pins it is
+still there is damage (:class:`~lance_partitioned.errors.CorruptNamespaceError`).
+
 Versions whose commit records an operation that keeps every row as it is (``evolve``:
 schema and spec changes; ``optimize`` and ``optimize_manifest``: compactions, which
 rewrite fragments but not rows, like Delta's ``dataChange=false``) append and rewrite
@@ -48,11 +55,19 @@ from typing import Any
 from lance_partitioned import errors
 from lance_partitioned.manifest import Manifest
 from lance_partitioned.manifest.operations import Operation
-from lance_partitioned.manifest.versions import version_properties
+from lance_partitioned.manifest.versions import list_versions, version_properties
 from lance_partitioned.scan import Filter, ScanTask, plan_scan
 from lance_partitioned.spec.schema import NamespaceSchema
 
-__all__ = ["DATA_PRESERVING", "AppendedFragments", "ChangeLog", "Leaves", "VersionChange"]
+__all__ = [
+    "DATA_PRESERVING",
+    "AppendedFragments",
+    "ChangeLog",
+    "Leaves",
+    "VersionChange",
+    "kept_versions",
+    "removed_by_cleanup",
+]
 
 #: Operations whose versions keep every row as it was (their leaves are not compared).
 DATA_PRESERVING = frozenset({"evolve", "optimize", "optimize_manifest"})
@@ -154,6 +169,48 @@ def _map(function: Any, items: list[Any]) -> list[Any]:
         return list(pool.map(function, items))
 
 
+def kept_versions(manifest: Manifest) -> set[int]:
+    """The ``__manifest`` versions still there."""
+    return {info.version for info in list_versions(manifest, properties=False)}
+
+
+def removed_by_cleanup(
+    manifest: Manifest, version: int, kept: set[int], leaf: ScanTask | None = None
+) -> errors.TableVersionNotFoundError | None:
+    """The error for a stream that needs ``__manifest`` version ``version`` (and the leaf
+    versions it pins; ``leaf``: the one found missing) after a cleanup removed it: what is
+    gone and how to resume. None when ``version`` is in ``kept`` or after the latest (no
+    cleanup removed it).
+    """
+    latest = max(kept, default=0)
+    if version in kept or version > latest:
+        return None
+    base = latest  # the oldest version from which every later one is kept
+    while base - 1 in kept:
+        base -= 1
+    root = manifest.root
+    what = f"__manifest version {version} of {root!r} is not there: a cleanup removed it"
+    if leaf is not None:
+        what = (
+            f"__manifest version {version} of {root!r}, and version {leaf.read_version} of "
+            f"leaf {leaf.object_id!r} ({leaf.uri!r}) that it pins, are not there: a cleanup "
+            "removed them"
+        )
+    resume = (
+        f"startingVersion={base + 1} or later (what versions up to {base} appended is not emitted)"
+        if base < latest
+        else "startingVersion='latest'"
+    )
+    return errors.TableVersionNotFoundError(
+        f"{what} (the __manifest versions kept start at {base}). A stream needs the versions "
+        "it has not read yet and the version before them (with the leaf versions they pin): "
+        "this one fell behind the cleanup's retention and cannot go on. Start a new query "
+        f"(new checkpoint) with {resume}, or without startingVersion to start from a "
+        "snapshot of the latest version; and keep versions longer than streams lag, with "
+        "cleanup(older_than=...)"
+    )
+
+
 class ChangeLog:
     """Reads the changes of ``__manifest`` versions (one snapshot per version, a few cached).
 
@@ -185,11 +242,7 @@ class ChangeLog:
             except errors.NotAPartitionedNamespaceError:
                 snapshot = None  # the first commit of a create: no spec, no leaf yet
             except errors.TableVersionNotFoundError as exc:
-                raise errors.TableVersionNotFoundError(
-                    f"__manifest version {version} of {self.manifest.root!r} is not there "
-                    f"(removed by a cleanup?): the changes of a version are read against the "
-                    f"version before it, so a stream cannot read past it ({exc})"
-                ) from exc
+                raise self._missing(version, None) from exc
             if snapshot is None:
                 found = Leaves(version, None, {})
             else:
@@ -199,6 +252,31 @@ class ChangeLog:
         while len(self._cache) > _CACHED_VERSIONS:
             self._cache.popitem(last=False)
         return found
+
+    def _missing(self, version: int, leaf: ScanTask | None) -> errors.TableVersionNotFoundError:
+        """The error for ``__manifest`` version ``version`` (and ``leaf`` at the version it
+        pins) not being there."""
+        self._cache.pop(version, None)
+        kept = kept_versions(self.manifest)
+        gone = removed_by_cleanup(self.manifest, version, kept, leaf)
+        if gone is not None:
+            return gone
+        return errors.TableVersionNotFoundError(
+            f"__manifest version {version} of {self.manifest.root!r} is not there: the latest "
+            f"version is {max(kept, default=0)}"
+        )
+
+    def _fragments(self, leaf: ScanTask, version: int) -> dict[int, _Signature]:
+        """The leaf's fragments at the read version ``__manifest`` version ``version``
+        pins; a leaf version a cleanup removed with ``version`` is reported as such."""
+        try:
+            return _fragments(leaf)
+        except errors.CorruptNamespaceError as exc:
+            gone = removed_by_cleanup(self.manifest, version, kept_versions(self.manifest), leaf)
+            if gone is None:
+                raise  # the __manifest still pins it: damage, not a cleanup
+            self._cache.pop(version, None)
+            raise gone from exc
 
     def operation(self, version: int) -> Operation | None:
         """What the commit of ``version`` recorded (None: nothing)."""
@@ -238,8 +316,8 @@ class ChangeLog:
             task, old = pair
             if old is not None and old.uri != task.uri:
                 return task.object_id  # moved to another table: not an append
-            now = _fragments(task)
-            was = {} if old is None else _fragments(old)
+            now = self._fragments(task, version)
+            was = {} if old is None else self._fragments(old, version - 1)
             if any(now.get(i) != signature for i, signature in was.items()):
                 return task.object_id
             new = sorted(set(now) - set(was))

@@ -3,6 +3,7 @@ namespaces written through the Python API."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pyarrow as pa
@@ -114,9 +115,71 @@ def test_the_filter_limits_the_leaves_compared(tmp_path: Path) -> None:
     assert ChangeLog(ns._manifest, "k = 'a'").change(ns.version).rewritten != ()
 
 
-def test_a_version_removed_by_cleanup_is_named(tmp_path: Path) -> None:
+def test_a_version_that_does_not_exist_is_named(tmp_path: Path) -> None:
     ns = namespace(tmp_path)
     ns.write(rows([4], "a"))
     log = ChangeLog(ns._manifest)
-    with pytest.raises(errors.TableVersionNotFoundError, match=r"version 99 of .* is not there"):
+    with pytest.raises(
+        errors.TableVersionNotFoundError, match=r"version 99 of .* is not there: the latest"
+    ):
         log.change(100)
+
+
+def test_a_stream_behind_a_cleanup_is_told_so(tmp_path: Path) -> None:
+    """A stream read version 3; version 4 appends, then a cleanup removes every
+    __manifest version but the latest, and the leaf versions only they pinned. The changes
+    of version 4 need version 3, and the leaf versions it pins (the log has them cached:
+    opening leaf 'a' at its removed version reported a damaged namespace)."""
+    ns = namespace(tmp_path)
+    log = ChangeLog(ns._manifest)
+    assert log.change(ns.version).appended  # version 3, and its leaves, now cached
+    read = ns.version
+    ns.write(rows([4], "a"))
+    assert ns.cleanup(dt.timedelta(0)).removed_manifest_versions == tuple(range(1, read + 1))
+    leaf = ns.partitions("k = 'a'").column("object_id")[0].as_py()
+    with pytest.raises(errors.TableVersionNotFoundError) as caught:
+        log.change(read + 1)
+    message = str(caught.value)
+    assert not isinstance(caught.value, errors.CorruptNamespaceError)
+    assert f"__manifest version {read} of " in message
+    assert f"of leaf {leaf!r}" in message
+    assert "a cleanup removed them" in message
+    assert "startingVersion='latest'" in message
+    assert "cleanup(older_than=...)" in message
+    # read afresh (a restarted stream), the __manifest version itself is reported
+    with pytest.raises(errors.TableVersionNotFoundError, match="a cleanup removed it ") as fresh:
+        ChangeLog(ns._manifest).change(read + 1)
+    assert f"__manifest version {read} of " in str(fresh.value)
+    assert sorted(ns.refresh().to_table().column("id").to_pylist()) == [1, 2, 3, 4]
+
+
+def test_a_stream_behind_a_cleanup_resumes_from_the_oldest_kept_version(tmp_path: Path) -> None:
+    ns = namespace(tmp_path)
+    gone = ns.version
+    ns.write(rows([4], "a"))
+    ns.cleanup(dt.timedelta(0))
+    kept = ns.version
+    ns.write(rows([5], "a"))
+    with pytest.raises(
+        errors.TableVersionNotFoundError,
+        match=rf"versions kept start at {kept}\).* startingVersion={kept + 1} or later",
+    ):
+        ChangeLog(ns._manifest).change(gone + 1)
+    assert appended_ids(ns, kept + 1) == [5]
+
+
+def test_a_leaf_version_missing_under_a_kept_version_is_damage(tmp_path: Path) -> None:
+    """A leaf version removed behind the __manifest's back (pylance's own cleanup run on
+    the leaf) while the __manifest version that pins it is still there."""
+    ns = namespace(tmp_path)
+    ns.write(rows([4], "a"))
+    log = ChangeLog(ns._manifest)
+    before = log.leaves(ns.version - 1).tasks
+    task = next(t for t in before.values() if dict(t.partition_values)["k"] == "a")
+    assert task.read_version is not None
+    names = (f"{task.read_version}.manifest", f"{2**64 - 1 - task.read_version}.manifest")
+    removed = [p for p in (Path(task.uri) / "_versions").iterdir() if p.name in names]
+    assert len(removed) == 1
+    removed[0].unlink()
+    with pytest.raises(errors.CorruptNamespaceError, match="damaged"):
+        log.change(ns.version)

@@ -210,3 +210,89 @@ def test_a_plan_that_contradicts_its_snapshot_is_refused(tmp_path: Path) -> None
         transaction.commit_changes(
             ns._manifest, lambda _: transaction.ChangePlan(drops=["v1$nope$dataset"])
         )
+
+
+def schema_only(ns: lp.PartitionedNamespace) -> list[transaction.LeafWrite]:
+    """A leaf write without data for every leaf of the latest ``__manifest`` (what
+    ``rename_column`` commits to bring each leaf to the leaf schema), listed once."""
+    leaves = ns.refresh().partitions(sizes=False)
+    return [
+        transaction.LeafWrite(object_id, location, [], 0, {})
+        for object_id, location in zip(
+            leaves.column("object_id").to_pylist(),
+            leaves.column("location").to_pylist(),
+            strict=True,
+        )
+    ]
+
+
+DROPPING = {
+    "delete": lambda n: n.delete("key = 'k1'"),
+    "overwrite": lambda n: n.write(rows([0]), mode="overwrite"),
+}
+
+
+@pytest.mark.parametrize("drop", list(DROPPING))
+def test_a_leaf_write_without_data_never_creates_a_leaf(tmp_path: Path, drop: str) -> None:
+    """A plan listed leaf k1 for a schema-only write (no fragments); another writer removed k1
+    from the __manifest before the plan's __manifest commit, which conflicts and is retried
+    on a snapshot without k1. The retry must not create k1 again: there is nothing to write
+    in it. (Before: k1 came back as an empty leaf whose __manifest row had a NULL partition
+    value, and a later write of k1's rows landed in it, where no predicate on key reached
+    them.) A new leaf with data in the same plan is created as always."""
+    ns = namespace(tmp_path)
+    k1 = leaf_of(ns, "k1")
+    staged = stage(
+        ns._manifest,
+        ns.refresh().snapshot,
+        pa.table({"id": [20], "key": ["k2"]}, schema=SCHEMA),
+        mode="append",
+        target=leaf_schema(ns.namespace_schema),
+        options=WriteOptions(),
+    )
+    writes = transaction.PendingWrite(
+        staged.spec_version,
+        staged.leaf_schema,
+        [*schema_only(ns), *staged.leaves],
+        staged.namespaces,
+    )
+    plan = transaction.ChangePlan(writes=writes)
+    other = lp.PartitionedNamespace.open(str(tmp_path))
+    with transaction.pause_at("leaves_committed", lambda: DROPPING[drop](other)):
+        result = transaction.commit_changes(ns._manifest, lambda _: plan)
+    assert result.attempts == 2
+    snapshot = ns.refresh().snapshot
+    assert not snapshot.has(k1)
+    assert k1 not in result.leaf_versions
+    assert result.created == [leaf_of(ns, "k2")]
+    leaves = ns.partitions(sizes=False).to_pylist()
+    assert None not in [leaf["key"] for leaf in leaves]
+    assert sorted(leaf["key"] for leaf in leaves) == ["k0", "k2"]
+    ns.write(rows([7]))  # k1 again: in a leaf that a predicate on key reaches
+    assert ns.refresh().to_table(filter="key = 'k1'").column("id").to_pylist() == [7]
+    ns.delete("key = 'k1'")
+    assert 7 not in ids(ns)
+
+
+def test_a_new_leaf_row_without_its_partition_values_is_refused(tmp_path: Path) -> None:
+    """An internal invariant: a leaf is never added to the __manifest without a value (NULL
+    allowed) for each partition field of its spec version; nothing is visible."""
+    ns = namespace(tmp_path)
+    before = ns.version
+    staged = stage(
+        ns._manifest,
+        ns.refresh().snapshot,
+        pa.table({"id": [20, 21], "key": ["k2", None]}, schema=SCHEMA),
+        mode="append",
+        target=leaf_schema(ns.namespace_schema),
+        options=WriteOptions(),
+    )
+    k2 = next(leaf for leaf in staged.leaves if leaf.values == {"key": "k2"})
+    assert [leaf.values for leaf in staged.leaves if leaf is not k2] == [{"key": None}]
+    k2.values = {}
+    with pytest.raises(errors.InternalError, match="without a value for its partition fields"):
+        transaction.commit_write(ns._manifest, staged)
+    assert ns._manifest.latest_version() == before
+    k2.values = {"key": "k2"}  # the other leaf's NULL value is one, the data's
+    transaction.commit_write(ns._manifest, staged)
+    assert ns.refresh().to_table(filter="key IS NULL").column("id").to_pylist() == [21]

@@ -347,3 +347,44 @@ def test_a_batch_read_refuses_streaming_options(tmp_path: Path) -> None:
     source = LancePartitionedDataSource({"path": ns.uri, "startingVersion": "1"})
     with pytest.raises(errors.InvalidInputError, match="is for streaming reads"):
         source.reader(source.schema())
+
+
+def test_a_stream_behind_a_cleanup_is_told_how_to_resume(tmp_path: Path) -> None:
+    """The driver's source (in this process, as PySpark runs it) has planned up to version
+    3; version 4 appends to leaf 'a'; a cleanup keeps only version 4. Planning 3 -> 4
+    compares leaf 'a' at the version 3 pinned (cached, removed): a damaged namespace was
+    reported."""
+    ns = create(tmp_path)
+    source = LancePartitionedDataSource({"path": ns.uri})
+    reader = source.streamReader(source.schema())
+    start = reader.initialOffset()
+    assert reader.partitions(start, {"version": ns.version})  # the snapshot of version 3
+    read = ns.version
+    ns.write(rows([20], "a"))
+    ns.cleanup(dt.timedelta(0))
+    with pytest.raises(errors.TableVersionNotFoundError) as failure:
+        reader.partitions({"version": read}, {"version": read + 1})
+    text = str(failure.value)
+    assert f"__manifest version {read} of {ns.uri!r}, and version " in text
+    assert "a cleanup removed them" in text
+    assert "Start a new query (new checkpoint) with startingVersion='latest'" in text
+    assert "cleanup(older_than=...)" in text
+
+
+def test_a_cleanup_while_a_micro_batch_reads_is_named(tmp_path: Path) -> None:
+    """A micro-batch (3 -> 4) is planned; version 5 appends to the same leaf and a cleanup
+    removes version 4 and the leaf version it pinned before the task reads it."""
+    ns = create(tmp_path)
+    source = LancePartitionedDataSource({"path": ns.uri})
+    reader = source.streamReader(source.schema())
+    read = ns.version
+    ns.write(rows([20], "a"))
+    (split,) = reader.partitions({"version": read}, {"version": read + 1})
+    assert [b.num_rows for b in reader.read(split)] == [1]  # read in time: fine
+    ns.write(rows([21], "a"))
+    ns.cleanup(dt.timedelta(0))
+    with pytest.raises(errors.TableVersionNotFoundError) as failure:
+        list(reader.read(split))
+    text = str(failure.value)
+    assert f"__manifest version {read + 1} of {ns.uri!r} is not there: a cleanup" in text
+    assert "startingVersion='latest'" in text

@@ -2,13 +2,79 @@
 
 from __future__ import annotations
 
+import pickle
+import shutil
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
 import lance_partitioned as lp
-from tests.spark.test_writer import events, ids, journals
+from lance_partitioned.spark.source import LancePartitionedDataSource
+from lance_partitioned.spark.writer import LancePartitionedStreamWriter
+from tests.spark.test_writer import SPARK_SCHEMA, batch, data_files, events, ids, journals
+
+QUERY = "6f1d0c8e-0000-4000-8000-000000000001"
+
+
+def sink(uri: str, *, later: float = 0.0) -> LancePartitionedStreamWriter:
+    """The sink of a micro-batch as Spark plans it (``later``: seconds after now)."""
+    source = LancePartitionedDataSource({"path": uri, "partition_by": "country"})
+    writer = pickle.loads(pickle.dumps(source.streamWriter(SPARK_SCHEMA, False)))
+    assert isinstance(writer, LancePartitionedStreamWriter)
+    writer.writer.job = replace(writer.writer.job, planned_at=time.time() + later)
+    return writer
+
+
+def test_a_replayed_micro_batch_deletes_what_its_killed_run_staged(tmp_path: Path) -> None:
+    """A query killed while batch 1 was staged is restarted: the batch runs again, with the
+    same query id, batch id, task and attempt numbers. Its commit deletes what the killed
+    run staged (its journal is still there), not only what its own unused attempts did."""
+    uri = str(tmp_path)
+    first = sink(uri)
+    first.commit([first.writer.stage_task(iter([batch(range(4))]), 0, 0, (QUERY, 0))], 0)
+    kept = data_files(uri)
+    sink(uri).writer.stage_task(iter([batch(range(4, 8))]), 0, 0, (QUERY, 1))  # then killed
+    assert len(data_files(uri)) == len(kept) + 2
+    assert len(journals(tmp_path)) == 1
+    replay = sink(uri)
+    replay.commit([replay.writer.stage_task(iter([batch(range(4, 8))]), 0, 0, (QUERY, 1))], 1)
+    ns = lp.PartitionedNamespace.open(uri)
+    assert ids(ns) == list(range(8))
+    assert len(data_files(uri)) == len(kept) + 2  # the killed run's two files are gone
+    assert journals(tmp_path) == []
+
+
+def test_a_replayed_micro_batch_keeps_what_an_earlier_run_committed(tmp_path: Path) -> None:
+    """A run killed after its __manifest commit, before it deleted its journals (task 1's
+    attempt 0 failed after staging, attempt 1 was used); the query restarts an hour later,
+    replays the batch and finds it committed. It deletes what the journals list but no leaf
+    version reads, never the files the earlier run committed."""
+    uri = str(tmp_path)
+    run = sink(uri)
+    used = [
+        run.writer.stage_task(iter([batch(range(4))]), 0, 0, (QUERY, 0)),
+        run.writer.stage_task(iter([batch(range(4, 8))]), 1, 1, (QUERY, 0)),
+    ]
+    run.writer.stage_task(iter([batch(range(4, 8))]), 1, 0, (QUERY, 0))  # failed
+    staging = tmp_path / "_spark_staging"
+    shutil.copytree(staging, tmp_path.parent / "journals")
+    run.commit(used, 0)
+    committed = data_files(uri)
+    assert len(committed) == 4
+    shutil.rmtree(staging)
+    shutil.copytree(tmp_path.parent / "journals", staging)  # as the kill left them
+    replay = sink(uri, later=3600)
+    replayed = [
+        replay.writer.stage_task(iter([batch(range(4))]), 0, 0, (QUERY, 0)),
+        replay.writer.stage_task(iter([batch(range(4, 8))]), 1, 0, (QUERY, 0)),
+    ]
+    replay.commit(replayed, 0)
+    assert data_files(uri) == committed
+    assert ids(lp.PartitionedNamespace.open(uri)) == list(range(8))
+    assert journals(tmp_path) == []
 
 
 def _run(spark: SparkSession, source: Path, checkpoint: Path, uri: str) -> None:

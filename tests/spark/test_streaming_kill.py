@@ -4,17 +4,23 @@ Real processes (:mod:`._stream_job`): a streaming query writes one Parquet file 
 micro-batch into a namespace and, at a deterministic point of one batch, SIGKILLs its JVM
 and its Python driver; the next run restarts from the checkpoint. Killed mid-batch (rows
 staged, nothing committed) or after the sink's commit and before the checkpoint records
-the batch, the restarted query writes every id exactly once.
+the batch, the restarted query writes every id exactly once. What the killed run staged is
+deleted by the replayed batch's commit, and a ``cleanup`` finds it too (when no run of the
+batch follows, or the killed executor had not written its journal yet).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -70,6 +76,38 @@ def _committed(tmp_path: Path) -> list[int]:
     return sorted(int(p.name) for p in commits.iterdir() if p.name.isdigit())
 
 
+def _unread(root: Path, *, latest: bool = False) -> list[str]:
+    """The data files (relative to ``root``) of the leaf directories that no version of
+    their leaf reads (``latest``: that its latest version does not read)."""
+    unread = []
+    for leaf in sorted(p.parent for p in root.glob("*/data")):
+        if leaf.name == "__manifest":
+            continue
+        dataset = lance.dataset(str(leaf))
+        versions = [dataset.version] if latest else [v["version"] for v in dataset.versions()]
+        read = {
+            data_file.path
+            for version in versions
+            for fragment in dataset.checkout_version(version).get_fragments()
+            for data_file in fragment.metadata.files
+        }
+        unread += [
+            f"{leaf.name}/data/{p.name}" for p in (leaf / "data").iterdir() if p.name not in read
+        ]
+    return sorted(unread)
+
+
+def _journaled(root: Path) -> list[str]:
+    """The data files the Spark staging journals under ``root`` list."""
+    listed = []
+    for journal in (root / "_spark_staging").glob("*/*.json"):
+        staged = json.loads(journal.read_text(encoding="utf-8"))["staged"]
+        listed += [
+            f"{location}/data/{name}" for location, names in staged.items() for name in names
+        ]
+    return sorted(listed)
+
+
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # four runs of a subprocess with its own JVM
@@ -81,9 +119,33 @@ def test_killed_query_restarts_from_its_checkpoint_exactly_once(tmp_path: Path) 
     ns = lp.PartitionedNamespace.open(str(tmp_path / "ns"))
     assert ids(ns) == list(range(100))
     assert _committed(tmp_path) == [0]
+    # the killed attempt staged batch 1 (one task: a file in each of the three leaves) and
+    # journaled it; no version reads those files
+    killed = _unread(tmp_path / "ns")
+    assert len(killed) == 3
+    assert _journaled(tmp_path / "ns") == killed
+    # were the query never restarted, a cleanup would remove them (and the journal), as it
+    # does when the executor is killed before its journal is written
+    copy = tmp_path / "killed"
+    shutil.copytree(tmp_path / "ns", copy)
+    cleaned = lp.PartitionedNamespace.open(str(copy)).cleanup(dt.timedelta(0))
+    assert cleaned.staged_files.files == len(killed) + 1  # and the journal
+    assert _unread(copy, latest=True) == []
+    assert not (copy / "_spark_staging").exists()
+    assert ids(lp.PartitionedNamespace.open(str(copy))) == list(range(100))
+
     assert _run(tmp_path) == 0  # restart: batch 1 again, then batch 2
     assert ids(ns) == list(range(300))
     assert _committed(tmp_path) == [0, 1, 2]
+    # the replayed batch 1 ran as task 0, attempt 0 again: its commit found the killed run's
+    # journal (its own has another name) and deleted what it lists
+    assert _unread(tmp_path / "ns") == []
+    assert _journaled(tmp_path / "ns") == []
+    cleaned = ns.cleanup(dt.timedelta(0))
+    assert cleaned.staged_files.files == 0  # nothing left for the cleanup to find
+    assert _unread(tmp_path / "ns", latest=True) == []
+    assert not (tmp_path / "ns" / "_spark_staging").exists()
+    assert ids(ns) == list(range(300))
 
     for part in (3, 4):
         _add(tmp_path / "in", part)
@@ -96,3 +158,5 @@ def test_killed_query_restarts_from_its_checkpoint_exactly_once(tmp_path: Path) 
     assert ids(ns) == list(range(500))  # each id once: nothing lost, nothing duplicated
     assert _committed(tmp_path) == [0, 1, 2, 3, 4]
     assert ns.refresh().version == version + 1  # only batch 4 committed
+    assert _unread(tmp_path / "ns") == []  # the replay deleted what it staged
+    assert _journaled(tmp_path / "ns") == []

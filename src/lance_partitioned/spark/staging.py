@@ -4,28 +4,38 @@ Spark hands the driver's ``commit``/``abort`` the message of one successful atte
 only: a task attempt that staged its rows and then failed (its JVM side failed after the
 Python worker returned, or the executor lost it), and the losing attempt of a retried or
 speculative task, staged files no message names. So every attempt records the files it
-staged in a small JSON journal, ``<root>/_spark_staging/<job id>/<task>-<attempt>.json``,
-before it returns. The commit deletes the files of every attempt whose message it did not
-use, the abort those of every attempt, then both delete the job's journals. A file is never
-deleted while a leaf version committed since the job started references it.
+staged in a small JSON journal, ``<root>/_spark_staging/<job id>/<task>-<attempt>-<token>.json``
+(the token is random: two runs of one task attempt never share a journal), before it
+returns, and names that journal in its message. The commit deletes the files of every
+journal no message names, the abort those of every journal, then both delete the job's
+journals. A file is never deleted while a leaf version committed since the job started
+references it.
 
 Spark does not wait for the Python side of a failed or cancelled attempt: it may finish
 staging after the driver cleaned up. So the driver first writes a ``DONE`` marker in the
 job's directory, then reads the journals; an attempt writes its journal, then looks for the
 marker, and when it is there deletes its own files and journal. Either the driver reads the
 journal or the attempt sees the marker (both may: deleting twice is harmless). The marker
-(a few bytes per finished job) stays. A streaming sink's micro-batches (one job each) skip
-the marker: their journals are named by query and batch id, so that a batch aborted and run
-again later by a restarted query finds its files kept; its directory is removed with its
-journals.
+(a few bytes per finished job) stays.
 
-What an executor killed while staging leaves (files written before its journal) stays
-invisible in the leaf's ``data/`` directory, unreferenced by any version: for a cleanup that
-removes unreferenced files, as Lance's ``cleanup_old_versions`` does.
+A streaming sink's micro-batches (one job each) are named by query and batch id, so a batch
+that a restarted query runs again (its first run killed, or aborted) shares the directory
+of its earlier runs, and they skip the marker, which would make the new run's attempts
+delete what they stage. The new run's attempts write journals of their own (the token), so
+the earlier runs' journals are still there when the new run commits or aborts: it deletes
+what they list, keeping every file that any version of its leaf references (an earlier run
+killed after its ``__manifest`` commit, before it deleted its journals, committed them, at
+any time before). The directory is removed with its journals.
 
->>> journal_name(3, 1)
-'3-1.json'
->>> parse_journal_name("_spark_staging/job/3-1.json")
+What an executor killed while staging leaves before its journal is written stays invisible
+in the leaf's ``data/`` directory, unreferenced by any version: for a cleanup that removes
+unreferenced files, as :func:`lance_partitioned.maintenance.cleanup.cleanup` does.
+
+>>> journal_name(3, 1, "9f2c")
+'3-1-9f2c.json'
+>>> parse_journal_name("_spark_staging/job/3-1-9f2c.json")
+(3, 1)
+>>> parse_journal_name("_spark_staging/job/3-1.json")  # the name before tokens
 (3, 1)
 """
 
@@ -37,6 +47,7 @@ import json
 import logging
 import os
 import tempfile
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
@@ -61,9 +72,9 @@ STAGING_DIR = "_spark_staging"
 _DONE = "DONE"
 
 
-def journal_name(partition_id: int, attempt: int) -> str:
-    """The journal file name of one task attempt."""
-    return f"{partition_id}-{attempt}.json"
+def journal_name(partition_id: int, attempt: int, token: str) -> str:
+    """The journal file name of one run of a task attempt."""
+    return f"{partition_id}-{attempt}-{token}.json"
 
 
 def parse_journal_name(path: str) -> tuple[int, int] | None:
@@ -71,7 +82,7 @@ def parse_journal_name(path: str) -> tuple[int, int] | None:
     name = path.rsplit("/", 1)[-1]
     if not name.endswith(".json"):
         return None
-    task, _, attempt = name[: -len(".json")].partition("-")
+    task, attempt, *_token = name[: -len(".json")].split("-", 2)
     try:
         return int(task), int(attempt)
     except ValueError:
@@ -93,17 +104,18 @@ class StagingJournal:
             manifest.root, storage_options=manifest.storage_options or None
         )
 
-    def record(self, partition_id: int, attempt: int, staged: Mapping[str, list[str]]) -> None:
-        """Write the journal of one attempt: leaf location -> data file names."""
+    def record(self, partition_id: int, attempt: int, staged: Mapping[str, list[str]]) -> str:
+        """Write the journal of one attempt (leaf location -> data file names); returns its
+        file name, new for every call."""
+        name = journal_name(partition_id, attempt, uuid.uuid4().hex[:12])
         handle, local = tempfile.mkstemp(suffix=".json")
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
                 json.dump({"staged": dict(staged)}, out)
-            self._session.upload_file(
-                local, f"{self.directory}/{journal_name(partition_id, attempt)}"
-            )
+            self._session.upload_file(local, f"{self.directory}/{name}")
         finally:
             os.unlink(local)
+        return name
 
     def paths(self) -> list[str]:
         """The journal paths of the job (relative to the root)."""

@@ -44,7 +44,11 @@ current schema).
 
 Reads are deterministic for a given pair of offsets: each version's fragments are read at the
 leaf versions that ``__manifest`` version names, which cleanup keeps while any kept version
-names them; Spark's checkpoint makes the source exactly once.
+names them; Spark's checkpoint makes the source exactly once. A stream that falls behind a
+``cleanup`` (a version it has not read, or the one before, removed with the leaf versions
+it pins; when planning or while its tasks read) fails with
+:class:`~lance_partitioned.errors.TableVersionNotFoundError`, naming the version and how to
+resume.
 
 >>> StreamOptions.parse({"startingVersion": "latest", "maxVersionsPerTrigger": "3"})
 StreamOptions(starting='latest', skip_change_commits=False, max_versions=3)
@@ -72,7 +76,12 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from lance_partitioned import errors
-from lance_partitioned.changes import AppendedFragments, ChangeLog
+from lance_partitioned.changes import (
+    AppendedFragments,
+    ChangeLog,
+    kept_versions,
+    removed_by_cleanup,
+)
 from lance_partitioned.manifest import Manifest
 from lance_partitioned.manifest.versions import list_versions
 from lance_partitioned.scan import ScanTask
@@ -186,12 +195,14 @@ class StreamJob:
 
 @dataclass(frozen=True)
 class StreamSplit(InputPartition):
-    """One task of a micro-batch: leaves (or appended fragments of leaves) to read, and the
-    namespace schema (of ``version``) the rows are conformed to."""
+    """One task of a micro-batch: leaves (or appended fragments of leaves) to read, the
+    namespace schema (of ``version``) the rows are conformed to, and the ``__manifest``
+    version that pins each task's leaf version (in ``tasks`` order)."""
 
     version: int
     schema: NamespaceSchema
     tasks: tuple[ScanTask, ...]
+    sources: tuple[int, ...] = ()
 
 
 def make_stream_reader(
@@ -309,8 +320,11 @@ class LancePartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvaila
                 max_bytes=options.max_partition_bytes,
                 min_partitions=options.default_min_partitions(),
             )
-            splits += [StreamSplit(version, schema, split.tasks) for split in packed]
-        appended: list[AppendedFragments] = []
+            splits += [
+                StreamSplit(version, schema, split.tasks, (first,) * len(split.tasks))
+                for split in packed
+            ]
+        appended: list[tuple[int, AppendedFragments]] = []
         for change in changes.changes(first, last):
             if change.rewritten:
                 if self.job.stream.skip_change_commits:
@@ -322,9 +336,10 @@ class LancePartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvaila
                     "such versions (their rows are not emitted), or start a new query (new "
                     f"checkpoint) with startingVersion={change.version + 1} or from a snapshot"
                 )
-            appended += change.appended
-        for tasks in _pack(appended, options.max_partition_bytes):
-            splits.append(StreamSplit(version, schema, tasks))
+            appended += [(change.version, fragments) for fragments in change.appended]
+        for pieces in _pack(appended, options.max_partition_bytes):
+            tasks, sources = zip(*pieces, strict=True)
+            splits.append(StreamSplit(version, schema, tuple(tasks), tuple(sources)))
         return splits
 
     def _read_schema(self, end: int) -> tuple[int, NamespaceSchema]:
@@ -377,7 +392,20 @@ class LancePartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvaila
             max_partition_bytes=options.max_partition_bytes,
             min_partitions=1,
         )
-        return LancePartitionedReader(job).read(LeafSplit(partition.tasks))
+        return self._read(LancePartitionedReader(job), partition)
+
+    def _read(self, reader: LancePartitionedReader, split: StreamSplit) -> Iterator[pa.RecordBatch]:
+        try:
+            yield from reader.read(LeafSplit(split.tasks))
+        except errors.CorruptNamespaceError as exc:  # a cleanup since the batch was planned?
+            options = self.job.options
+            manifest = Manifest(options.uri, dict(options.storage_options))
+            kept = kept_versions(manifest)
+            for source in sorted(set(split.sources)):
+                gone = removed_by_cleanup(manifest, source, kept)
+                if gone is not None:
+                    raise gone from exc
+            raise  # the __manifest versions still pin them: damage
 
     def commit(self, end: dict[str, object]) -> None:
         """Nothing to do: offsets are versions, and Spark's checkpoint keeps them."""
@@ -387,32 +415,35 @@ def _piece(task: ScanTask, fragment_ids: list[int]) -> ScanTask:
     return dataclasses.replace(task, fragment_ids=tuple(fragment_ids), row_count=None)
 
 
-def _pack(appended: Sequence[AppendedFragments], max_bytes: int) -> list[tuple[ScanTask, ...]]:
-    """Appended fragments packed into splits of about ``max_bytes``: a leaf's fragments cut
-    into runs of at most ``max_bytes``, runs packed largest first, each costing 4 MiB more
-    (as :func:`lance_partitioned.spark.reader.pack_splits` packs leaves)."""
-    pieces: list[tuple[ScanTask, int]] = []
-    for item in appended:
+def _pack(
+    appended: Sequence[tuple[int, AppendedFragments]], max_bytes: int
+) -> list[tuple[tuple[ScanTask, int], ...]]:
+    """Appended fragments (with the ``__manifest`` version that appended them) packed into
+    splits of about ``max_bytes``: a leaf's fragments cut into runs of at most
+    ``max_bytes``, runs packed largest first, each costing 4 MiB more (as
+    :func:`lance_partitioned.spark.reader.pack_splits` packs leaves)."""
+    pieces: list[tuple[ScanTask, int, int]] = []
+    for version, item in appended:
         ids = item.task.fragment_ids or ()
         run: list[int] = []
         size = 0
         for fragment_id, fragment_size in zip(ids, item.sizes, strict=True):
             if run and size + fragment_size > max_bytes:
-                pieces.append((_piece(item.task, run), size))
+                pieces.append((_piece(item.task, run), size, version))
                 run, size = [], 0
             run.append(fragment_id)
             size += fragment_size
         if run:
-            pieces.append((_piece(item.task, run), size))
+            pieces.append((_piece(item.task, run), size, version))
     pieces.sort(key=lambda piece: -piece[1])
-    splits: list[tuple[ScanTask, ...]] = []
-    current: list[ScanTask] = []
+    splits: list[tuple[tuple[ScanTask, int], ...]] = []
+    current: list[tuple[ScanTask, int]] = []
     current_size = 0
-    for task, size in pieces:
+    for task, size, version in pieces:
         if current and current_size + size > max_bytes:
             splits.append(tuple(current))
             current, current_size = [], 0
-        current.append(task)
+        current.append((task, version))
         current_size += size + OPEN_COST_BYTES
     if current:
         splits.append(tuple(current))

@@ -23,8 +23,9 @@ same leaf commits and single CAS ``__manifest`` commit as the Python API: the jo
 all-or-nothing.
 Every task attempt records what it staged in a journal (:mod:`.staging`): the commit deletes
 what attempts whose message it did not use staged (retried, speculative, or failed after
-staging), :meth:`~LancePartitionedWriter.abort` what every attempt staged, unless a leaf
-version committed since the job started references it.
+staging; for a streaming micro-batch also the runs of the batch a restarted query replaces),
+:meth:`~LancePartitionedWriter.abort` what every attempt staged, unless a leaf version
+references it (committed since the job started; any leaf version, for a micro-batch).
 """
 
 from __future__ import annotations
@@ -55,7 +56,6 @@ from lance_partitioned.spark.staging import (
     StagingJournal,
     data_files,
     delete_unreferenced,
-    parse_journal_name,
 )
 from lance_partitioned.spark.types import arrow_schema_for
 from lance_partitioned.spark.workers import freeze_worker_heap
@@ -180,6 +180,9 @@ class StagedWrite(WriterCommitMessage):
         The write mode the task staged for.
     stream : (str, int) or None
         The streaming query id and micro-batch id the task ran for, if any.
+    journal : str or None
+        The file name of the staging journal the attempt wrote (None when it staged
+        nothing).
     """
 
     partition_id: int
@@ -188,6 +191,7 @@ class StagedWrite(WriterCommitMessage):
     pending: PendingWrite | None
     mode: WriteMode = "append"
     stream: tuple[str, int] | None = None
+    journal: str | None = None
 
 
 #: The session setting of Spark's file sources that :func:`_mode` honours as they do.
@@ -367,14 +371,18 @@ class LancePartitionedWriter(DataSourceArrowWriter):
         context = TaskContext.get()
         partition_id = context.partitionId() if context is not None else 0
         attempt = context.attemptNumber() if context is not None else 0
-        return self.stage_task(iterator, partition_id, attempt)
+        return self.stage_task(iterator, partition_id, attempt, _task_stream())
 
     def stage_task(
-        self, iterator: Iterator[pa.RecordBatch], partition_id: int, attempt: int
+        self,
+        iterator: Iterator[pa.RecordBatch],
+        partition_id: int,
+        attempt: int,
+        stream: tuple[str, int] | None = None,
     ) -> StagedWrite:
-        """Stage the batches of attempt ``attempt`` of task ``partition_id``."""
+        """Stage the batches of attempt ``attempt`` of task ``partition_id`` (for the
+        streaming micro-batch ``stream``: query id, batch id)."""
         mode = self.job.mode or _task_mode()
-        stream = _task_stream()
         first = next(iterator, None)
         if first is None:
             return StagedWrite(partition_id, attempt, 0, None, mode, stream)
@@ -394,15 +402,13 @@ class LancePartitionedWriter(DataSourceArrowWriter):
         rows = sum(leaf.rows for leaf in pending.leaves)
         staged = {leaf.location: sorted(data_files(leaf.fragments)) for leaf in pending.leaves}
         journal = StagingJournal(manifest, self._journal_id(stream))
-        journal.record(partition_id, attempt, staged)
+        name = journal.record(partition_id, attempt, staged)
         if not self.job.streaming and journal.done():  # the driver finished without us
             since = datetime.datetime.fromtimestamp(self.job.planned_at) - _CLOCK_MARGIN
             for location, names in staged.items():
                 delete_unreferenced(manifest, location, names, since)
-            journal.clear(
-                p for p in journal.paths() if parse_journal_name(p) == (partition_id, attempt)
-            )
-        return StagedWrite(partition_id, attempt, rows, pending, mode, stream)
+            journal.clear(p for p in journal.paths() if _file_name(p) == name)
+        return StagedWrite(partition_id, attempt, rows, pending, mode, stream, name)
 
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """Make every task's staged data visible in one ``__manifest`` commit (driver)."""
@@ -465,7 +471,7 @@ class LancePartitionedWriter(DataSourceArrowWriter):
 
     def _discard_unused(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """After the commit: delete what attempts whose message was not used staged."""
-        used = {(m.partition_id, m.attempt) for m in _staged(messages)}
+        used = {m.journal for m in _staged(messages) if m.journal is not None}
         deleted = self._remove({}, used, self._stream_of(messages))
         if deleted:
             log.info("deleted %d files staged by unused task attempts", deleted)
@@ -501,22 +507,28 @@ class LancePartitionedWriter(DataSourceArrowWriter):
     def _remove(
         self,
         staged: dict[str, set[str]],
-        used: set[tuple[int, int]],
+        used: set[str],
         stream: tuple[str, int] | None,
     ) -> int:
-        """Delete the files in ``staged`` and those the journals of attempts not in ``used``
-        record, unless a leaf version committed since the job started references them; then
-        delete the job's journals. Returns the number of files deleted."""
+        """Delete the files in ``staged`` and those the journals not named in ``used``
+        record, unless a leaf version committed since the job started references them (any
+        leaf version, for a micro-batch: its journals may be an earlier run's, committed at
+        any time before); then delete the job's journals. Returns the number of files
+        deleted."""
         manifest = self.job.manifest()
         journal = StagingJournal(manifest, self._journal_id(stream))
         if not self.job.streaming:
             journal.finish()
         paths = journal.paths()
         for path in paths:
-            if parse_journal_name(path) not in used:
+            if _file_name(path) not in used:
                 for location, names in journal.read(path).items():
                     staged.setdefault(location, set()).update(names)
-        since = datetime.datetime.fromtimestamp(self.job.planned_at) - _CLOCK_MARGIN
+        since = (
+            datetime.datetime.min
+            if self.job.streaming
+            else datetime.datetime.fromtimestamp(self.job.planned_at) - _CLOCK_MARGIN
+        )
         deleted = sum(
             delete_unreferenced(manifest, location, names, since)
             for location, names in sorted(staged.items())
@@ -526,6 +538,10 @@ class LancePartitionedWriter(DataSourceArrowWriter):
         if self.job.streaming:
             journal.remove_directory()
         return deleted
+
+
+def _file_name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
 
 
 def _staged(messages: Iterable[WriterCommitMessage | None]) -> list[StagedWrite]:

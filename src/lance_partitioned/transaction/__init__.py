@@ -13,7 +13,11 @@ the leaf schema). For each attempt the protocol:
    meant when staged: an ``overwrite`` or ``overwrite_partitions`` staged under a partition
    spec that is no longer current, or columns staged in a type that a promotion changed
    meanwhile, raise :class:`~lance_partitioned.errors.ConcurrentSchemaChangeError` (an
-   append staged under an older spec still lands, in that spec's leaves);
+   append staged under an older spec still lands, in that spec's leaves); a leaf write
+   without data (no staged fragments: a schema change only, as ``rename_column`` commits)
+   for a leaf that the snapshot does not list is left out: a concurrent ``delete`` or
+   overwrite removed that leaf, there is nothing to write in it, and committing it would
+   create it again, empty and without partition values;
 2. commits each touched leaf: a leaf whose row is absent gets an ``Overwrite`` (creating the
    dataset, or replacing an orphan left by a crashed writer); a leaf whose latest version is
    not the manifest's ``read_version`` is first restored to it (the difference is an orphan or
@@ -167,13 +171,27 @@ def _namespace_row(
     return {"object_id": object_id, "object_type": NAMESPACE, **values}
 
 
-def _leaf_row(snapshot: ManifestSnapshot, leaf: LeafWrite, commit: LeafCommit) -> dict[str, Any]:
-    row = snapshot.row(leaf.object_id) or {
-        "object_id": leaf.object_id,
-        "object_type": TABLE,
-        "location": leaf.location,
-        **leaf.values,
-    }
+def _leaf_row(
+    snapshot: ManifestSnapshot, leaf: LeafWrite, commit: LeafCommit, fields: Sequence[str]
+) -> dict[str, Any]:
+    """The ``__manifest`` row of a written leaf: its row in ``snapshot`` with the new
+    ``read_version``, or a new row carrying the leaf's value of each partition field of its
+    spec version (``fields``; a value may be NULL, when the data's is, never missing)."""
+    row = snapshot.row(leaf.object_id)
+    if row is None:
+        missing = [name for name in fields if name not in leaf.values]
+        if missing:
+            raise errors.InternalError(
+                f"leaf {leaf.object_id!r} would be added to the __manifest at "
+                f"{snapshot.version} without a value for its partition fields {missing}: no "
+                "predicate on them could reach its rows"
+            )
+        row = {
+            "object_id": leaf.object_id,
+            "object_type": TABLE,
+            "location": leaf.location,
+            **leaf.values,
+        }
     stats = LeafStats(commit.version, commit.num_rows, commit.fingerprint)
     return {
         **row,
@@ -233,6 +251,35 @@ def _check_base(
     return dataclasses.replace(pending, leaf_schema=promoted, leaves=leaves)
 
 
+def _existing_only(snapshot: ManifestSnapshot, pending: PendingWrite) -> PendingWrite:
+    """``pending`` without its leaf writes that carry no data (no staged fragments: a schema
+    change only, as ``rename_column`` commits to every leaf) for a leaf that ``snapshot`` does
+    not list: a concurrent ``delete`` or overwrite removed it since the plan listed it, and
+    there is nothing to write in it. Committing one would create the leaf again, empty, with a
+    ``__manifest`` row that holds no partition values, where a later write of that partition
+    would land out of every partition predicate's reach. A write with data creates its leaf."""
+    kept = [leaf for leaf in pending.leaves if leaf.fragments or snapshot.has(leaf.object_id)]
+    if len(kept) == len(pending.leaves):
+        return pending
+    log.info(
+        "%d leaf writes without data are for leaves not in the __manifest at %d (removed "
+        "meanwhile): skipped",
+        len(pending.leaves) - len(kept),
+        snapshot.version,
+    )
+    return dataclasses.replace(pending, leaves=kept)
+
+
+def _spec_fields(snapshot: ManifestSnapshot, version: int) -> list[str]:
+    """The partition field names of spec version ``version``."""
+    for spec in snapshot.metadata.specs:
+        if spec.version == version:
+            return [spec_field.name for spec_field in spec.fields]
+    raise errors.InternalError(
+        f"partition spec v{version} is not in the __manifest at {snapshot.version}"
+    )
+
+
 def _check_location(snapshot: ManifestSnapshot, leaf: LeafWrite) -> None:
     location = snapshot.location(leaf.object_id)
     if location is not None and location != leaf.location:
@@ -257,7 +304,9 @@ class ChangePlan:
         New staged data, mode ``append`` or ``overwrite_partitions`` (each written leaf
         replaced) or ``overwrite`` (the whole namespace). A leaf with both a change and an
         append gets the change first, then the staged fragments on top, in one leaf commit
-        chain.
+        chain. A leaf write without fragments updates a leaf of the snapshot committed on
+        (its schema) and never creates one: for a leaf that snapshot does not list, it is
+        left out.
     reads : dict of str to int
         Leaf object id to the ``read_version`` whose content the plan depends on (rows that
         an update moves, merge matches); checked against the snapshot the plan was made on.
@@ -424,7 +473,8 @@ def commit_changes(
                 staged_in, staged_out = pending, _check_base(manifest, snapshot, base)
                 if staged_out.leaf_schema != base.leaf_schema:  # renamed or promoted meanwhile
                     states = {oid: state for oid, state in states.items() if not state[0].write}
-                pending = staged_out
+                pending = _existing_only(snapshot, staged_out)
+                current = dataclasses.replace(current, writes=pending)
             steps = _plan_steps(snapshot, current, pending)
             if current.is_empty() and txn is None:
                 return CommitResult(snapshot.version, {}, [], attempt + 1, skipped=True)
@@ -503,11 +553,12 @@ def _manifest_rows(
         rows += [
             _namespace_row(snapshot, oid, values) for oid, values in pending.namespaces.items()
         ]
+    fields = [] if pending is None else _spec_fields(snapshot, pending.spec_version)
     for oid, (step, commit) in states.items():
         if commit is None:
             continue
         if step.write is not None:
-            rows.append(_leaf_row(snapshot, step.write, commit))
+            rows.append(_leaf_row(snapshot, step.write, commit, fields))
         else:
             rows.append(_changed_row(snapshot, oid, commit))
     return rows
