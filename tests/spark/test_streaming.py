@@ -77,6 +77,31 @@ def test_a_replayed_micro_batch_keeps_what_an_earlier_run_committed(tmp_path: Pa
     assert journals(tmp_path) == []
 
 
+def test_a_replay_keeps_the_committed_files_of_a_leaf_it_cannot_read(tmp_path: Path) -> None:
+    """As above, but the replay's commit cannot open the leaf (an I/O error reading its
+    newest manifest, as a flaky object store gives): it cannot tell which files a version
+    references, so it keeps them all rather than delete what the earlier run committed."""
+    uri = str(tmp_path)
+    run = sink(uri)
+    used = [run.writer.stage_task(iter([batch(range(4), ("US",))]), 0, 0, (QUERY, 0))]
+    staging, saved = tmp_path / "_spark_staging", tmp_path.parent / f"{tmp_path.name}-journals"
+    shutil.copytree(staging, saved)
+    run.commit(used, 0)
+    committed = data_files(uri)
+    shutil.rmtree(staging)
+    shutil.copytree(saved, staging)  # as the kill left them
+    (leaf,) = {p.parent.parent for p in committed}
+    replay = sink(uri, later=3600)
+    replayed = [replay.writer.stage_task(iter([batch(range(4), ("US",))]), 0, 0, (QUERY, 0))]
+    newest = min((leaf / "_versions").glob("*.manifest"))  # V2 names: the smallest is newest
+    content = newest.read_bytes()
+    newest.write_bytes(b"torn")
+    replay.commit(replayed, 0)
+    newest.write_bytes(content)  # the store answers again
+    assert set(committed) <= set(data_files(uri))
+    assert ids(lp.PartitionedNamespace.open(uri)) == list(range(4))
+
+
 def _run(spark: SparkSession, source: Path, checkpoint: Path, uri: str) -> None:
     query = (
         spark.readStream.schema(events(spark, 0, 1).schema)

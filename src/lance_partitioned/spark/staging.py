@@ -178,7 +178,12 @@ def _referenced_since(uri: str, options: dict[str, str], since: datetime.datetim
     try:
         dataset = lance.dataset(uri, storage_options=options or None)
     except (ValueError, OSError):
-        return set()  # no dataset: nothing references anything
+        # no dataset: nothing references anything; a leaf with versions it cannot open (an
+        # I/O error, a torn manifest) may reference any file: the caller keeps them
+        versions = lance.file.LanceFileSession(uri, storage_options=options or None)
+        if versions.list("_versions"):
+            raise
+        return set()
     referenced: set[str] = set()
     for version in dataset.versions():
         committed = cast(datetime.datetime, version["timestamp"])
