@@ -131,10 +131,11 @@ def test_nothing_to_change_commits_nothing(tmp_path: Path) -> None:
     assert ns._manifest.latest_version() == before + 1
 
 
-def test_a_change_racing_an_append_is_redone_on_the_new_base(tmp_path: Path) -> None:
+def test_a_change_racing_an_append_is_rebased_over_it(tmp_path: Path) -> None:
     """An append commits to the leaf between our leaf commit and our manifest commit: our
-    manifest commit conflicts, the planner is called with the new snapshot, the change is
-    redone on top of the append, and both the append and the delete are visible."""
+    manifest commit conflicts, and the change (prepared once, on the version it read) is
+    committed again on top of the append without planning again (WriteSerializable: the
+    rows appended meanwhile are not deleted, though they match)."""
     ns = namespace(tmp_path)
     k0 = leaf_of(ns, "k0")
     calls: list[int] = []
@@ -144,6 +145,31 @@ def test_a_change_racing_an_append_is_redone_on_the_new_base(tmp_path: Path) -> 
     def plan(snapshot: ManifestSnapshot) -> transaction.ChangePlan:
         seen.append(snapshot.version)
         return transaction.ChangePlan(changes=[change])
+
+    other = lp.PartitionedNamespace.open(str(tmp_path))
+    with transaction.pause_at("leaves_committed", lambda: other.write(rows([0, 2, 8]))):
+        result = transaction.commit_changes(ns._manifest, plan)
+    assert result.attempts == 2
+    assert len(seen) == 1  # not planned again
+    assert len(calls) == 1  # not prepared again
+    assert ids(ns) == [0, 1, 2, 3, 4, 5, 8]
+
+
+def test_a_serializable_change_racing_an_append_is_redone_on_the_new_base(
+    tmp_path: Path,
+) -> None:
+    """The same race for a plan that depends on every row of its leaves (a replace-where):
+    the planner is called with the new snapshot and the change prepared again on top of the
+    append, which it deletes too."""
+    ns = namespace(tmp_path)
+    k0 = leaf_of(ns, "k0")
+    calls: list[int] = []
+    seen: list[int] = []
+    change = transaction.LeafChange(k0, deleting("id < 3", calls))
+
+    def plan(snapshot: ManifestSnapshot) -> transaction.ChangePlan:
+        seen.append(snapshot.version)
+        return transaction.ChangePlan(changes=[change], serializable=True)
 
     other = lp.PartitionedNamespace.open(str(tmp_path))
     with transaction.pause_at("leaves_committed", lambda: other.write(rows([0, 2, 8]))):

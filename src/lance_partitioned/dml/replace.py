@@ -122,7 +122,9 @@ def commit_staged(
             if older and pending.leaves:
                 predicate = partitions_predicate(spec, pending.leaves)
                 changes, drops, _ = delete_changes(manifest, snapshot, predicate, cache, older)
-        return dataclasses.replace(written, changes=changes, drops=drops, properties=recorded)
+        return dataclasses.replace(
+            written, changes=changes, drops=drops, properties=recorded, serializable=True
+        )
 
     return commit_changes(manifest, plan, leaf_threads=leaf_threads, txn=txn)
 

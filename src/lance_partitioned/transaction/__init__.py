@@ -91,6 +91,12 @@ from lance_partitioned.transaction.leaves import (
     commit_leaf,
     pause_at,
 )
+from lance_partitioned.transaction.rebase import (
+    Prepared,
+    appended_only,
+    moved_leaves,
+    same_objects,
+)
 
 __all__ = [
     "Backoff",
@@ -312,6 +318,12 @@ class ChangePlan:
         an update moves, merge matches); checked against the snapshot the plan was made on.
     properties : dict of str to str
         Recorded as the Lance transaction properties of the ``__manifest`` commit.
+    serializable : bool
+        The plan depends on every leaf of the snapshot, not only on those it touches (it
+        replaces what a set of partitions holds): after a lost compare-and-swap it is planned
+        again whenever a leaf was created or removed, or a leaf it touches moved. Otherwise
+        (and for writes in mode ``append``) it is WriteSerializable: appends to its leaves
+        and commits to other leaves are rebased over (:mod:`.rebase`).
     """
 
     changes: list[LeafChange] = field(default_factory=list)
@@ -319,6 +331,7 @@ class ChangePlan:
     writes: PendingWrite | None = None
     reads: dict[str, int] = field(default_factory=dict)
     properties: dict[str, str] = field(default_factory=dict)
+    serializable: bool = False
 
     def is_empty(self) -> bool:
         """Whether the plan changes nothing."""
@@ -329,11 +342,14 @@ class ChangePlan:
 
 @dataclass
 class _Attempt:
-    """What one commit attempt does to one leaf, and what it reuses from the previous one."""
+    """What one commit attempt does to one leaf, and what it reuses from the previous one:
+    ``operation``, a 1-tuple, is the change's operation prepared by an earlier attempt on a
+    version that ``expected`` only appended to (committed again instead of preparing)."""
 
     expected: int
     change: LeafChange | None
     write: LeafWrite | None
+    operation: tuple[Any] | None = None
 
 
 def _same(a: _Attempt, b: _Attempt) -> bool:
@@ -346,15 +362,30 @@ def _commit_one(
     step: _Attempt,
     pending: PendingWrite | None,
     stale: Callable[[], bool],
+    prepared: dict[str, Prepared],
 ) -> LeafCommit | None:
-    """One leaf's part of an attempt: its change, then its staged fragments on top."""
+    """One leaf's part of an attempt: its change, then its staged fragments on top. The
+    operation a change prepares is recorded in ``prepared``."""
     commit: LeafCommit | None = None
     expected = step.expected
     if step.change is not None:
-        location = snapshot.location(step.change.object_id)
+        object_id = step.change.object_id
+        location = snapshot.location(object_id)
         if location is None:
-            raise errors.InternalError(f"leaf {step.change.object_id!r} has no location")
-        commit = commit_change(manifest, location, step.change, expected, stale=stale)
+            raise errors.InternalError(f"leaf {object_id!r} has no location")
+
+        def record(version: int, operation: Any) -> None:
+            prepared[object_id] = Prepared(version, operation)
+
+        commit = commit_change(
+            manifest,
+            location,
+            step.change,
+            expected,
+            stale=stale,
+            operation=step.operation,
+            prepared=record,
+        )
         if commit is not None:
             expected = commit.version
     if step.write is None or pending is None:
@@ -452,6 +483,8 @@ def commit_changes(
     states: dict[str, tuple[_Attempt, LeafCommit | None]] = {}
     staged_in: PendingWrite | None = None  # the planner's writes, as last seen
     staged_out: PendingWrite | None = None  # the same, re-staged for the last snapshot
+    prepared: dict[str, Prepared] = {}  # leaf -> the operation its change prepared
+    last: _Planned | None = None  # the last attempt's plan, to rebase the next one on
     _pause("staged")
     with ThreadPoolExecutor(max_workers=max(1, leaf_threads)) as pool:
         for attempt in range(backoff.attempts):
@@ -461,34 +494,46 @@ def commit_changes(
                 if done is not None and done >= txn[1]:
                     log.info("transaction %s/%d is already committed: skipped", *txn)
                     return CommitResult(snapshot.version, {}, [], attempt + 1, skipped=True)
-            current = plan(snapshot)
-            pending = current.writes
-            if pending is not None:
-                sentinel = spec_namespace_id(pending.spec_version)
-                if not snapshot.has(sentinel):
-                    raise errors.InternalError(
-                        f"spec version namespace {sentinel!r} has no row in the __manifest"
+            rebased = None if last is None else _rebase(manifest, last, snapshot, prepared)
+            if rebased is not None:
+                current, steps = rebased
+                pending = current.writes
+            else:
+                current = plan(snapshot)
+                pending = current.writes
+                if pending is not None:
+                    sentinel = spec_namespace_id(pending.spec_version)
+                    if not snapshot.has(sentinel):
+                        raise errors.InternalError(
+                            f"spec version namespace {sentinel!r} has no row in the __manifest"
+                        )
+                    base = (
+                        staged_out if pending is staged_in and staged_out is not None else pending
                     )
-                base = staged_out if pending is staged_in and staged_out is not None else pending
-                staged_in, staged_out = pending, _check_base(manifest, snapshot, base)
-                if staged_out.leaf_schema != base.leaf_schema:  # renamed or promoted meanwhile
-                    states = {oid: state for oid, state in states.items() if not state[0].write}
-                pending = _existing_only(snapshot, staged_out)
-                current = dataclasses.replace(current, writes=pending)
-            steps = _plan_steps(snapshot, current, pending)
-            if current.is_empty() and txn is None:
-                return CommitResult(snapshot.version, {}, [], attempt + 1, skipped=True)
+                    staged_in, staged_out = pending, _check_base(manifest, snapshot, base)
+                    if staged_out.leaf_schema != base.leaf_schema:  # renamed/promoted meanwhile
+                        states = {oid: st for oid, st in states.items() if not st[0].write}
+                    pending = _existing_only(snapshot, staged_out)
+                    current = dataclasses.replace(current, writes=pending)
+                steps = _plan_steps(snapshot, current, pending)
+                if current.is_empty() and txn is None:
+                    return CommitResult(snapshot.version, {}, [], attempt + 1, skipped=True)
             states = {
                 oid: state
                 for oid, state in states.items()
                 if oid in steps and _same(state[0], steps[oid])
             }
+            last = _Planned(snapshot, current, steps)
 
             def moved(read: int = snapshot.version) -> bool:
                 return manifest.latest_version() != read
 
             futures = [
-                (oid, step, pool.submit(_commit_one, manifest, snapshot, step, pending, moved))
+                (
+                    oid,
+                    step,
+                    pool.submit(_commit_one, manifest, snapshot, step, pending, moved, prepared),
+                )
                 for oid, step in steps.items()
                 if oid not in states
             ]
@@ -519,13 +564,73 @@ def commit_changes(
                 )
             except CommitConflict as exc:
                 log.info("manifest commit conflict on attempt %d: %s", attempt + 1, exc)
-                backoff.sleep(attempt)
+                backoff.sleep_briefly()  # the next attempt mostly re-commits rows only
                 continue
             return _result(snapshot, current, pending, states, version, attempt + 1)
     raise errors.ConcurrentModificationError(
         f"the __manifest at {manifest.root!r} kept changing under this operation: gave up "
         f"after {backoff.attempts} commit attempts (nothing of it is visible)"
     )
+
+
+@dataclass
+class _Planned:
+    """An attempt's plan: the snapshot it was made on, the plan and its steps."""
+
+    snapshot: ManifestSnapshot
+    plan: ChangePlan
+    steps: dict[str, _Attempt]
+
+
+def _rebase(
+    manifest: Manifest,
+    last: _Planned,
+    snapshot: ManifestSnapshot,
+    prepared: dict[str, Prepared],
+) -> tuple[ChangePlan, dict[str, _Attempt]] | None:
+    """The last attempt's plan and steps moved onto ``snapshot``, or ``None`` when the
+    operation must be planned again (:mod:`.rebase`): the steps of leaves that did not move
+    are the same (their leaf commits are kept), a leaf that only received appended fragments
+    gets its change's prepared operation and its staged fragments again, on its new
+    ``read_version``."""
+    plan, old = last.plan, last.snapshot
+    expected = {oid: step.expected for oid, step in last.steps.items()}
+    for oid in [*plan.drops, *plan.reads]:
+        expected.setdefault(oid, _expected(old, oid))
+    moved = moved_leaves(old, snapshot, expected)
+    if moved is None:
+        return None
+    pending = plan.writes
+    serializable = plan.serializable or (pending is not None and pending.mode != "append")
+    if serializable and (moved or not same_objects(old, snapshot)):
+        return None
+    steps = dict(last.steps)
+    rebased: dict[str, Prepared] = {}
+    for oid, version in moved.items():
+        if oid in plan.drops:
+            return None
+        step = steps.get(oid)
+        operation = None
+        if step is not None and step.change is not None:
+            known = prepared.get(oid)
+            if known is None or known.version != step.expected or not known.rebasable():
+                return None
+            operation = (known.operation,)
+            rebased[oid] = Prepared(version, known.operation)
+        location = snapshot.location(oid)
+        if location is None or not appended_only(manifest, location, expected[oid], version):
+            return None
+        if step is not None:
+            steps[oid] = dataclasses.replace(step, expected=version, operation=operation)
+    prepared.update(rebased)
+    log.info(
+        "the __manifest moved to %d: rebasing over it (%d of this commit's leaves were "
+        "appended to meanwhile)",
+        snapshot.version,
+        len(moved),
+    )
+    reads = {oid: moved.get(oid, version) for oid, version in plan.reads.items()}
+    return dataclasses.replace(plan, reads=reads), steps
 
 
 def _manifest_rows(

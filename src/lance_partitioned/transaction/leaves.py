@@ -140,6 +140,12 @@ class Backoff:
         delay = min(self.cap, self.base * 2**attempt)
         time.sleep(delay / 2 + self._rng.uniform(0, delay / 2))
 
+    def sleep_briefly(self) -> None:
+        """A jittered pause of at most ``base / 5`` seconds: after a lost ``__manifest``
+        compare-and-swap, whose retry mostly commits rows again (nothing to back off from: a
+        longer wait only lets more commits of others in)."""
+        time.sleep(self._rng.uniform(0, self.base / 5))
+
 
 class _StaleSnapshot(Exception):
     """A leaf commit conflicted and the ``__manifest`` moved on since it was read: the leaf's
@@ -378,12 +384,20 @@ def commit_change(
     expected: int,
     *,
     stale: Callable[[], bool] | None = None,
+    operation: tuple[Any] | None = None,
+    prepared: Callable[[int, Any], None] | None = None,
 ) -> LeafCommit | None:
     """Commit ``change`` on the leaf at ``location``, on top of its ``expected`` version (the
     manifest's ``read_version``; ``_NULL``: its latest). Returns ``None`` when ``prepare`` found
     nothing to change. An orphan commit on top of ``expected`` is restored away first; a
     commit that Lance rebased over another writer's is not used (it may hold rows the manifest
-    does not), and a conflict after the manifest moved on raises :class:`_StaleSnapshot`."""
+    does not), and a conflict after the manifest moved on raises :class:`_StaleSnapshot`.
+
+    ``operation`` (a 1-tuple: the operation may be ``None``) is committed instead of calling
+    ``prepare``: the operation an earlier attempt prepared on a version that ``expected`` only
+    appended fragments to (:mod:`lance_partitioned.transaction.rebase`). ``prepared(version,
+    operation)`` is told each operation ``prepare`` returns, with the version it was prepared
+    on."""
     uri = manifest.table_uri(location)
     options = manifest.storage_options or None
     for attempt in range(_LEAF_ATTEMPTS):
@@ -404,7 +418,12 @@ def commit_change(
                     storage_options=options,
                     max_retries=0,
                 ).version
-            op = change.prepare(_open_leaf(uri, latest, options))
+            if operation is not None:
+                op = operation[0]
+            else:
+                op = change.prepare(_open_leaf(uri, latest, options))
+                if prepared is not None:
+                    prepared(base, op)
             if op is None:
                 return None
             _pause("leaf_commit")
