@@ -2,9 +2,12 @@
 every ``__manifest`` version is read back and compared with a replay of the committed writes.
 
 Each writer process appends (85%) or overwrites partitions (15%) with rows of unique ids,
-keys shared with the other writers (``a``..``d``) and its own (``w<i>``); after each write
-returns it logs the ids, the partition spec version it staged under and what
-``WriteResult`` says: the ``__manifest`` version its commit produced and its attempts. Reader
+keys shared with the other writers (``a``..``d``) and its own (``w<i>``); with ``--dml``
+(default 0.3) that share of its operations are row-level changes of rows it wrote: a
+``delete`` or an ``update`` (moving them to another key) by id, or a ``merge`` by id that
+updates some and inserts one. After each operation returns it logs the ids, the partition
+spec version it staged under and what the result says: the ``__manifest`` version its commit
+produced and its attempts. Reader
 processes read the latest version in a loop and log what they saw (version, row count, a
 digest of the ids, duplicates). The evolver adds, renames and drops columns and switches the
 partition spec between ``k`` and ``truncate(1, k)``, pacing itself about once a second.
@@ -60,7 +63,25 @@ def digest(ids: list[int]) -> str:
 
 
 # ---------------------------------------------------------------------------- roles
-def writer(root: str, log_path: str, index: int, seed: int, deadline: float) -> None:
+DML = ("delete", "update", "merge")
+
+
+def _dml(ns: lp.PartitionedNamespace, op: str, ids: list[int], keys: list[str], index: int) -> Any:
+    """A row-level change of the writer's own rows ``ids`` (``keys``: their new keys)."""
+    listed = ", ".join(str(i) for i in ids)
+    if op == "delete":
+        return ns.delete(f"id IN ({listed})")
+    if op == "update":
+        return ns.update(f"id IN ({listed})", {"k": f"'{keys[0]}'"})
+    source = rows(ids, keys, [index] * len(ids))  # type: ignore[arg-type]
+    return (
+        ns.merge(source, on="id").when_matched_update_all().when_not_matched_insert_all().execute()
+    )
+
+
+def writer(
+    root: str, log_path: str, index: int, seed: int, deadline: float, dml: float = 0.0
+) -> None:
     from lance_partitioned import namespace
 
     staged: list[int] = []
@@ -74,26 +95,43 @@ def writer(root: str, log_path: str, index: int, seed: int, deadline: float) -> 
     rng = random.Random(seed)
     ns = lp.PartitionedNamespace.open(root)
     next_id = (index + 1) * 10**9
+    mine: list[int] = []  # ids this writer wrote (others may have replaced them since)
     with open(log_path, "a", encoding="utf-8") as log:
         while time.time() < deadline:
-            mode = "overwrite_partitions" if rng.random() < 0.15 else "append"
-            n = rng.randint(1, 5)
-            ids = list(range(next_id, next_id + n))
-            next_id += n
-            keys = [rng.choice([*SHARED_KEYS, f"w{index}"]) for _ in ids]
+            if mine and rng.random() < dml:
+                op = rng.choice(DML)
+                ids = rng.sample(mine, min(len(mine), rng.randint(1, 3)))
+                if op == "merge":
+                    ids.append(next_id)
+                    next_id += 1
+                    mine.append(ids[-1])
+                key = rng.choice([*SHARED_KEYS, f"w{index}"])
+                keys = [key] * len(ids)
+            else:
+                op = "overwrite_partitions" if rng.random() < 0.15 else "append"
+                n = rng.randint(1, 5)
+                ids = list(range(next_id, next_id + n))
+                next_id += n
+                mine.extend(ids)
+                keys = [rng.choice([*SHARED_KEYS, f"w{index}"]) for _ in ids]
             staged.clear()
             started = time.perf_counter()
             try:
-                result = ns.write(rows(ids, keys, [index] * n), mode=mode)  # type: ignore[arg-type]
+                if op in DML:
+                    result = _dml(ns, op, ids, keys, index)
+                else:
+                    result = ns.write(rows(ids, keys, [index] * len(ids)), mode=op)  # type: ignore[arg-type]
+            except errors.ConcurrentSchemaChangeError as exc:  # typed, nothing changed
+                record: dict[str, Any] = {"schema_conflict": str(exc)[:200]}
             except errors.ConcurrentModificationError as exc:
-                record: dict[str, Any] = {"gave_up": str(exc)[:200]}
+                record = {"gave_up": str(exc)[:200]}
             except Exception:
                 record = {"error": traceback.format_exc()[-2000:]}
             else:
                 record = {"version": result.version, "attempts": result.attempts}
             record.update(
                 w=index,
-                op=mode,
+                op=op,
                 ids=ids,
                 keys=keys,
                 spec=staged[-1] if staged else None,
@@ -160,9 +198,9 @@ def evolver(root: str, log_path: str, seed: int, kinds: list[str], deadline: flo
 
 
 def _role(args: list[str]) -> None:
-    role, root, log_path, index, seed, kinds, deadline = args
+    role, root, log_path, index, seed, kinds, deadline, dml = args
     if role == "writer":
-        writer(root, log_path, int(index), int(seed), float(deadline))
+        writer(root, log_path, int(index), int(seed), float(deadline), float(dml))
     elif role == "reader":
         reader(root, log_path, float(deadline))
     else:
@@ -178,13 +216,21 @@ class Outcome:
     retries: int
     max_attempts: int
     gave_up: int
+    schema_conflicts: int
     versions: int
     observations: int
     evolutions: int
 
 
 def run(
-    work: Path, *, writers: int, readers: int, evolve: list[str], seconds: float, seed: int
+    work: Path,
+    *,
+    writers: int,
+    readers: int,
+    evolve: list[str],
+    seconds: float,
+    seed: int,
+    dml: float = 0.0,
 ) -> Outcome:
     root = str(work / "ns")
     create(root)
@@ -203,7 +249,9 @@ def run(
             (
                 role,
                 log_path,
-                zygote.spawn(role, root, log_path, index, role_seed, ",".join(evolve), deadline),
+                zygote.spawn(
+                    role, root, log_path, index, role_seed, ",".join(evolve), deadline, dml
+                ),
             )
         )
     ready = time.perf_counter()
@@ -271,9 +319,15 @@ def verify(
         if "error" in record:
             raise Mismatch(f"an unexpected error: {record['error']}")
     committed = sorted((r for r in writes if "version" in r), key=lambda r: r["version"])
-    by_version = {r["version"]: r for r in committed}
-    if len(by_version) != len(committed):
-        raise Mismatch("two writes report the same __manifest version")
+    by_version: dict[int, list[dict[str, Any]]] = collections.defaultdict(list)
+    for r in committed:
+        by_version[r["version"]].append(r)
+    for records in by_version.values():
+        # a row-level change that found nothing to change commits nothing and reports the
+        # version it read: replayed after the write of that version, it changes nothing
+        records.sort(key=lambda r: r["op"] in DML)
+        if sum(1 for r in records if r["op"] not in DML) > 1:
+            raise Mismatch("two writes report the same __manifest version")
     spec_text = {1: "k"}
     for record in evolutions:
         if "spec" in record:
@@ -286,9 +340,11 @@ def verify(
     cache: dict[tuple[str, int], list[tuple[int, str | None]]] = {}
     replayed = 0
     for version in range(1, latest + 1):
-        write = by_version.get(version)
-        if write is not None:
+        for write in by_version.get(version, []):
             spec = write["spec"]
+            if write["op"] in DML:
+                _replay_dml(model, write)
+                continue
             if write["op"] == "overwrite_partitions":
                 key = SPECS[spec_text[spec]]
                 replaced = {key(k) for k in write["keys"]}
@@ -328,10 +384,22 @@ def verify(
         retries=sum(r["attempts"] - 1 for r in committed),
         max_attempts=max((r["attempts"] for r in committed), default=0),
         gave_up=sum(1 for r in writes if "gave_up" in r),
+        schema_conflicts=sum(1 for r in writes if "schema_conflict" in r),
         versions=replayed,
         observations=len(observations),
         evolutions=sum(1 for r in evolutions if "version" in r),
     )
+
+
+def _replay_dml(model: dict[int, tuple[str | None, int]], write: dict[str, Any]) -> None:
+    """A row-level change of the writer's own rows, in the replay: ids are unique to their
+    writer, so no concurrent commit adds or matches them (WriteSerializable and serializable
+    agree); a row replaced meanwhile by another writer's ``overwrite_partitions`` is gone."""
+    for i, k in zip(write["ids"], write["keys"], strict=True):
+        if write["op"] == "delete":
+            model.pop(i, None)
+        elif i in model or write["op"] == "merge":
+            model[i] = (k, model.get(i, (None, 0))[1])
 
 
 def report(outcomes: list[Outcome]) -> str:
@@ -344,6 +412,7 @@ def report(outcomes: list[Outcome]) -> str:
         "retries/commit",
         "max attempts",
         "gave up",
+        "schema conflicts",
         "evolutions",
         "versions replayed",
         "reads checked",
@@ -358,6 +427,7 @@ def report(outcomes: list[Outcome]) -> str:
             f"{o.retries / max(1, o.commits):.2f}",
             o.max_attempts,
             o.gave_up,
+            o.schema_conflicts,
             o.evolutions,
             o.versions,
             o.observations,
@@ -378,6 +448,12 @@ def main(argv: list[str] | None = None) -> int:
         default=SAFE_EVOLUTIONS,
         help=f"comma-separated evolutions of the evolver, among {','.join(EVOLUTIONS)}, or "
         f"'none' (default {SAFE_EVOLUTIONS}; 'promote' races writes as in issue 16 item 1)",
+    )
+    parser.add_argument(
+        "--dml",
+        type=float,
+        default=0.3,
+        help="share of each writer's operations that are delete/update/merge (default 0.3)",
     )
     parser.add_argument("--seconds", type=float, default=300, help="duration (default 300)")
     parser.add_argument("--short", action="store_true", help="the CI mode: 30 seconds")
@@ -400,7 +476,8 @@ def main(argv: list[str] | None = None) -> int:
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="lp-concurrency-soak-"))
     print(
-        f"concurrency soak: writers {counts}, {args.readers} readers, evolutions "
+        f"concurrency soak: writers {counts} ({args.dml:.0%} delete/update/merge), "
+        f"{args.readers} readers, evolutions "
         f"{evolve or 'none'}, {seconds:.0f} s each, seed {seed}, in {base}",
         flush=True,
     )
@@ -416,6 +493,7 @@ def main(argv: list[str] | None = None) -> int:
                 evolve=evolve,
                 seconds=seconds,
                 seed=seed + count,
+                dml=args.dml,
             )
         except Mismatch as exc:
             print(f"FAILED with {count} writers (seed {seed}): {exc}", file=sys.stderr)

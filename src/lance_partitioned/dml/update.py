@@ -155,12 +155,12 @@ def update(
     started = time.perf_counter()
     options = options or WriteOptions()
     first = manifest.snapshot()
-    read_schema = first.metadata.schema.read_schema()
-    checked = check_assignments(assignments, read_schema)
+    checked = check_assignments(assignments, first.metadata.schema.read_schema())
     leaf_tasks(manifest, first, where)  # a bad predicate fails before anything is read
-    cache: dict[str, _LeafWork] = {}
+    cache: dict[str, _LeafWork] = {}  # by leaf, for one namespace metadata
     counts: dict[str, DeleteCount] = {}
     done: list[_LeafWork] = []
+    planned = [first.metadata]
 
     def work(task: ScanTask, snapshot: ManifestSnapshot) -> _LeafWork:
         ds = task.open()
@@ -186,11 +186,20 @@ def update(
         return found
 
     def plan(snapshot: ManifestSnapshot) -> ChangePlan:
-        if snapshot.metadata.schema.read_schema() != read_schema:
-            raise errors.ConcurrentSchemaChangeError(
-                f"the namespace schema changed at __manifest version {snapshot.version} while "
-                "this update ran: nothing was changed; run the update again"
-            )
+        nonlocal checked
+        if snapshot.metadata != planned[0]:
+            # the schema or the partition spec changed meanwhile: the rows are read and
+            # staged again (in the new leaf schema, under the new spec)
+            try:
+                checked = check_assignments(assignments, snapshot.metadata.schema.read_schema())
+            except errors.InvalidInputError as exc:
+                raise errors.ConcurrentSchemaChangeError(
+                    f"the namespace schema changed at __manifest version {snapshot.version} "
+                    f"while this update ran, and its assignments no longer apply ({exc}): "
+                    "nothing was changed"
+                ) from exc
+            planned[0] = snapshot.metadata
+            cache.clear()
         changes: list[LeafChange] = []
         reads: dict[str, int] = {}
         writes: list[PendingWrite] = []

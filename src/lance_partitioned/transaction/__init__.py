@@ -42,9 +42,13 @@ Every manifest commit also rewrites every spec version row (``v1``, ``v2``, …)
 rebases concurrent commits that share no row, which would duplicate a partition created by two
 writers at once, or let an overwrite be rebased over a write under a newer spec and leave that
 write's rows visible; rewriting shared rows turns both into conflicts. On a conflict the
-protocol re-reads, keeps the leaf commits whose expected ``read_version`` still holds, redoes
-the others on the new base (staged fragments are reusable), and retries with exponential
-backoff and jitter. A leaf commit that conflicts after the manifest has moved on does the same
+protocol re-reads and rebases over what won (:mod:`.rebase`, WriteSerializable): commits to
+other leaves cost only a new ``__manifest`` commit of the same rows; appends to a leaf this
+operation changes get its prepared operation and staged fragments committed again on top.
+Anything else (a schema or spec change, a leaf created, dropped or changed in place under
+the plan; for a ``serializable`` plan any new or removed leaf) re-plans: it keeps the leaf
+commits whose expected ``read_version`` still holds, redoes the others on the new base
+(staged fragments are reusable), and retries with exponential backoff and jitter. A leaf commit that conflicts after the manifest has moved on does the same
 rather than retry on its outdated expectation (two writers restoring a leaf to different
 versions would keep undoing each other). Until step 3 succeeds nothing is visible: readers
 open leaves at the ``read_version`` of the manifest version they read.
