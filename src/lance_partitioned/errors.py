@@ -68,7 +68,7 @@ class PredicateViolationError(InvalidInputError):
 
 
 class DuplicateKeyError(InvalidInputError):
-    """The source of a merge holds several rows with one key."""
+    """Several rows of a merge's source match one target row that the merge would update."""
 
 
 class UnknownTypeError(InvalidInputError):

@@ -150,7 +150,7 @@ def test_duplicate_source_keys_are_a_typed_error(tmp_path: Path) -> None:
     ns = create(tmp_path / "ns", "country", data)
     version = ns.version
     source = pa.concat_tables([data.slice(0, 3), data.slice(2, 1)])
-    with pytest.raises(errors.DuplicateKeyError, match="several rows"):
+    with pytest.raises(errors.DuplicateKeyError, match="several source rows"):
         ns.merge(source, on="id").when_matched_update_all().execute()
     assert ns.refresh().version == version
 

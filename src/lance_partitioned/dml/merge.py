@@ -1,15 +1,18 @@
 """``merge``: upsert a batch of rows by key (pylance's ``merge_insert``), in one commit.
 
-The source is read whole and checked for duplicate keys. The target leaves that can hold a
-match are found from the keys alone: for each partition spec version, the partition values
-that the key columns determine (the fields whose source column is a key) are computed for
-every source row, and only leaves with one of those value combinations are searched — when
-``on`` includes every partition source column, exactly the leaves the source rows belong to.
-In each searched leaf the key columns are read at its ``read_version`` and joined with the
-source (DataFusion; NULL keys never match). Matched target rows are deleted there (Lance
-deletion files) and their new version (the source row) is staged, with the inserted rows,
-into the leaves of the partitions they belong to under the current spec: a row whose new
-values belong to another partition moves. Everything is one ``__manifest`` commit.
+The source is read whole. The target leaves that can hold a match are found from the keys
+alone: for each partition spec version, the partition values that the key columns determine
+(the fields whose source column is a key) are computed for every source row, and only leaves
+with one of those value combinations are searched — when ``on`` includes every partition
+source column, exactly the leaves the source rows belong to. In each searched leaf the key
+columns are read at its ``read_version`` and joined with the source (DataFusion; NULL keys
+never match). Matched target rows are deleted there (Lance deletion files) and their new
+version (the source row, with the target's values of the columns the source lacks) is
+staged, with the inserted rows, into the leaves of the partitions they belong to under the
+current spec: a row whose new values belong to another partition moves. The condition of
+``when_not_matched_by_source_delete`` is planned as a delete's predicate is (partition
+pruning, partition field names, the residual per leaf). Everything is one ``__manifest``
+commit.
 """
 
 from __future__ import annotations
@@ -33,10 +36,11 @@ from lance_partitioned.dml.plan import (
     Selection,
     addresses,
     delete_operation,
+    leaf_tasks,
     matched_rows,
 )
 from lance_partitioned.dml.results import MergeResult
-from lance_partitioned.expressions import AlwaysTrue
+from lance_partitioned.expressions import AlwaysFalse, AlwaysTrue, Predicate
 from lance_partitioned.expressions.sqltext import deep
 from lance_partitioned.manifest import DELIMITER, Manifest, ManifestSnapshot
 from lance_partitioned.spec.partitioning import PartitionSpec
@@ -56,7 +60,8 @@ def _quoted(name: str) -> str:
 @dataclass
 class _LeafMatches:
     """One searched leaf at one version: the target rows to delete, the source rows that
-    matched any of its rows and those that update one."""
+    matched any of its rows and those that update one (with the target's values of the
+    columns the source lacks, row for row)."""
 
     read_version: int
     deleted: pa.Array  # row addresses (updated and deleted-by-source rows)
@@ -64,14 +69,25 @@ class _LeafMatches:
     by_source: int  # target rows deleted by when_not_matched_by_source_delete
     matched: np.ndarray  # source row indexes with a key match here
     updating: np.ndarray  # source row indexes that update a row here
+    kept: pa.Table  # the updated target rows' values of the columns the source lacks
 
 
 class MergeBuilder:
     """An upsert of ``data`` into the namespace keyed by ``on``; configure it with the
     ``when_*`` methods, then :meth:`execute` it (one commit).
 
-    Like pylance's ``merge_insert``: two source rows with one key are an error
-    (:class:`~lance_partitioned.errors.DuplicateKeyError`); a NULL key never matches.
+    Like pylance's ``merge_insert`` (and deltalake's ``merge``):
+
+    - a NULL key never matches;
+    - columns the source lacks: an updated row keeps the target's values of them (partition
+      source columns included, so it stays in its partition); an inserted row gets NULL, and
+      an insert into a column that is not nullable is an
+      :class:`~lance_partitioned.errors.InvalidInputError` (nothing is changed);
+    - duplicate keys: a target row that several source rows match (and satisfy the
+      ``when_matched_update_all`` condition) is an error,
+      :class:`~lance_partitioned.errors.DuplicateKeyError`, when the merge updates; source
+      rows that share a key and match no target row are each inserted, and without
+      ``when_matched_update_all`` source rows that match a target row are skipped.
 
     >>> import tempfile, pyarrow as pa
     >>> import lance_partitioned as lp
@@ -108,23 +124,34 @@ class MergeBuilder:
         self._options = options or WriteOptions()
         self._update: tuple[bool, str | None] = (False, None)
         self._insert = False
-        self._delete: tuple[bool, str | None] = (False, None)
+        self._delete: tuple[bool, str | Predicate | None] = (False, None)
+        self._absent: list[pa.Field] = []  # namespace columns the source lacks
 
     def when_matched_update_all(self, condition: str | None = None) -> MergeBuilder:
         """Replace each target row whose key matches a source row by that source row (only
-        where ``condition`` holds: SQL over ``target.<col>`` and ``source.<col>``)."""
+        where ``condition`` holds: SQL over ``target.<col>`` and ``source.<col>``).
+
+        Only the columns the source has are updated: the row keeps the target's values of
+        the others. Several source rows updating one target row are a
+        :class:`~lance_partitioned.errors.DuplicateKeyError`."""
         self._update = (True, condition)
         return self
 
     def when_not_matched_insert_all(self) -> MergeBuilder:
-        """Insert each source row whose key matches no target row."""
+        """Insert each source row whose key matches no target row (the columns the source
+        lacks are NULL; source rows sharing such a key are each inserted)."""
         self._insert = True
         return self
 
-    def when_not_matched_by_source_delete(self, condition: str | None = None) -> MergeBuilder:
+    def when_not_matched_by_source_delete(
+        self, condition: str | Predicate | None = None
+    ) -> MergeBuilder:
         """Delete each target row whose key matches no source row — in the WHOLE namespace
         when ``condition`` is None (every leaf is searched), else only the rows where
-        ``condition`` (SQL over the target's columns) holds, in the leaves it can match."""
+        ``condition`` holds: any predicate :meth:`PartitionedNamespace.delete` accepts (SQL
+        over the namespace's columns and partition field names, or an expressions
+        ``Predicate``), planned as a delete's is: only the leaves it can match are searched,
+        and a row for which it is NULL is kept."""
         self._delete = (True, condition)
         return self
 
@@ -150,7 +177,7 @@ class MergeBuilder:
             )
         source = self._source(schema)
         if self._delete[0] and self._delete[1] is not None:
-            scan.bound_filter(self._delete[1], read)  # a bad condition fails first
+            leaf_tasks(manifest, first, self._delete[1])  # a bad condition fails first
         cache: dict[str, _LeafMatches] = {}
         counts: dict[str, DeleteCount] = {}
         used: list[_LeafMatches] = []
@@ -165,32 +192,28 @@ class MergeBuilder:
             used.clear()
             changes: list[LeafChange] = []
             reads: dict[str, int] = {}
-            matched: list[np.ndarray] = []
-            updating: list[np.ndarray] = []
-            for task, rows in self._candidates(snapshot, source):
+            for task, rows, deleting in self._candidates(snapshot, source):
                 ds = task.open()
                 found = cache.get(task.object_id)
                 if found is None or found.read_version != ds.version:
                     subset = source if rows is None else source.take(pa.array(rows))
-                    found = self._search(ds, task, snapshot.metadata.schema, subset)
+                    found = self._search(ds, task, snapshot.metadata.schema, subset, deleting)
                     cache[task.object_id] = found
                 used.append(found)
                 if task.read_version is not None:  # (a foreign leaf without one: its latest)
                     reads[task.object_id] = found.read_version
-                matched.append(found.matched)
-                updating.append(found.updating)
                 where = addresses(found.deleted)
                 if where is not None:
                     count = counts.setdefault(task.object_id, DeleteCount())
                     changes.append(LeafChange(task.object_id, _prepare(where, count)))
-            rows = self._new_rows(source, matched, updating)
-            inserted[0] = rows.num_rows - sum(len(u) for u in updating)
+            rows = self._new_rows(source, used, read)
+            inserted[0] = rows.num_rows - sum(len(m.updating) for m in used)
             writes = None
             if rows.num_rows:
                 writes = stage(
                     manifest,
                     snapshot,
-                    rows.drop_columns([_SOURCE_ROW]),
+                    rows,
                     mode="append",
                     target=leaf_schema(snapshot.metadata.schema),
                     options=self._options,
@@ -218,7 +241,8 @@ class MergeBuilder:
 
     # ------------------------------------------------------------------------- steps
     def _source(self, schema: NamespaceSchema) -> pa.Table:
-        """The source in the namespace schema, with its row index; duplicate keys raise."""
+        """The source's columns in the namespace's types (read-schema order), with its row
+        index; the namespace columns it lacks are noted in ``self._absent``."""
         table = as_reader(self._data).read_all()
         missing = [k for k in self._on if k not in table.column_names]
         if missing:
@@ -226,35 +250,37 @@ class MergeBuilder:
                 f"merge key column(s) {missing} are not in the source data "
                 f"(its columns are {table.column_names})"
             )
-        table = conform_for_write(table, schema, leaf_schema(schema))
-        table = pa.Table.from_arrays(table.columns, schema=schema.read_schema())
-        keyed = table.select(self._on)
-        valid = pc.invert(pc.is_null(keyed.column(0)))
-        for name in self._on[1:]:
-            valid = pc.and_(valid, pc.invert(pc.is_null(keyed.column(name))))
-        counted = keyed.filter(valid).group_by(self._on).aggregate([([], "count_all")])
-        duplicates = counted.filter(pc.greater(counted.column("count_all"), 1))
-        if duplicates.num_rows:
-            example = duplicates.slice(0, 3).select(self._on).to_pylist()
-            raise errors.DuplicateKeyError(
-                f"the merge source has {duplicates.num_rows} key(s) on {self._on} held by "
-                f"several rows, e.g. {example}: a target row can be matched by one source "
-                "row only. Deduplicate the source first"
-            )
+        read = schema.read_schema()
+        present = set(table.column_names)
+        # the write rules on the columns the source has (names, types, NULLs); the others
+        # are not checked here: an update keeps the target's values, an insert checks them
+        relaxed = pa.schema(
+            [f if f.name in present else f.with_nullable(True) for f in leaf_schema(schema)]
+        )
+        table = conform_for_write(table, schema, relaxed)
+        fields = [f for f in read if f.name in present]
+        self._absent = [f for f in read if f.name not in present]
+        table = pa.Table.from_arrays(
+            [table.column(f.name) for f in fields], schema=pa.schema(fields)
+        )
         return table.append_column(_SOURCE_ROW, pa.array(np.arange(table.num_rows)))
 
     def _candidates(
         self, snapshot: ManifestSnapshot, source: pa.Table
-    ) -> list[tuple[scan.ScanTask, np.ndarray | None]]:
+    ) -> list[tuple[scan.ScanTask, np.ndarray | None, Predicate]]:
         """The leaves to search, each with the source rows that can match its rows (None:
-        every source row): the leaves whose partition values the keys of some source row
-        determine, and every leaf a delete-by-source applies to (all without a condition)."""
+        every source row) and the residual of the delete-by-source condition there
+        (AlwaysFalse: no row of it is deleted): the leaves whose partition values the keys
+        of some source row determine, and every leaf a delete-by-source applies to (all
+        without a condition)."""
         manifest = self._manifest
         everything = scan.plan_scan(manifest, snapshot, None, columns=[])
         delete, condition = self._delete
-        deleting: set[str] | None = None  # None: every leaf
-        if delete and condition is not None:
-            deleting = {t.object_id for t in scan.plan_scan(manifest, snapshot, condition, [])}
+        deleting: dict[str, Predicate] | None = None  # None: every leaf, every row
+        if not delete:
+            deleting = {}
+        elif condition is not None:
+            deleting = {t.object_id: t.residual for t in leaf_tasks(manifest, snapshot, condition)}
         groups: dict[str, np.ndarray] = {}
         undetermined: set[int] = set()
         metadata = snapshot.metadata
@@ -265,25 +291,39 @@ class MergeBuilder:
             else:
                 groups.update(found)
         empty = np.zeros(0, dtype=np.int64)
-        chosen: list[tuple[scan.ScanTask, np.ndarray | None]] = []
+        chosen: list[tuple[scan.ScanTask, np.ndarray | None, Predicate]] = []
         for task in everything:
+            residual = AlwaysTrue() if deleting is None else deleting.get(task.object_id)
+            gone: Predicate = AlwaysFalse() if residual is None else residual
             rows = None if task.spec_version in undetermined else groups.get(task.object_id)
             if task.spec_version in undetermined or rows is not None:
-                chosen.append((task, rows))
-            elif delete and (deleting is None or task.object_id in deleting):
-                chosen.append((task, empty))  # no source row can match: every row unmatched
+                chosen.append((task, rows, gone))
+            elif residual is not None:
+                chosen.append((task, empty, gone))  # no source row can match: all unmatched
         return chosen
 
     def _search(
-        self, ds: LanceDataset, task: scan.ScanTask, schema: NamespaceSchema, source: pa.Table
+        self,
+        ds: LanceDataset,
+        task: scan.ScanTask,
+        schema: NamespaceSchema,
+        source: pa.Table,
+        deleting: Predicate,
     ) -> _LeafMatches:
-        """Join the leaf's rows with the source on the keys (DataFusion)."""
+        """Join the leaf's rows with the source on the keys (DataFusion); the unmatched rows
+        for which ``deleting`` (the delete-by-source condition's residual here) holds go."""
         import datafusion
 
         update, update_condition = self._update
-        delete, delete_condition = self._delete
-        wide = update_condition is not None or delete_condition is not None
-        columns = None if wide else list(self._on)
+        read = schema.read_schema()
+        kept = [f.name for f in self._absent] if update else []
+        if update_condition is not None:
+            columns = None
+        else:
+            wanted = {*self._on, *kept}
+            if not isinstance(deleting, (AlwaysTrue, AlwaysFalse)):
+                wanted |= {f.name for f in scan.residual_fields(deleting, read)}
+            columns = [name for name in read.names if name in wanted]
         whole = scan.ScanTask(
             task.object_id,
             task.uri,
@@ -293,11 +333,13 @@ class MergeBuilder:
             AlwaysTrue(),
         )
         target = matched_rows(ds, whole, schema, columns)
+        # the columns the source lacks stay out of DataFusion (taken by row address below)
+        joined = target if columns is None else target.select([*self._on, ROW_ADDRESS])
         keys = " AND ".join(f"target.{_quoted(k)} = source.{_quoted(k)}" for k in self._on)
 
         def run() -> tuple[pa.Table, pa.Table, pa.Table]:
             ctx = datafusion.SessionContext()
-            ctx.register_record_batches("target", [_batches(target)])
+            ctx.register_record_batches("target", [_batches(joined)])
             ctx.register_record_batches("source", [_batches(source)])
             pairs = (
                 f"SELECT target.{ROW_ADDRESS}, source.{_SOURCE_ROW} "
@@ -308,48 +350,113 @@ class MergeBuilder:
             if update:
                 where = "" if update_condition is None else f" WHERE ({update_condition})"
                 updates = ctx.sql(pairs + where).to_arrow_table()
-            gone = pa.table({ROW_ADDRESS: pa.array([], pa.uint64())})
-            if delete:
-                extra = "" if delete_condition is None else f" AND ({delete_condition})"
-                gone = ctx.sql(
+            unmatched = pa.table({ROW_ADDRESS: pa.array([], pa.uint64())})
+            if not isinstance(deleting, AlwaysFalse):
+                unmatched = ctx.sql(
                     f"SELECT {ROW_ADDRESS} FROM target WHERE NOT EXISTS (SELECT 1 FROM "
-                    f"source WHERE {keys}){extra}"
+                    f"source WHERE {keys})"
                 ).to_arrow_table()
-            return matches, updates, gone
+            return matches, updates, unmatched
 
         try:
-            matches, updates, gone = deep(run)
+            matches, updates, unmatched = deep(run)
         except Exception as exc:
             raise errors.InvalidInputError(
                 f"cannot evaluate the merge on {self._on}: {exc}"
             ) from exc
+        self._check_single_update(updates, target)
+        gone = _unmatched_deleted(unmatched, target, deleting)
         deleted = pa.concat_arrays(
-            [
-                updates.column(ROW_ADDRESS).combine_chunks().cast(pa.uint64()),
-                gone.column(ROW_ADDRESS).combine_chunks().cast(pa.uint64()),
-            ]
+            [updates.column(ROW_ADDRESS).combine_chunks().cast(pa.uint64()), gone]
         )
         return _LeafMatches(
             read_version=int(ds.version),
             deleted=deleted,
             updated=updates.num_rows,
-            by_source=gone.num_rows,
+            by_source=len(gone),
             matched=_indexes(matches),
             updating=_indexes(updates),
+            kept=_rows_at(target, updates.column(ROW_ADDRESS), kept),
         )
 
-    def _new_rows(
-        self, source: pa.Table, matched: list[np.ndarray], updating: list[np.ndarray]
-    ) -> pa.Table:
-        """The source rows to stage: each one that updates a target row (once per target
-        row it replaces), and the unmatched ones when inserting."""
-        parts = [source.take(pa.array(u)) for u in updating if len(u)]
+    def _check_single_update(self, updates: pa.Table, target: pa.Table) -> None:
+        """Raise DuplicateKeyError when several source rows update one target row."""
+        if not updates.num_rows:
+            return
+        row_addresses = updates.column(ROW_ADDRESS).combine_chunks().to_numpy(zero_copy_only=False)
+        values, counted = np.unique(row_addresses, return_counts=True)
+        repeated = values[counted > 1]
+        if not len(repeated):
+            return
+        where = pc.is_in(target.column(ROW_ADDRESS), pa.array(repeated[:3], pa.uint64()))
+        example = target.filter(where).select(self._on).to_pylist()
+        raise errors.DuplicateKeyError(
+            f"{len(repeated)} target row(s) are matched on {self._on} by several source rows "
+            f"that would update them, e.g. the key(s) {example}: a target row can be updated "
+            "by one source row only. Deduplicate the source first (source rows that share a "
+            "key matching no target row are each inserted)"
+        )
+
+    def _new_rows(self, source: pa.Table, found: list[_LeafMatches], read: pa.Schema) -> pa.Table:
+        """The rows to stage, in the read schema: each source row that updates a target row
+        (once per target row it replaces, with that row's values of the columns the source
+        lacks), and the unmatched ones (NULL in those columns) when inserting."""
+        parts = [
+            _complete(source.take(pa.array(m.updating)), m.kept, read) for m in found if m.updated
+        ]
         if self._insert:
             hit = np.zeros(source.num_rows, dtype=bool)
-            for m in matched:
-                hit[m] = True
-            parts.append(source.filter(pa.array(~hit)))
-        return pa.concat_tables(parts) if parts else source.slice(0, 0)
+            for m in found:
+                hit[m.matched] = True
+            new = source.filter(pa.array(~hit))
+            if new.num_rows:
+                required = [f.name for f in self._absent if not f.nullable]
+                if required:
+                    raise errors.InvalidInputError(
+                        f"the merge would insert {new.num_rows} source row(s) that match no "
+                        f"target row, but the source lacks the column(s) {required}, which "
+                        "are not nullable: add them to the source, or drop "
+                        "when_not_matched_insert_all. Nothing was changed"
+                    )
+                nulls = pa.table(
+                    [pa.nulls(new.num_rows, f.type) for f in self._absent],
+                    schema=pa.schema(self._absent),
+                )
+                parts.append(_complete(new, nulls, read))
+        return pa.concat_tables(parts) if parts else read.empty_table()
+
+
+def _rows_at(target: pa.Table, row_addresses: pa.ChunkedArray, columns: list[str]) -> pa.Table:
+    """The ``columns`` of the ``target`` rows at ``row_addresses``, in that order."""
+    where = pc.index_in(
+        row_addresses.cast(pa.uint64()), target.column(ROW_ADDRESS).combine_chunks()
+    )
+    return target.select(columns).take(where)
+
+
+def _complete(rows: pa.Table, absent: pa.Table, read: pa.Schema) -> pa.Table:
+    """``rows`` (source columns) with the columns of ``absent`` added, in the read schema
+    (every field nullable: a NULL of a NOT NULL column is refused when staged)."""
+    columns = [
+        rows.column(f.name) if f.name in rows.column_names else absent.column(f.name) for f in read
+    ]
+    return pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in read]))
+
+
+def _unmatched_deleted(unmatched: pa.Table, target: pa.Table, deleting: Predicate) -> pa.Array:
+    """The row addresses of the ``unmatched`` target rows for which ``deleting`` holds
+    (evaluated as a delete evaluates its residual: in memory over the target's rows)."""
+    gone = unmatched.column(ROW_ADDRESS).combine_chunks().cast(pa.uint64())
+    if isinstance(deleting, AlwaysTrue) or not len(gone):
+        return gone
+    if isinstance(deleting, AlwaysFalse):
+        return gone.slice(0, 0)
+    holding = [
+        scan.post_filter(batch, deleting).column(ROW_ADDRESS) for batch in target.to_batches()
+    ]
+    if not holding:
+        return gone.slice(0, 0)
+    return gone.filter(pc.is_in(gone, pa.concat_arrays(holding).cast(pa.uint64())))
 
 
 def _batches(table: pa.Table) -> list[pa.RecordBatch]:
