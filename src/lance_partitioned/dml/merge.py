@@ -175,7 +175,8 @@ class MergeBuilder:
             raise errors.InvalidInputError(
                 f"merge key column(s) {missing} are not namespace columns {read.names}"
             )
-        source = self._source(schema)
+        raw = as_reader(self._data).read_all()
+        source = self._source(schema, raw)
         if self._delete[0] and self._delete[1] is not None:
             leaf_tasks(manifest, first, self._delete[1])  # a bad condition fails first
         cache: dict[str, _LeafMatches] = {}
@@ -184,11 +185,20 @@ class MergeBuilder:
         inserted = [0]
 
         def plan(snapshot: ManifestSnapshot) -> ChangePlan:
+            nonlocal source, read
             if snapshot.metadata.schema.read_schema() != read:
-                raise errors.ConcurrentSchemaChangeError(
-                    f"the namespace schema changed at __manifest version {snapshot.version} "
-                    "while this merge ran: nothing was changed; run the merge again"
-                )
+                # the schema changed meanwhile: the source is conformed to the new one and
+                # the leaves searched again
+                try:
+                    source = self._source(snapshot.metadata.schema, raw)
+                except (errors.InvalidInputError, errors.SchemaMismatchError) as exc:
+                    raise errors.ConcurrentSchemaChangeError(
+                        f"the namespace schema changed at __manifest version "
+                        f"{snapshot.version} while this merge ran, and the source no longer "
+                        f"fits it ({exc}): nothing was changed"
+                    ) from exc
+                read = snapshot.metadata.schema.read_schema()
+                cache.clear()
             used.clear()
             changes: list[LeafChange] = []
             reads: dict[str, int] = {}
@@ -240,10 +250,9 @@ class MergeBuilder:
         )
 
     # ------------------------------------------------------------------------- steps
-    def _source(self, schema: NamespaceSchema) -> pa.Table:
-        """The source's columns in the namespace's types (read-schema order), with its row
-        index; the namespace columns it lacks are noted in ``self._absent``."""
-        table = as_reader(self._data).read_all()
+    def _source(self, schema: NamespaceSchema, table: pa.Table) -> pa.Table:
+        """The source ``table``'s columns in the namespace's types (read-schema order), with
+        its row index; the namespace columns it lacks are noted in ``self._absent``."""
         missing = [k for k in self._on if k not in table.column_names]
         if missing:
             raise errors.InvalidInputError(
