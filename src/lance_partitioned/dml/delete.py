@@ -55,6 +55,7 @@ class PreparedDelete:
     version: int
     operation: Any
     count: DeleteCount
+    change: Any = None  # its LeafChange, the same object on every attempt
 
 
 def prepared(
@@ -114,8 +115,10 @@ def delete_changes(
         if is_whole_leaf(task) and task.object_id not in written:
             drops.append(task.object_id)
             dropped_rows += leaf_rows(task)
-        elif prepared(task, schema, cache).operation is not None:
-            changes.append(LeafChange(task.object_id, _prepare(task, schema, cache)))
+        elif (found := prepared(task, schema, cache)).operation is not None:
+            if found.change is None:
+                found.change = LeafChange(task.object_id, _prepare(task, schema, cache))
+            changes.append(found.change)
     return changes, drops, dropped_rows
 
 

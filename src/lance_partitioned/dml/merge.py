@@ -45,7 +45,7 @@ from lance_partitioned.expressions.sqltext import deep
 from lance_partitioned.manifest import DELIMITER, Manifest, ManifestSnapshot
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
-from lance_partitioned.transaction import ChangePlan, LeafChange, commit_changes
+from lance_partitioned.transaction import ChangePlan, LeafChange, PendingWrite, commit_changes
 from lance_partitioned.write import WriteOptions, as_reader, group_rows, partition_values, stage
 
 __all__ = ["MergeBuilder"]
@@ -70,6 +70,7 @@ class _LeafMatches:
     matched: np.ndarray  # source row indexes with a key match here
     updating: np.ndarray  # source row indexes that update a row here
     kept: pa.Table  # the updated target rows' values of the columns the source lacks
+    change: LeafChange | None = None  # the same object on every attempt: its commit is kept
 
 
 class MergeBuilder:
@@ -183,6 +184,7 @@ class MergeBuilder:
         counts: dict[str, DeleteCount] = {}
         used: list[_LeafMatches] = []
         inserted = [0]
+        staged: list[tuple[list[_LeafMatches], PendingWrite | None, int, Any] | None] = [None]
 
         def plan(snapshot: ManifestSnapshot) -> ChangePlan:
             nonlocal source, read
@@ -214,20 +216,33 @@ class MergeBuilder:
                     reads[task.object_id] = found.read_version
                 where = addresses(found.deleted)
                 if where is not None:
-                    count = counts.setdefault(task.object_id, DeleteCount())
-                    changes.append(LeafChange(task.object_id, _prepare(where, count)))
-            rows = self._new_rows(source, used, read)
-            inserted[0] = rows.num_rows - sum(len(m.updating) for m in used)
-            writes = None
-            if rows.num_rows:
-                writes = stage(
-                    manifest,
-                    snapshot,
-                    rows,
-                    mode="append",
-                    target=leaf_schema(snapshot.metadata.schema),
-                    options=self._options,
-                )
+                    if found.change is None:
+                        count = counts.setdefault(task.object_id, DeleteCount())
+                        found.change = LeafChange(task.object_id, _prepare(where, count))
+                    changes.append(found.change)
+            # the same searches staged under the same metadata: the same staged write, so that
+            # its leaf commits are kept on a retry
+            entry = staged[0]
+            if (
+                entry is None
+                or entry[3] != snapshot.metadata
+                or len(entry[0]) != len(used)
+                or any(a is not b for a, b in zip(entry[0], used, strict=True))
+            ):
+                rows = self._new_rows(source, used, read)
+                writes = None
+                if rows.num_rows:
+                    writes = stage(
+                        manifest,
+                        snapshot,
+                        rows,
+                        mode="append",
+                        target=leaf_schema(snapshot.metadata.schema),
+                        options=self._options,
+                    )
+                entry = staged[0] = (list(used), writes, rows.num_rows, snapshot.metadata)
+            _, writes, staged_rows, _ = entry
+            inserted[0] = staged_rows - sum(len(m.updating) for m in used)
             return ChangePlan(
                 changes=changes,
                 writes=writes,

@@ -133,6 +133,7 @@ class _LeafWork:
     rows: int
     staged: PendingWrite | None
     moved: int
+    change: LeafChange | None = None  # the same object on every attempt: its commit is kept
 
 
 def _prepare(
@@ -161,6 +162,7 @@ def update(
     counts: dict[str, DeleteCount] = {}
     done: list[_LeafWork] = []
     planned = [first.metadata]
+    merged: dict[tuple[int, ...], PendingWrite | None] = {}
 
     def work(task: ScanTask, snapshot: ManifestSnapshot) -> _LeafWork:
         ds = task.open()
@@ -212,13 +214,19 @@ def update(
             done.append(found)
             if task.read_version is not None:  # (a foreign leaf without one: its latest)
                 reads[task.object_id] = found.read_version
-            count = counts.setdefault(task.object_id, DeleteCount())
-            changes.append(LeafChange(task.object_id, _prepare(task, schema, count)))
+            if found.change is None:
+                count = counts.setdefault(task.object_id, DeleteCount())
+                found.change = LeafChange(task.object_id, _prepare(task, schema, count))
+            changes.append(found.change)
             if found.staged is not None and found.staged.leaves:
                 writes.append(found.staged)
+        key = tuple(id(w) for w in writes)
+        if key not in merged:  # the same staged writes merge into the same object
+            merged.clear()
+            merged[key] = merge_pending(writes) if writes else None
         return ChangePlan(
             changes=changes,
-            writes=merge_pending(writes) if writes else None,
+            writes=merged[key],
             reads=reads,
             properties=properties(
                 "update", predicate=describe(where), assignments=repr(sorted(checked.items()))
