@@ -63,8 +63,10 @@ def prepared(
 ) -> PreparedDelete:
     """The delete of ``task``'s matching rows at its ``read_version``, from ``cache`` when it
     was prepared at that version."""
-    ds = task.open()
     known = cache.get(task.object_id)
+    if known is not None and known.version == task.read_version:
+        return known  # (without opening the leaf again)
+    ds = task.open()
     if known is not None and known.version == ds.version:
         return known
     count = DeleteCount()

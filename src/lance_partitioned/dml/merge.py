@@ -205,12 +205,15 @@ class MergeBuilder:
             changes: list[LeafChange] = []
             reads: dict[str, int] = {}
             for task, rows, deleting in self._candidates(snapshot, source):
-                ds = task.open()
                 found = cache.get(task.object_id)
-                if found is None or found.read_version != ds.version:
-                    subset = source if rows is None else source.take(pa.array(rows))
-                    found = self._search(ds, task, snapshot.metadata.schema, subset, deleting)
-                    cache[task.object_id] = found
+                if found is None or found.read_version != task.read_version:
+                    # (a search at the manifest's version is reused without opening the leaf)
+                    ds = task.open()
+                    if found is None or found.read_version != ds.version:
+                        subset = source if rows is None else source.take(pa.array(rows))
+                        schema_now = snapshot.metadata.schema
+                        found = self._search(ds, task, schema_now, subset, deleting)
+                        cache[task.object_id] = found
                 used.append(found)
                 if task.read_version is not None:  # (a foreign leaf without one: its latest)
                     reads[task.object_id] = found.read_version

@@ -165,8 +165,10 @@ def update(
     merged: dict[tuple[int, ...], PendingWrite | None] = {}
 
     def work(task: ScanTask, snapshot: ManifestSnapshot) -> _LeafWork:
-        ds = task.open()
         known = cache.get(task.object_id)
+        if known is not None and known.read_version == task.read_version:
+            return known  # (without opening the leaf again)
+        ds = task.open()
         if known is not None and known.read_version == ds.version:
             return known
         schema = snapshot.metadata.schema
