@@ -153,7 +153,7 @@ def cleanup_command(
     if result.rolled_back:
         leaves = _count(len(result.rolled_back), "leaf", "leaves")
         out.print(
-            f"{'would roll' if dry_run else 'rolled'} back {leaves} to their read_version over "
-            f"the versions an interrupted write left: {', '.join(result.rolled_back)}"
+            f"{'would roll' if dry_run else 'rolled'} back {leaves} over the versions an "
+            f"interrupted write left: {', '.join(result.rolled_back)}"
         )
     return EXIT_OK
