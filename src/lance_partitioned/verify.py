@@ -14,7 +14,10 @@ a corrupt key is reported instead of failing the read):
   committed to it past that ``read_version``: versions that no ``__manifest`` version names
   are an *interrupted write* (a writer stopped between its leaf commits and its ``__manifest``
   commit, or a commit made outside the namespace), which ``repair=True``, ``cleanup`` and the
-  next write to the partition roll back (:mod:`lance_partitioned.maintenance.rollback`);
+  next write to the partition roll back (:mod:`lance_partitioned.maintenance.rollback`); to
+  tell them from versions that an older ``__manifest`` version names (``leaf_ahead``: the
+  ``__manifest`` was rolled back outside the namespace), a leaf past its ``read_version``
+  makes verify read two columns of every ``__manifest`` version;
 - every leaf's schema is compatible with the namespace schema (spec 000's read rules), and a
   sample of its rows converts to it;
 - the partition expressions, re-applied to the sampled rows, give the leaf's partition values.
