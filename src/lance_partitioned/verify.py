@@ -11,11 +11,20 @@ a corrupt key is reported instead of failing the read):
   gives, its parent namespaces exist, and its ``location`` follows ``<hash>_<object_id>``;
 - partition values: every row carries the values of its parent namespace;
 - every leaf's ``location`` exists and opens at its ``read_version``, and no version was
-  committed to it past that ``read_version`` (such data is invisible, and the next write to the
-  partition rolls it back);
+  committed to it past that ``read_version``: versions that no ``__manifest`` version names
+  are an *interrupted write* (a writer stopped between its leaf commits and its ``__manifest``
+  commit, or a commit made outside the namespace), which ``repair=True``, ``cleanup`` and the
+  next write to the partition roll back (:mod:`lance_partitioned.maintenance.rollback`); to
+  tell them from versions that an older ``__manifest`` version names (``leaf_ahead``: the
+  ``__manifest`` was rolled back outside the namespace), a leaf past its ``read_version``
+  makes verify read two columns of every ``__manifest`` version;
 - every leaf's schema is compatible with the namespace schema (spec 000's read rules), and a
   sample of its rows converts to it;
 - the partition expressions, re-applied to the sampled rows, give the leaf's partition values.
+
+``verify(uri, repair=True)`` rolls the leaves of interrupted writes back to their
+``read_version`` (a Lance ``Restore``, as the next write would; it removes nothing, so it is
+safe while writers run) and lists them in :attr:`Report.repaired` instead of the problems.
 
 Directories under a local root that no leaf of the version read references are reported with
 their sizes as *orphans* (leftovers of interrupted writes, or leaves an older ``__manifest``
@@ -48,6 +57,12 @@ import pyarrow as pa
 
 from lance_partitioned import errors
 from lance_partitioned.consistency import conform_batch, conform_for_read, leaf_field
+from lance_partitioned.maintenance.rollback import (
+    Unpublished,
+    find_unpublished,
+    naming_versions,
+    roll_back,
+)
 from lance_partitioned.manifest import (
     LEAF_NAME,
     MANIFEST_DIR,
@@ -78,7 +93,11 @@ class Problem:
     ----------
     kind : str
         A stable code: ``metadata``, ``properties``, ``name``, ``parent``, ``location``,
-        ``missing_leaf``, ``missing_version``, ``leaf_ahead``, ``schema``, ``partition_value``.
+        ``missing_leaf``, ``missing_version``, ``interrupted_write`` (leaf versions above the
+        ``read_version`` that no ``__manifest`` version names), ``leaf_ahead`` (leaf versions
+        above the ``read_version`` that an older ``__manifest`` version names: the
+        ``__manifest`` was rolled back outside the namespace), ``schema``,
+        ``partition_value``.
     object_id : str or None
         The ``__manifest`` row at fault (None: the table metadata).
     message : str
@@ -114,6 +133,9 @@ class Report:
         Empty when the namespace is healthy.
     orphans : list of Orphan or None
         None when the root is not a local directory (not listed).
+    repaired : list of Problem
+        With ``repair=True``: the ``interrupted_write`` problems that were repaired (the leaf
+        rolled back to its ``read_version``); they are not in ``problems``.
     """
 
     version: int
@@ -121,6 +143,7 @@ class Report:
     rows_sampled: int
     problems: list[Problem] = field(default_factory=list)
     orphans: list[Orphan] | None = None
+    repaired: list[Problem] = field(default_factory=list)
 
     @property
     def healthy(self) -> bool:
@@ -143,6 +166,7 @@ def verify(
     *,
     sample_rows: int = 1000,
     threads: int | None = None,
+    repair: bool = False,
 ) -> Report:
     """Check the namespace at ``uri`` (its latest ``__manifest`` version).
 
@@ -156,6 +180,10 @@ def verify(
         Rows read from each leaf to check its values (its first ones).
     threads : int, optional
         Leaves checked in parallel.
+    repair : bool
+        Roll the leaves of interrupted writes back to their ``read_version`` (see
+        :mod:`lance_partitioned.maintenance.rollback`; nothing is removed, so it is safe
+        while writers run) and list them in ``Report.repaired``. Nothing else is repaired.
 
     Raises
     ------
@@ -163,6 +191,8 @@ def verify(
         No ``__manifest`` at ``uri``.
     NotAPartitionedNamespaceError
         A directory namespace without any ``partition_spec_v<N>`` key.
+    StorageError
+        With ``repair``: the storage refused a rollback.
     """
     manifest = Manifest(uri, storage_options)
     raw = manifest.read_raw()
@@ -185,12 +215,18 @@ def verify(
     leaves = [entry for entry in entries if entry.is_table]
     width = max(1, min(threads or DEFAULT_THREADS, len(leaves) or 1))
     sampled = 0
+    ahead: list[_Ahead] = []
     with ThreadPoolExecutor(max_workers=width) as pool:
-        for found, rows in pool.map(
+        for found, rows, leaf_ahead in pool.map(
             lambda e: _check_leaf(manifest, e, metadata, sample_rows), leaves
         ):
             problems.extend(found)
             sampled += rows
+            if leaf_ahead is not None:
+                ahead.append(leaf_ahead)
+    repaired: list[Problem] = []
+    if ahead:
+        problems.extend(_judge_ahead(manifest, raw.version, ahead, repaired if repair else None))
     referenced = {entry.location for entry in leaves if entry.location}
     return Report(
         version=raw.version,
@@ -198,6 +234,7 @@ def verify(
         rows_sampled=sampled,
         problems=problems,
         orphans=_orphans(manifest.root, referenced),
+        repaired=repaired,
     )
 
 
@@ -338,47 +375,113 @@ def _check_inherited(
 # ---------------------------------------------------------------------------------- leaves
 
 
-def _open(manifest: Manifest, entry: ManifestEntry) -> tuple[Any, list[Problem]]:
-    """The leaf at its read_version (None when it cannot be opened) and what is wrong."""
+@dataclass(frozen=True)
+class _Ahead:
+    """A leaf whose latest version is past its ``read_version``, and the rows it has more."""
+
+    found: Unpublished
+    rows: int
+
+
+def _open(manifest: Manifest, entry: ManifestEntry) -> tuple[Any, list[Problem], _Ahead | None]:
+    """The leaf at its read_version (None when it cannot be opened), what is wrong, and the
+    versions past its read_version (judged by :func:`_judge_ahead`)."""
     oid = entry.object_id
     uri = manifest.table_uri(entry.location or "")
     options = manifest.storage_options or None
     try:
         latest = lance.dataset(uri, storage_options=options)
     except (OSError, ValueError) as exc:
-        return None, [
-            Problem(
-                "missing_leaf",
-                oid,
-                f"location {entry.location!r} is not a Lance table: {lance_message(exc)}",
-            )
-        ]
+        return (
+            None,
+            [
+                Problem(
+                    "missing_leaf",
+                    oid,
+                    f"location {entry.location!r} is not a Lance table: {lance_message(exc)}",
+                )
+            ],
+            None,
+        )
     if entry.read_version is None or entry.read_version == latest.version:
-        return latest, []
+        return latest, [], None
     try:
         dataset = lance.dataset(uri, version=entry.read_version, storage_options=options)
     except (OSError, ValueError) as exc:
-        return None, [
-            Problem(
-                "missing_version",
-                oid,
-                f"read_version {entry.read_version} does not open: {lance_message(exc)}",
-            )
-        ]
-    problems = []
-    if latest.version > entry.read_version:
-        extra = latest.count_rows() - dataset.count_rows()
-        problems.append(
-            Problem(
-                "leaf_ahead",
-                oid,
-                f"the leaf is at version {latest.version}, past its read_version "
-                f"{entry.read_version} ({extra:+d} rows): versions committed outside the "
-                "namespace are invisible to readers and the next write to this partition "
-                "rolls them back",
-            )
+        return (
+            None,
+            [
+                Problem(
+                    "missing_version",
+                    oid,
+                    f"read_version {entry.read_version} does not open: {lance_message(exc)}",
+                )
+            ],
+            None,
         )
-    return dataset, problems
+    found = find_unpublished(oid, uri, latest, entry.read_version)
+    if found is None:
+        return dataset, [], None
+    return dataset, [], _Ahead(found, latest.count_rows() - dataset.count_rows())
+
+
+def _judge_ahead(
+    manifest: Manifest, checked: int, ahead: Sequence[_Ahead], repaired: list[Problem] | None
+) -> list[Problem]:
+    """The problems of leaves past their ``read_version`` in ``__manifest`` version
+    ``checked``: versions that no ``__manifest`` version names are an interrupted write
+    (rolled back, and added to ``repaired``, when it is a list); versions that an older one
+    names mean the ``__manifest`` was rolled back outside the namespace; versions that a
+    newer one names were published since ``checked`` was read (not a problem)."""
+    named = naming_versions(manifest, [a.found.uri for a in ahead], skip=checked)
+    problems = []
+    for item in sorted(ahead, key=lambda a: a.found.object_id):
+        found, r = item.found, item.found.read_version
+        names = {
+            version: by
+            for version, by in named.get(found.uri, {}).items()
+            if version in found.versions
+        }
+        by = sorted({m for ms in names.values() for m in ms})
+        if by and by[0] > checked:
+            continue
+        if by:
+            problems.append(
+                Problem(
+                    "leaf_ahead",
+                    found.object_id,
+                    f"the leaf is at version {found.latest}, past its read_version {r} "
+                    f"({item.rows:+d} rows), and older __manifest versions {by} name leaf "
+                    f"versions {sorted(names)}: the __manifest was rolled back outside the "
+                    "namespace; readers of the latest version do not see them, and the next "
+                    f"write to this partition rolls the leaf back to version {r}",
+                )
+            )
+            continue
+        problem = Problem(
+            "interrupted_write",
+            found.object_id,
+            f"{found.describe()} above its read_version {r} ({item.rows:+d} rows), named by "
+            "no __manifest version: an interrupted write (a writer stopped between its leaf "
+            "commits and its __manifest commit, or still in progress), or a commit made "
+            "outside the namespace. Readers do not see them; `verify --repair`, a cleanup "
+            "once they are older than its retention, or the next write to this partition "
+            f"rolls the leaf back to version {r}",
+        )
+        if repaired is None:
+            problems.append(problem)
+        elif roll_back(found, manifest.storage_options):
+            repaired.append(problem)
+        else:
+            problems.append(
+                Problem(
+                    problem.kind,
+                    problem.object_id,
+                    f"{problem.message} (not repaired: the leaf moved meanwhile, a writer is "
+                    "at work on it; run verify again)",
+                )
+            )
+    return problems
 
 
 def _top_level_ids(metadata: NamespaceMetadata) -> dict[int, pa.Field]:
@@ -395,12 +498,22 @@ def _check_leaf(
     entry: ManifestEntry,
     metadata: NamespaceMetadata | None,
     sample_rows: int,
-) -> tuple[list[Problem], int]:
+) -> tuple[list[Problem], int, _Ahead | None]:
     if not entry.location:
-        return [], 0
-    dataset, problems = _open(manifest, entry)
+        return [], 0, None
+    dataset, problems, ahead = _open(manifest, entry)
     if dataset is None or metadata is None:
-        return problems, 0
+        return problems, 0, ahead
+    found, sampled = _check_contents(entry, dataset, metadata, sample_rows)
+    return problems + found, sampled, ahead
+
+
+def _check_contents(
+    entry: ManifestEntry, dataset: Any, metadata: NamespaceMetadata, sample_rows: int
+) -> tuple[list[Problem], int]:
+    """The leaf's schema against the namespace's, and a sample of its rows against its
+    partition values."""
+    problems: list[Problem] = []
     oid = entry.object_id
     leaf = dataset.schema
     read = metadata.schema.read_schema()

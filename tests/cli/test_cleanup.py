@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 import lance_partitioned as lp
+from lance_partitioned import transaction
+from tests.cli.conftest import Here
 from tests.cli.helpers import cli, one_line_error
 from tests.maintenance.helpers import files
 
@@ -58,3 +61,23 @@ def test_a_bad_duration_and_a_missing_namespace_are_usage_errors(tmp_path: Path)
     ns = _history(tmp_path / "ns")
     assert "not a duration" in one_line_error(cli("cleanup", ns.uri, "--older-than", "7 days"))
     assert "no partitioned namespace" in one_line_error(cli("cleanup", tmp_path / "nothing"))
+
+
+def test_cleanup_rolls_back_an_interrupted_write(tmp_path: Path, here: Here) -> None:
+    ns = _history(tmp_path / "ns")
+
+    def crash() -> None:
+        raise RuntimeError("killed")
+
+    with transaction.pause_at("leaves_committed", crash), pytest.raises(RuntimeError):
+        ns.write(pa.table({"id": [5], "k": ["c"]}))
+    (leaf,) = ns.partitions(sizes=False).column("object_id").to_pylist()
+    assert here("verify", ns.uri).code == 1
+    preview = here("cleanup", ns.uri, "--older-than", "0", "--dry-run")
+    assert preview.code == 0, preview.err
+    assert "would roll back 1 leaf over the versions an interrupted write left" in preview.out
+    done = here("cleanup", ns.uri, "--older-than", "0", "--json")
+    assert done.code == 0, done.err
+    assert done.json()["rolled_back"] == [leaf]
+    assert here("verify", ns.uri).code == 0
+    assert lp.PartitionedNamespace.open(ns.uri).to_table().column("id").to_pylist() == [4]

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import lance
 import pyarrow as pa
+import pytest
 
 import lance_partitioned as lp
+from lance_partitioned import transaction
 from tests.cli.conftest import Here
 from tests.cli.helpers import build, cli
 
@@ -60,13 +62,13 @@ def test_each_breakage_is_reported_with_exit_1(tmp_path: Path) -> None:
     found = {(p["kind"], p["object_id"]) for p in out["problems"]}
     assert found == {
         ("missing_leaf", gone["object_id"]),
-        ("leaf_ahead", ahead["object_id"]),
+        ("interrupted_write", ahead["object_id"]),
         ("partition_value", wrong["object_id"]),
         ("properties", broken["object_id"]),
     }, out["problems"]
     messages = {p["kind"]: p["message"] for p in out["problems"]}
-    assert "past its read_version" in messages["leaf_ahead"]
-    assert "(+1 rows)" in messages["leaf_ahead"]
+    assert "leaf version 2 above its read_version 1 (+1 rows)" in messages["interrupted_write"]
+    assert "or a commit made outside the namespace" in messages["interrupted_write"]
     assert "country = 'US'" in messages["partition_value"]
     assert "partition value is 'MX'" in messages["partition_value"]
     assert "not valid JSON" in messages["properties"]
@@ -114,3 +116,33 @@ def test_a_missing_partition_column_is_a_problem(tmp_path: Path, here: Here) -> 
         "object_id": None,
         "message": ("the __manifest has no column for partition field 'ts_year'"),
     } in problems
+
+
+def test_repair_rolls_back_an_interrupted_write(tmp_path: Path, here: Here) -> None:
+    """A write killed after its leaf commits: exit 1 naming the interrupted write; --repair
+    rolls the leaf back (exit 0, listed as repaired); then the namespace is healthy."""
+    schema = pa.schema([("id", pa.int64()), ("country", pa.string())])
+    root = tmp_path / "ns"
+    ns = lp.PartitionedNamespace.create(str(root), schema=schema, partition_by="country")
+    ns.write(pa.table({"id": [1, 2], "country": ["US", "FR"]}))
+
+    def crash() -> None:
+        raise RuntimeError("killed")
+
+    with transaction.pause_at("leaves_committed", crash), pytest.raises(RuntimeError):
+        ns.write(pa.table({"id": [3], "country": ["US"]}))
+    leaf = _leaf(ns, "country = 'US'")["object_id"]
+    found = here("verify", root)
+    assert found.code == 1
+    assert "interrupted_write" in found.out
+    assert "--repair" in found.out
+    repaired = here("verify", root, "--repair", "--json")
+    assert repaired.code == 0, repaired.out
+    out = repaired.json()
+    assert out["problems"] == []
+    assert [(p["kind"], p["object_id"]) for p in out["repaired"]] == [("interrupted_write", leaf)]
+    text = here("verify", root, "--repair")
+    assert text.code == 0
+    assert "healthy" in text.out
+    assert "repaired" not in text.out  # nothing left to repair
+    assert sorted(ns.refresh().to_table().column("id").to_pylist()) == [1, 2]

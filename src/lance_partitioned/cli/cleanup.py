@@ -87,7 +87,8 @@ def cleanup_command(
     debug: DebugOpt = False,
 ) -> int:
     """Remove old __manifest versions, leaf versions no kept version reads, dropped leaf
-    directories and files of writers that never committed, once older than --older-than.
+    directories and files of writers that never committed, once older than --older-than;
+    first roll back the leaves that an interrupted write left ahead of their read_version.
     Tagged versions and the latest always stay. Safe while others write, as long as no
     writer runs longer than the retention."""
     retention = parse_duration(older_than)
@@ -123,6 +124,7 @@ def cleanup_command(
                 "removed_manifest_versions": list(result.removed_manifest_versions),
                 "kept_leaf_versions": result.kept_leaf_versions,
                 "leaves": result.leaves,
+                "rolled_back": list(result.rolled_back),
             }
         )
         return EXIT_OK
@@ -148,4 +150,10 @@ def cleanup_command(
         f"kept {_count(len(kept), '__manifest version')} ({listed}) and {leaf_versions} "
         f"of {_count(result.leaves, 'leaf', 'leaves')}"
     )
+    if result.rolled_back:
+        leaves = _count(len(result.rolled_back), "leaf", "leaves")
+        out.print(
+            f"{'would roll' if dry_run else 'rolled'} back {leaves} over the versions an "
+            f"interrupted write left: {', '.join(result.rolled_back)}"
+        )
     return EXIT_OK

@@ -38,15 +38,24 @@ def verify_command(
     sample: Annotated[
         int, typer.Option("--sample", min=0, help="Rows read per leaf to re-check its values.")
     ] = 1000,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="Roll the leaves of interrupted writes back to their read_version, as the "
+            "next write would (removes nothing; safe while others write).",
+        ),
+    ] = False,
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
     debug: DebugOpt = False,
 ) -> int:
     """Check the namespace: leaves open at their read_version, schemas, partition values,
-    names, metadata JSON; list orphan directories. Exit 1 when a problem is found."""
+    names, metadata JSON; list orphan directories. Exit 1 when a problem is found (one that
+    --repair repaired does not count)."""
     from lance_partitioned.verify import verify
 
-    report = verify(uri, storage_options(storage_option), sample_rows=sample)
+    report = verify(uri, storage_options(storage_option), sample_rows=sample, repair=repair)
     code = EXIT_OK if report.healthy else EXIT_PROBLEMS
     orphans = report.orphans
     if json_output:
@@ -63,6 +72,10 @@ def verify_command(
                 "orphans": None
                 if orphans is None
                 else [{"location": o.location, "bytes": o.bytes} for o in orphans],
+                "repaired": [
+                    {"kind": p.kind, "object_id": p.object_id, "message": p.message}
+                    for p in report.repaired
+                ],
             }
         )
         return code
@@ -74,6 +87,10 @@ def verify_command(
     if report.problems:
         rows = [[p.kind, p.object_id or "(table metadata)", p.message] for p in report.problems]
         title = _count(len(report.problems), "problem")
+        console.print(table(title, ["kind", "object", "problem"], rows))
+    if report.repaired:
+        rows = [[p.kind, p.object_id or "", p.message] for p in report.repaired]
+        title = f"{_count(len(report.repaired), 'problem')} repaired (leaves rolled back)"
         console.print(table(title, ["kind", "object", "problem"], rows))
     if orphans:
         rows = [[o.location, human_bytes(o.bytes)] for o in orphans]

@@ -8,11 +8,15 @@ order (so that a crash at any point leaves every version that still exists reada
 second run finishes the job):
 
 1. the expired ``__manifest`` versions (Lance's cleanup, which keeps tagged versions too);
-2. in each leaf that a retained version lists: the data files staged by writers that never
-   committed (no leaf version reads them) older than the cutoff, then the leaf versions that
-   no retained version pins, older than the cutoff (Lance's cleanup with an explicit list of
-   versions, which keeps every file a remaining version reads; the latest leaf version stays,
-   even when it is an orphan a crashed writer left: the next writer restores over it);
+2. in each leaf that a retained version lists: a leaf that an interrupted write left ahead of
+   the latest version's ``read_version`` (leaf versions above it that no retained version
+   names, all older than the cutoff) is first rolled back to that ``read_version`` with a
+   Lance ``Restore``, as the next write to it would
+   (:mod:`~lance_partitioned.maintenance.rollback` says why that is safe while writers run);
+   then the data files staged by writers that never committed (no leaf version reads them)
+   older than the cutoff go, then the leaf versions that no retained version pins, older than
+   the cutoff (Lance's cleanup with an explicit list of versions, which keeps every file a
+   remaining version reads; the latest leaf version always stays);
 3. leaf directories that no retained version lists (leaves dropped by ``overwrite``, leaves a
    crashed writer created, another client's unpublished table) whose newest file is older
    than the cutoff: the files listed are deleted, not the directory as such, so a writer
@@ -57,6 +61,7 @@ from dataclasses import dataclass, field
 
 from lance_partitioned import errors
 from lance_partitioned.maintenance.files import Store, StoredFile
+from lance_partitioned.maintenance.rollback import find_unpublished, roll_back
 from lance_partitioned.maintenance.versions import (
     DatasetHistory,
     Removed,
@@ -113,6 +118,9 @@ class CleanupResult:
         Leaves examined.
     seconds : float
         Wall time.
+    rolled_back : tuple of str
+        Object ids of the leaves rolled back to their ``read_version`` over the versions an
+        interrupted write left (with ``dry_run``: that would be).
     """
 
     cutoff: dt.datetime
@@ -126,6 +134,7 @@ class CleanupResult:
     kept_leaf_versions: int
     leaves: int
     seconds: float
+    rolled_back: tuple[str, ...] = ()
 
     @property
     def files(self) -> int:
@@ -192,6 +201,7 @@ class _Totals:
     leaf_directories: Removed = field(default_factory=Removed)
     staged_files: Removed = field(default_factory=Removed)
     kept_leaf_versions: int = 0
+    rolled_back: list[str] = field(default_factory=list)
 
 
 def _delete(store: Store, files: Sequence[StoredFile], dry_run: bool) -> Removed:
@@ -208,10 +218,14 @@ def _relative(root: str, uri: str) -> str | None:
     return uri[len(prefix) :] if uri.startswith(prefix) else None
 
 
-def _references(manifest: Manifest, versions: Sequence[int]) -> dict[str, set[int | None]]:
+def _references(
+    manifest: Manifest, versions: Sequence[int]
+) -> tuple[dict[str, set[int | None]], dict[str, tuple[str, int]]]:
     """Leaf URI -> the ``read_version``s that the given ``__manifest`` versions pin (None:
-    a NULL ``read_version``, read the latest)."""
+    a NULL ``read_version``, read the latest); and leaf URI -> its object id and
+    ``read_version`` in the last of them (the latest ``__manifest`` version), when not NULL."""
     refs: dict[str, set[int | None]] = {}
+    published: dict[str, tuple[str, int]] = {}
     for version in versions:
         try:
             raw = manifest.read_raw(version)
@@ -222,11 +236,45 @@ def _references(manifest: Manifest, versions: Sequence[int]) -> dict[str, set[in
             raise typed or errors.StorageError(
                 f"cannot read __manifest version {version} at {manifest.root!r}: {exc}"
             ) from exc
+        published = {}
         for entry in raw.entries:
             if entry.object_type == TABLE and entry.location:
                 uri = manifest.table_uri(entry.location)
                 refs.setdefault(uri, set()).add(entry.read_version)
-    return refs
+                if entry.read_version is not None:
+                    published[uri] = (entry.object_id, entry.read_version)
+    return refs, published
+
+
+def _roll_back(
+    manifest: Manifest,
+    hist: DatasetHistory,
+    leaf: tuple[str, int],
+    pinned: set[int | None],
+    cutoff: dt.datetime,
+    *,
+    read: int,
+    dry_run: bool,
+) -> bool:
+    """Roll the leaf of ``hist`` back to its ``read_version`` when it is ahead of it over
+    versions that no retained version pins, all older than ``cutoff`` (see
+    :mod:`~lance_partitioned.maintenance.rollback`); whether it was (with ``dry_run``:
+    whether it would be). ``leaf`` is its object id and ``read_version`` in ``read``, the
+    latest ``__manifest`` version when the cleanup started; a ``read_version`` published since
+    then is added to ``pinned``. A leaf that moved meanwhile (a writer at work) is left."""
+    object_id, read_version = leaf
+    found = find_unpublished(object_id, hist.uri, hist.dataset, read_version, hist.times)
+    if found is None or found.newest >= cutoff or any(v in pinned for v in found.versions):
+        return False
+    if dry_run:
+        return True
+    if not roll_back(found, manifest.storage_options):
+        return False
+    if manifest.latest_version() != read:  # a writer published meanwhile: keep what it names
+        for entry in manifest.read_raw().entries:
+            if entry.is_table and entry.location and manifest.table_uri(entry.location) == hist.uri:
+                pinned.add(entry.read_version)
+    return True
 
 
 def _clean_dataset(
@@ -239,9 +287,11 @@ def _clean_dataset(
     totals: _Totals,
     *,
     is_manifest: bool = False,
+    kept_extra: int = 0,
 ) -> None:
     """Staged files first, then versions (Lance would otherwise count the old staged files
-    among the removed versions' files)."""
+    among the removed versions' files). ``kept_extra``: leaf versions a dry run counts as
+    kept beside those of ``hist`` (the rollback it would commit)."""
     listing = store.files(prefix)
     local = [StoredFile(f.path[len(prefix) + 1 :], f.size, f.mtime) for f in listing]
     staged = staged_files(hist, local, cutoff)
@@ -252,7 +302,7 @@ def _clean_dataset(
     if hist is None:
         return
     if not is_manifest:
-        totals.kept_leaf_versions += len(hist.times) - len(remove)
+        totals.kept_leaf_versions += len(hist.times) - len(remove) + kept_extra
     if not remove:
         return
     if dry_run:
@@ -376,7 +426,7 @@ def cleanup(
         )
     expired = expired_versions(manifest_history.times, manifest_history.tagged, cutoff)
     kept = sorted(set(manifest_history.times) - expired)
-    refs = _references(manifest, kept)
+    refs, published = _references(manifest, kept)
 
     # 1. expired __manifest versions first: leaf versions only they pin go next, so every
     # __manifest version that still exists stays readable whatever step a crash stops at
@@ -392,16 +442,28 @@ def cleanup(
             referenced_dirs.add(prefix.split("/", 1)[0])
         hist = history(uri, options)
         remove: set[int] = set()
+        rolled = False  # rolled back, or would be in a dry run: the latest version may go
         if hist is not None:
+            leaf = published.get(uri)
+            if leaf is not None and _roll_back(
+                manifest, hist, leaf, pinned, cutoff, read=kept[-1], dry_run=dry_run
+            ):
+                totals.rolled_back.append(leaf[0])
+                rolled = True
+                if not dry_run:
+                    hist = history(uri, options)
+        if hist is not None:
+            keep = None if rolled and dry_run else hist.latest
             remove = {
                 version
                 for version, committed in hist.times.items()
                 if version not in pinned
-                and version != hist.latest
+                and version != keep
                 and version not in hist.tagged
                 and committed < cutoff
             }
-        _clean_dataset(leaf_store, prefix, hist, remove, cutoff, dry_run, totals)
+        extra = 1 if rolled and dry_run else 0  # the rollback's version
+        _clean_dataset(leaf_store, prefix, hist, remove, cutoff, dry_run, totals, kept_extra=extra)
         if progress is not None:
             progress(CleanupProgress(uri, i + 1, len(refs)))
 
@@ -421,6 +483,7 @@ def cleanup(
         kept_leaf_versions=totals.kept_leaf_versions,
         leaves=len(refs),
         seconds=time.perf_counter() - started,
+        rolled_back=tuple(totals.rolled_back),
     )
     log.info(
         "cleanup%s of %s: %d files, %d bytes",
