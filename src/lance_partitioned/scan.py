@@ -77,6 +77,7 @@ from lance_partitioned.manifest import (
     ManifestSnapshot,
     row_read_version,
 )
+from lance_partitioned.manifest.versions import list_versions
 from lance_partitioned.runtime import DEFAULT_THREADS
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.partitioning import PartitionSpec
@@ -126,6 +127,12 @@ class ScanTask:
         Read only these fragments (None: every fragment).
     storage_options : tuple of (key, value)
         Storage options for opening the leaf.
+    manifest_root : str or None
+        The root of the namespace whose ``__manifest`` lists the leaf (None: unknown).
+    manifest_version : int or None
+        The ``__manifest`` version that pins :attr:`read_version` (None: unknown): when the
+        leaf cannot be opened, whether a cleanup removed that version tells an outdated
+        reader from a damaged namespace.
     """
 
     object_id: str
@@ -137,14 +144,21 @@ class ScanTask:
     row_count: int | None = None
     fragment_ids: tuple[int, ...] | None = None
     storage_options: tuple[tuple[str, str], ...] = ()
+    manifest_root: str | None = None
+    manifest_version: int | None = None
 
     def open(self) -> lance.LanceDataset:
         """The leaf as a Lance dataset at :attr:`read_version`.
 
         Raises
         ------
+        TableVersionNotFoundError
+            The leaf, or its version, is not there because a cleanup removed the
+            ``__manifest`` version that pins it (:attr:`manifest_version`): the reader is
+            outdated, the namespace is fine.
         CorruptNamespaceError
-            The leaf table, or its pinned version, is not there (naming both).
+            The leaf table, or its pinned version, is not there while the ``__manifest``
+            version that pins it is (naming both): the namespace is damaged.
         """
         try:
             return lance.dataset(
@@ -156,9 +170,59 @@ class ScanTask:
             typed = errors.storage_error(exc, self.uri, "read")
             if typed is not None:
                 raise typed from exc
+            gone = self.removed_by_cleanup()
+            if gone is not None:
+                raise gone from exc
             raise errors.CorruptNamespaceError(
                 missing_leaf_message(self.object_id, self.uri, self.read_version, exc)
             ) from exc
+
+    def removed_by_cleanup(self) -> errors.TableVersionNotFoundError | None:
+        """The error to raise when the leaf cannot be opened because a cleanup removed the
+        ``__manifest`` version that pins it; None when that version is still there (then the
+        leaf is missing behind the ``__manifest``'s back: damage) or unknown.
+
+        A cleanup removes expired ``__manifest`` versions before the leaf versions and leaf
+        directories only they need, so a leaf that a kept version lists is always readable.
+        """
+        if self.manifest_root is None or self.manifest_version is None:
+            return None
+        manifest = Manifest(self.manifest_root, dict(self.storage_options))
+        try:
+            kept = [info.version for info in list_versions(manifest, properties=False)]
+        except (errors.LancePartitionedError, OSError, ValueError):
+            return None  # cannot tell: report what is certain, the leaf cannot be opened
+        version = self.manifest_version
+        if not kept or version in kept or version > max(kept):
+            return None
+        leaf = "" if self.read_version is None else f"version {self.read_version} of "
+        return errors.TableVersionNotFoundError(
+            f"this reader reads __manifest version {version} of {self.manifest_root!r}, which "
+            f"a cleanup removed, with the {leaf}leaf table {self.object_id!r} ({self.uri!r}) "
+            "that only such old versions needed. The namespace is not damaged (the "
+            f"__manifest versions kept are {_ranges(kept)}): call refresh() on the namespace, "
+            "or open it again at a version still kept, and read again (a pyarrow dataset or "
+            "a Polars scan reads the version its namespace had when it was made: make it "
+            "again after the refresh)"
+        )
+
+
+def _ranges(versions: Sequence[int]) -> str:
+    """Sorted version numbers as ranges.
+
+    >>> _ranges([1, 2, 3, 5, 7, 8])
+    '1-3, 5, 7-8'
+    """
+    out: list[str] = []
+    start = previous = versions[0]
+    for version in [*versions[1:], None]:
+        if version is not None and version == previous + 1:
+            previous = version
+            continue
+        out.append(str(start) if start == previous else f"{start}-{previous}")
+        if version is not None:
+            start = previous = version
+    return ", ".join(out)
 
 
 def missing_leaf_message(object_id: str, uri: str, version: int | None, exc: BaseException) -> str:
@@ -280,6 +344,8 @@ def plan_scan(
                     residual=remaining,
                     row_count=LeafStats.num_rows_at(row["metadata"], read_version),
                     storage_options=options,
+                    manifest_root=manifest.root,
+                    manifest_version=snapshot.version,
                 )
             )
     return tasks
