@@ -271,7 +271,7 @@ class ChangeLog:
         pins; a leaf version a cleanup removed with ``version`` is reported as such."""
         try:
             return _fragments(leaf)
-        except errors.CorruptNamespaceError as exc:
+        except (errors.CorruptNamespaceError, errors.TableVersionNotFoundError) as exc:
             gone = removed_by_cleanup(self.manifest, version, kept_versions(self.manifest), leaf)
             if gone is None:
                 raise  # the __manifest still pins it: damage, not a cleanup

@@ -60,8 +60,10 @@ from lance_partitioned.expressions import (
 )
 from lance_partitioned.expressions.fieldnames import (
     FieldCondition,
+    FieldExpression,
     FieldTerm,
     field_conditions,
+    field_expressions,
     field_schema,
     field_terms,
     on_fields,
@@ -77,6 +79,7 @@ from lance_partitioned.manifest import (
     ManifestSnapshot,
     row_read_version,
 )
+from lance_partitioned.manifest.versions import list_versions
 from lance_partitioned.runtime import DEFAULT_THREADS
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.partitioning import PartitionSpec
@@ -86,6 +89,7 @@ __all__ = [
     "ScanTask",
     "count_rows",
     "count_task",
+    "leaf_filter",
     "manifest_filter",
     "plan_scan",
     "post_filter",
@@ -126,6 +130,12 @@ class ScanTask:
         Read only these fragments (None: every fragment).
     storage_options : tuple of (key, value)
         Storage options for opening the leaf.
+    manifest_root : str or None
+        The root of the namespace whose ``__manifest`` lists the leaf (None: unknown).
+    manifest_version : int or None
+        The ``__manifest`` version that pins :attr:`read_version` (None: unknown): when the
+        leaf cannot be opened, whether a cleanup removed that version tells an outdated
+        reader from a damaged namespace.
     """
 
     object_id: str
@@ -137,14 +147,21 @@ class ScanTask:
     row_count: int | None = None
     fragment_ids: tuple[int, ...] | None = None
     storage_options: tuple[tuple[str, str], ...] = ()
+    manifest_root: str | None = None
+    manifest_version: int | None = None
 
     def open(self) -> lance.LanceDataset:
         """The leaf as a Lance dataset at :attr:`read_version`.
 
         Raises
         ------
+        TableVersionNotFoundError
+            The leaf, or its version, is not there because a cleanup removed the
+            ``__manifest`` version that pins it (:attr:`manifest_version`): the reader is
+            outdated, the namespace is fine.
         CorruptNamespaceError
-            The leaf table, or its pinned version, is not there (naming both).
+            The leaf table, or its pinned version, is not there while the ``__manifest``
+            version that pins it is (naming both): the namespace is damaged.
         """
         try:
             return lance.dataset(
@@ -156,9 +173,59 @@ class ScanTask:
             typed = errors.storage_error(exc, self.uri, "read")
             if typed is not None:
                 raise typed from exc
+            gone = self.removed_by_cleanup()
+            if gone is not None:
+                raise gone from exc
             raise errors.CorruptNamespaceError(
                 missing_leaf_message(self.object_id, self.uri, self.read_version, exc)
             ) from exc
+
+    def removed_by_cleanup(self) -> errors.TableVersionNotFoundError | None:
+        """The error to raise when the leaf cannot be opened because a cleanup removed the
+        ``__manifest`` version that pins it; None when that version is still there (then the
+        leaf is missing behind the ``__manifest``'s back: damage) or unknown.
+
+        A cleanup removes expired ``__manifest`` versions before the leaf versions and leaf
+        directories only they need, so a leaf that a kept version lists is always readable.
+        """
+        if self.manifest_root is None or self.manifest_version is None:
+            return None
+        manifest = Manifest(self.manifest_root, dict(self.storage_options))
+        try:
+            kept = [info.version for info in list_versions(manifest, properties=False)]
+        except (errors.LancePartitionedError, OSError, ValueError):
+            return None  # cannot tell: report what is certain, the leaf cannot be opened
+        version = self.manifest_version
+        if not kept or version in kept or version > max(kept):
+            return None
+        leaf = "" if self.read_version is None else f"version {self.read_version} of "
+        return errors.TableVersionNotFoundError(
+            f"this reader reads __manifest version {version} of {self.manifest_root!r}, which "
+            f"a cleanup removed, with the {leaf}leaf table {self.object_id!r} ({self.uri!r}) "
+            "that only such old versions needed. The namespace is not damaged (the "
+            f"__manifest versions kept are {_ranges(kept)}): call refresh() on the namespace, "
+            "or open it again at a version still kept, and read again (a pyarrow dataset or "
+            "a Polars scan reads the version its namespace had when it was made: make it "
+            "again after the refresh)"
+        )
+
+
+def _ranges(versions: Sequence[int]) -> str:
+    """Sorted version numbers as ranges.
+
+    >>> _ranges([1, 2, 3, 5, 7, 8])
+    '1-3, 5, 7-8'
+    """
+    out: list[str] = []
+    start = previous = versions[0]
+    for version in [*versions[1:], None]:
+        if version is not None and version == previous + 1:
+            previous = version
+            continue
+        out.append(str(start) if start == previous else f"{start}-{previous}")
+        if version is not None:
+            start = previous = version
+    return ", ".join(out)
 
 
 def missing_leaf_message(object_id: str, uri: str, version: int | None, exc: BaseException) -> str:
@@ -280,6 +347,8 @@ def plan_scan(
                     residual=remaining,
                     row_count=LeafStats.num_rows_at(row["metadata"], read_version),
                     storage_options=options,
+                    manifest_root=manifest.root,
+                    manifest_version=snapshot.version,
                 )
             )
     return tasks
@@ -314,12 +383,56 @@ def pushdown_filter(
     >>> pushdown_filter(GreaterThan("n", 1), [n], [pa.field("n", pa.int32())]) is None
     True
     """
-    if not field_conditions(predicate) and all(
-        source is not None and source.name == field.name and source.type == field.type
-        for field, source in zip(fields, sources, strict=True)
+    if (
+        not field_conditions(predicate)
+        and not field_expressions(predicate)
+        and all(
+            source is not None and source.name == field.name and source.type == field.type
+            for field, source in zip(fields, sources, strict=True)
+        )
     ):
         return to_sql(predicate)
     return None
+
+
+def leaf_filter(
+    dataset: lance.LanceDataset,
+    predicate: Predicate,
+    fields: Sequence[pa.Field],
+    sources: Sequence[pa.Field | None],
+) -> str | None:
+    """:func:`pushdown_filter` for one opened leaf: also None when the residual holds SQL
+    Lance's filter cannot evaluate (``CASE``: Lance parses a subset of DataFusion's SQL),
+    which :func:`post_filter` then evaluates in memory with DataFusion."""
+    sql = pushdown_filter(predicate, fields, sources)
+    if sql is None or not _unknowns(predicate):
+        return sql  # a tree of plain leaves: Lance takes its SQL
+    return sql if _lance_accepts(dataset, sql) else None
+
+
+_ACCEPTED: dict[tuple[str, pa.Schema], bool] = {}
+_ACCEPTED_LOCK = threading.Lock()
+_ACCEPTED_SIZE = 1024
+
+
+def _lance_accepts(dataset: lance.LanceDataset, sql: str) -> bool:
+    """Whether Lance plans a scan of ``dataset`` with the filter ``sql`` (by filter and leaf
+    schema, cached: planning reads no data, about 0.2 ms)."""
+    key = (sql, dataset.schema)
+    with _ACCEPTED_LOCK:
+        known = _ACCEPTED.get(key)
+    if known is not None:
+        return known
+    try:
+        dataset.scanner(columns=[], with_row_id=True, filter=sql).explain_plan()
+        accepted = True
+    except (OSError, ValueError):  # "... is not supported SQL in lance", a type error
+        accepted = False
+    with _ACCEPTED_LOCK:
+        if len(_ACCEPTED) >= _ACCEPTED_SIZE:
+            _ACCEPTED.clear()
+        _ACCEPTED[key] = accepted
+    return accepted
 
 
 def read_task(
@@ -348,7 +461,7 @@ def read_task(
     pushdown = (
         None
         if isinstance(predicate, AlwaysTrue)
-        else pushdown_filter(predicate, filtered, [by_name[f.name] for f in filtered])
+        else leaf_filter(dataset, predicate, filtered, [by_name[f.name] for f in filtered])
     )
     scan_columns = sorted({s.name for s in sources if s is not None})
     fragments = _fragments(dataset, task)
@@ -432,6 +545,9 @@ def post_filter(batch: pa.RecordBatch, predicate: Predicate) -> pa.RecordBatch:
     conditions = field_conditions(predicate)
     if conditions:
         batch, predicate = _field_columns(batch, predicate, conditions)
+    expressions = field_expressions(predicate)
+    if expressions:
+        batch = _named_fields(batch, expressions)
     if not _unknowns(predicate):
         return filter_arrow(batch, predicate)
     table = sql_filter(pa.Table.from_batches([batch]), to_sql(predicate))
@@ -462,6 +578,20 @@ def _field_columns(
         return swap.get(id(p), p)
 
     return pa.RecordBatch.from_arrays(columns, names=names), visit(predicate)
+
+
+def _named_fields(batch: pa.RecordBatch, expressions: list[FieldExpression]) -> pa.RecordBatch:
+    """``batch`` with one column per partition field the expressions read, named as the
+    field and computed over its source column (field names are never read-schema columns)."""
+    columns = list(batch.columns)
+    names = list(batch.schema.names)
+    for node in expressions:
+        for term in node.fields:
+            if term.name not in names:
+                source = batch.column(names.index(term.source))
+                columns.append(evaluate(term.expression, source, term.result_type))
+                names.append(term.name)
+    return pa.RecordBatch.from_arrays(columns, names=names)
 
 
 def _fragments(dataset: lance.LanceDataset, task: ScanTask) -> list[Any] | None:
@@ -600,7 +730,7 @@ def count_task(task: ScanTask, schema: NamespaceSchema) -> int:
         return task.row_count if task.row_count is not None else int(dataset.count_rows())
     filtered = residual_fields(task.residual, schema.read_schema())
     sources = [leaf_field(dataset.schema, f) for f in filtered]
-    pushdown = pushdown_filter(task.residual, filtered, sources)
+    pushdown = leaf_filter(dataset, task.residual, filtered, sources)
     if pushdown is not None:
         scanner = dataset.scanner(
             columns=[], with_row_id=True, filter=pushdown, fragments=fragments

@@ -10,11 +10,14 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import lance_partitioned as lp
 from lance_partitioned.errors import InvalidInputError
+from lance_partitioned.expressions import fieldnames
 from lance_partitioned.scan import sql_filter
 from lance_partitioned.spec.transforms import Bucket
 
@@ -161,3 +164,161 @@ def test_schema_column_wins_over_field_name(tmp_path: Path) -> None:
 def test_unknown_name_still_fails(ns: lp.PartitionedNamespace) -> None:
     with pytest.raises(InvalidInputError, match="no column 'event_month'"):
         ns.to_table("event_month = 1")
+
+
+# --------------------------------------------------------- field names inside expressions
+# SQL the predicate tree cannot express (arithmetic, IS [NOT] TRUE, CASE, COALESCE...) that
+# names partition fields: decided per leaf from its partition values where they pin the
+# field, computed over the source column in memory elsewhere. The oracle is DuckDB over the
+# full data with the fields computed by hand (pyarrow's year, the bucket transform).
+
+
+def _with_fields(table: pa.Table) -> pa.Table:
+    """``table`` with ``event_year`` and ``user_bucket`` computed by hand."""
+    years = pc.year(table.column("event_date")).cast(pa.int32())
+    buckets = Bucket(4).apply_reference(table.column("user_id"))
+    return table.append_column("event_year", years).append_column("user_bucket", buckets)
+
+
+def _duckdb_ids(table: pa.Table, condition: str) -> list[int]:
+    con = duckdb.connect()
+    con.register("t", table)
+    return sorted(row[0] for row in con.sql(f"SELECT id FROM t WHERE {condition}").fetchall())
+
+
+SHAPES = [
+    "event_year + 1 = 2026",
+    "event_year % 2 = 0 OR country = 'FR'",
+    "(event_year = 2024) IS NOT TRUE",
+    "(event_year > 2024) IS TRUE AND id > 3",
+    "NOT (event_year + 1 = 2025) OR user_bucket IS NULL",
+    "CASE WHEN event_year = 2024 THEN id % 2 = 0 ELSE country = 'US' END",
+    "CASE WHEN id > 205 THEN true ELSE false END",
+    "COALESCE(event_year, 0) = 0",
+    "COALESCE(user_bucket, -1) IN (-1, 2)",
+    "event_year + 0 IN (2024, 2026)",
+    "event_year - 1 BETWEEN 2023 AND 2024",
+    "user_bucket + event_year > 2026",
+    "(user_bucket = 1) IS NOT TRUE AND event_year * 1 = 2025",
+]
+
+
+@pytest.mark.parametrize("condition", SHAPES)
+def test_expressions_over_field_names_match_duckdb(
+    ns: lp.PartitionedNamespace, condition: str
+) -> None:
+    expected = _duckdb_ids(_with_fields(ns.to_table()), condition)
+    assert expected, "a shape that selects nothing tests little"
+    assert _ids(ns.to_table(condition)) == expected
+    assert ns.count_rows(condition) == len(expected)
+    assert sorted(ns.to_pyarrow_dataset(condition).to_table().column("id").to_pylist()) == (
+        expected
+    )
+
+
+def test_an_expression_over_a_field_is_decided_by_the_partition_values(
+    ns: lp.PartitionedNamespace,
+) -> None:
+    """v2 leaves hold ``event_year``, v1 leaves' ``event_date`` pins it: every leaf is
+    decided (pruned, or read whole); only a field no partition pins is read per row."""
+    tasks = ns.plan_scan("event_year + 1 = 2026")
+    assert tasks
+    assert all(isinstance(t.residual, lp.expressions.AlwaysTrue) for t in tasks)
+    values = [dict(t.partition_values) for t in tasks]
+    assert all(
+        v["event_year"] == 2025 if "event_year" in v else v["event_date"].year == 2025
+        for v in values
+    )
+    bucketed = ns.plan_scan("user_bucket * 2 = 6")
+    v1 = [t for t in bucketed if t.spec_version == 1]
+    v2 = [t for t in bucketed if t.spec_version == 2]
+    assert v1
+    assert all(isinstance(t.residual, fieldnames.FieldExpression) for t in v1)
+    assert all(t.residual.columns == ("user_id",) for t in v1)
+    assert v2
+    assert all(dict(t.partition_values)["user_bucket"] == 3 for t in v2)
+
+
+TS_SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", "UTC")), ("v", pa.int64())])
+
+
+def _ts_rows(first: int, count: int) -> pa.Table:
+    base = dt.datetime(2023, 3, 1, tzinfo=dt.timezone.utc)
+    ids = list(range(first, first + count))
+    return pa.table(
+        {
+            "id": ids,
+            "ts": [None if i % 6 == 5 else base + dt.timedelta(days=97 * i) for i in ids],
+            "v": [i % 5 for i in ids],
+        },
+        schema=TS_SCHEMA,
+    )
+
+
+def _ts_namespace(root: Path) -> tuple[lp.PartitionedNamespace, pa.Table]:
+    """``year(ts)`` (the field ``ts_year``), then ``bucket(2, id)``: in v2 leaves no
+    partition value pins ``ts_year``."""
+    ns = lp.PartitionedNamespace.create(str(root), schema=TS_SCHEMA, partition_by="year(ts)")
+    first, second = _ts_rows(0, 12), _ts_rows(100, 8)
+    ns.write(first)
+    ns.update_partition_spec("bucket(2, id)")
+    ns.write(second)
+    return ns, pa.concat_tables([first, second])
+
+
+def _ts_oracle(data: pa.Table, condition: str) -> list[int]:
+    years = pc.year(data.column("ts")).cast(pa.int32())
+    return _duckdb_ids(data.append_column("ts_year", years), condition)
+
+
+REPRODUCTIONS = [
+    "ts_year + 1 = 2025",
+    "(ts_year = 2024) IS NOT TRUE",
+    "CASE WHEN v > 2 THEN true ELSE false END",
+    "CASE WHEN ts_year = 2024 THEN v > 2 ELSE v = 0 END",
+]
+
+
+def _read(ns: lp.PartitionedNamespace, condition: str, data: pa.Table) -> None:
+    assert _ids(ns.to_table(condition)) == _ts_oracle(data, condition)
+
+
+def _count(ns: lp.PartitionedNamespace, condition: str, data: pa.Table) -> None:
+    assert ns.count_rows(condition) == len(_ts_oracle(data, condition))
+
+
+def _delete(ns: lp.PartitionedNamespace, condition: str, data: pa.Table) -> None:
+    matching = _ts_oracle(data, condition)
+    assert ns.delete(condition).rows_deleted == len(matching)
+    assert _ids(ns.to_table()) == sorted(set(data.column("id").to_pylist()) - set(matching))
+
+
+def _update(ns: lp.PartitionedNamespace, condition: str, data: pa.Table) -> None:
+    matching = set(_ts_oracle(data, condition))
+    assert ns.update(condition, {"v": "v + 100"}).rows_updated == len(matching)
+    before = dict(zip(data.column("id").to_pylist(), data.column("v").to_pylist(), strict=True))
+    after = ns.to_table().to_pylist()
+    assert len(after) == data.num_rows
+    for row in after:
+        assert row["v"] == before[row["id"]] + (100 if row["id"] in matching else 0)
+
+
+OPERATIONS = {"to_table": _read, "count_rows": _count, "delete": _delete, "update": _update}
+
+
+@pytest.mark.parametrize("operation", list(OPERATIONS))
+@pytest.mark.parametrize("condition", REPRODUCTIONS)
+def test_field_names_inside_expressions_in_reads_and_changes(
+    tmp_path: Path, condition: str, operation: str
+) -> None:
+    ns, data = _ts_namespace(tmp_path)
+    assert _ts_oracle(data, condition), "a filter that selects nothing tests little"
+    OPERATIONS[operation](ns, condition, data)
+
+
+def test_an_expression_datafusion_cannot_evaluate_is_a_typed_error(
+    ns: lp.PartitionedNamespace,
+) -> None:
+    for condition in ("event_year + 'x' = 1", "CASE WHEN id > 1 THEN 'a' ELSE 'b' END = 1"):
+        with pytest.raises(InvalidInputError):
+            ns.count_rows(condition)

@@ -75,7 +75,7 @@ def pushdown(ds: LanceDataset, task: ScanTask, schema: NamespaceSchema) -> str |
     read = schema.read_schema()
     fields = scan.residual_fields(task.residual, read)
     sources = [leaf_field(ds.schema, f) for f in fields]
-    return scan.pushdown_filter(task.residual, fields, sources)
+    return scan.leaf_filter(ds, task.residual, fields, sources)
 
 
 def matched_rows(

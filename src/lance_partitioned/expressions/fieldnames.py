@@ -15,7 +15,12 @@ field's result type. Then, per spec version:
   same source pin (an identity field, or a range the field's transform maps to one value:
   the transforms' ``preimage``); what it cannot decide becomes a :class:`FieldCondition`, an
   :class:`Unknown` that the reader evaluates in memory after reading, computing the field's
-  expression over the source column with DataFusion (the transform's ``apply_reference``).
+  expression over the source column with DataFusion (the transform's ``apply_reference``);
+- SQL the tree cannot express that names fields (``event_year + 1 = 2026``, ``(event_year =
+  2025) IS NOT TRUE``, a ``CASE``), an :class:`Unknown`, is decided per partition the same
+  way when the partition pins every value it reads (DataFusion evaluates it on those
+  values), else becomes a :class:`FieldExpression`, evaluated in memory on the columns read
+  with one column per field computed over its source column.
 
 >>> import pyarrow as pa
 >>> from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
@@ -34,11 +39,20 @@ AlwaysFalse()
 AlwaysTrue()
 >>> substitute(p, v1, fields, {"d": None})
 AlwaysFalse()
+>>> q = bind(parse_sql("y + 1 = 2026", read), read)
+>>> substitute(q, v2, fields, {"y": 2025}), substitute(q, v2, fields, {"y": 2024})
+(AlwaysTrue(), AlwaysFalse())
+>>> substitute(q, v1, fields, {"d": None})
+AlwaysFalse()
+>>> v3 = PartitionSpec(3, ())
+>>> substitute(q, v3, fields, {}).columns  # decided per row: reads y's source column
+('d',)
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,6 +64,7 @@ from lance_partitioned.errors import SchemaError
 from lance_partitioned.expressions.ranges import FAILED, NOTHING
 from lance_partitioned.expressions.render import to_sql
 from lance_partitioned.expressions.residuals import holds
+from lance_partitioned.expressions.sqltext import deep
 from lance_partitioned.expressions.tree import (
     AlwaysFalse,
     AlwaysTrue,
@@ -62,14 +77,17 @@ from lance_partitioned.expressions.tree import (
     and_,
     or_,
 )
+from lance_partitioned.spec.evaluate import session_context
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.transforms import Transform, parse_transform
 
 __all__ = [
     "FieldCondition",
+    "FieldExpression",
     "FieldTerm",
     "field_conditions",
+    "field_expressions",
     "field_schema",
     "field_terms",
     "on_fields",
@@ -113,6 +131,21 @@ class FieldCondition(Unknown):
     leaf: Predicate = dataclasses.field(default_factory=AlwaysTrue)
     expression: str = "col"
     result_type: pa.DataType = dataclasses.field(default_factory=pa.null)
+
+
+@dataclass(frozen=True)
+class FieldExpression(Unknown):
+    """SQL the tree cannot express that reads partition field names, in a partition whose
+    values do not decide it.
+
+    ``sql`` still names the fields; ``columns`` are the read-schema columns it reads (each
+    field's source column in place of its name). The reader adds one column per field of
+    ``fields``, named as the field and computed over its source column (the field's
+    expression, as for a :class:`FieldCondition`), then evaluates ``sql`` in memory with
+    DataFusion (never in Lance, which knows neither the names nor every function).
+    """
+
+    fields: tuple[FieldTerm, ...] = ()
 
 
 def field_terms(specs: Sequence[PartitionSpec], schema: NamespaceSchema) -> dict[str, FieldTerm]:
@@ -208,6 +241,8 @@ def substitute(
         return known[term.name]
 
     def leaf(p: Predicate) -> Predicate:
+        if isinstance(p, Unknown) and not isinstance(p, (FieldCondition, FieldExpression)):
+            return _unknown(p, fields, value)
         name = _term(p)
         if name is None or name not in fields:
             return p
@@ -227,6 +262,68 @@ def substitute(
         return AlwaysTrue() if decided else AlwaysFalse()
 
     return _map_leaves(predicate, leaf)
+
+
+def _unknown(
+    p: Unknown, fields: Mapping[str, FieldTerm], value: Callable[[FieldTerm], Any]
+) -> Predicate:
+    """An Unknown decided when the partition pins every column it reads (all field names),
+    else, when it reads field names, a :class:`FieldExpression` over their source columns."""
+    named = [fields[c] for c in p.columns if c in fields]
+    if not named:
+        return p
+    others = [c for c in p.columns if c not in fields]
+    if not others:
+        known = tuple((t.name, t.result_type, value(t)) for t in named)
+        if all(v is not NOTHING for _, _, v in known):
+            decided = _decide(p.sql, known)
+            if decided is not None:
+                return AlwaysTrue() if decided else AlwaysFalse()
+    columns = tuple(sorted({*others, *(t.source for t in named)}))
+    return FieldExpression(p.sql, columns, tuple(named))
+
+
+def _decide(sql: str, known: tuple[tuple[str, pa.DataType, Any], ...]) -> bool | None:
+    """Whether the filter ``sql`` keeps a row holding the values ``known`` (name, type,
+    value; NULL as a result keeps no row), or None when it cannot be told here (DataFusion
+    cannot evaluate it: the in-memory read reports why)."""
+    try:
+        return _decide_cached(sql, known)
+    except TypeError:  # a value that cannot be hashed
+        return _decide_uncached(sql, known)
+
+
+@functools.lru_cache(maxsize=1024)
+def _decide_cached(sql: str, known: tuple[tuple[str, pa.DataType, Any], ...]) -> bool | None:
+    return _decide_uncached(sql, known)
+
+
+_CONSTANTS = "__lp_partition_values__"
+
+
+def _decide_uncached(sql: str, known: tuple[tuple[str, pa.DataType, Any], ...]) -> bool | None:
+    try:
+        row = pa.record_batch(
+            [pa.array([v], type=t) for _, t, v in known], names=[name for name, _, _ in known]
+        )
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return None
+
+    def run() -> Any:
+        ctx = session_context()
+        ctx.register_record_batches(_CONSTANTS, [[row]])
+        try:
+            return ctx.sql(f"SELECT ({sql}) AS kept FROM {_CONSTANTS}").to_arrow_table()
+        finally:
+            ctx.deregister_table(_CONSTANTS)
+
+    try:
+        result = deep(run)
+    except Exception:  # DataFusion raises plain Exception subclasses
+        return None
+    if result.num_rows != 1 or not pa.types.is_boolean(result.schema.field(0).type):
+        return None
+    return result.column(0)[0].as_py() is True
 
 
 def _derive(term: FieldTerm, spec: PartitionSpec, values: Mapping[str, Any]) -> Any:
@@ -265,6 +362,19 @@ def _condition(leaf: Predicate, term: FieldTerm) -> FieldCondition:
     named = "`" + term.name.replace("`", "``") + "`"
     sql = to_sql(leaf).replace(named, f"({term.sql()})", 1)
     return FieldCondition(sql, (term.source,), leaf, term.expression, term.result_type)
+
+
+def field_expressions(predicate: Predicate) -> list[FieldExpression]:
+    """The :class:`FieldExpression` nodes of a predicate (iterative: any depth)."""
+    found: list[FieldExpression] = []
+    stack = [predicate]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, FieldExpression):
+            found.append(node)
+        elif isinstance(node, (And, Or)):
+            stack += (node.left, node.right)
+    return found
 
 
 def field_conditions(predicate: Predicate) -> list[FieldCondition]:

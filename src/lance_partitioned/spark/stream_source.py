@@ -397,7 +397,9 @@ class LancePartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvaila
     def _read(self, reader: LancePartitionedReader, split: StreamSplit) -> Iterator[pa.RecordBatch]:
         try:
             yield from reader.read(LeafSplit(split.tasks))
-        except errors.CorruptNamespaceError as exc:  # a cleanup since the batch was planned?
+        # a cleanup since the batch was planned? (a leaf says so when it knows the
+        # __manifest version that pins it; the stream says how to resume)
+        except (errors.CorruptNamespaceError, errors.TableVersionNotFoundError) as exc:
             options = self.job.options
             manifest = Manifest(options.uri, dict(options.storage_options))
             kept = kept_versions(manifest)
