@@ -48,9 +48,10 @@ operation changes get its prepared operation and staged fragments committed agai
 Anything else (a schema or spec change, a leaf created, dropped or changed in place under
 the plan; for a ``serializable`` plan any new or removed leaf) re-plans: it keeps the leaf
 commits whose expected ``read_version`` still holds, redoes the others on the new base
-(staged fragments are reusable), and retries with exponential backoff and jitter. A leaf commit that conflicts after the manifest has moved on does the same
-rather than retry on its outdated expectation (two writers restoring a leaf to different
-versions would keep undoing each other). Until step 3 succeeds nothing is visible: readers
+(staged fragments are reusable), and retries with exponential backoff and jitter. A leaf
+commit that conflicts after the manifest has moved on does the same rather than retry on
+its outdated expectation (two writers restoring a leaf to different versions would keep
+undoing each other). Until step 3 succeeds nothing is visible: readers
 open leaves at the ``read_version`` of the manifest version they read.
 
 :func:`pause_at` lets a test run another writer or an evolution at a precise step.
