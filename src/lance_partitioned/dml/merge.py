@@ -26,7 +26,6 @@ from lance import LanceDataset
 
 from lance_partitioned import errors, scan
 from lance_partitioned.consistency import conform_for_write, leaf_schema
-from lance_partitioned.dml.delete import properties
 from lance_partitioned.dml.plan import (
     ROW_ADDRESS,
     DeleteCount,
@@ -38,7 +37,9 @@ from lance_partitioned.dml.plan import (
 from lance_partitioned.dml.results import MergeResult
 from lance_partitioned.expressions import AlwaysTrue
 from lance_partitioned.expressions.sqltext import deep
+from lance_partitioned.history import Tally
 from lance_partitioned.manifest import DELIMITER, Manifest, ManifestSnapshot
+from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.transaction import ChangePlan, LeafChange, commit_changes
@@ -155,6 +156,7 @@ class MergeBuilder:
         counts: dict[str, DeleteCount] = {}
         used: list[_LeafMatches] = []
         inserted = [0]
+        operation = Operation("merge", details={"on": ",".join(self._on)})
 
         def plan(snapshot: ManifestSnapshot) -> ChangePlan:
             if snapshot.metadata.schema.read_schema() != read:
@@ -195,11 +197,14 @@ class MergeBuilder:
                     target=leaf_schema(snapshot.metadata.schema),
                     options=self._options,
                 )
+            tally = Tally(
+                operation,
+                written=[] if writes is None else writes.leaves,
+                deleted=lambda: {c.object_id: counts[c.object_id].rows for c in changes},
+                updated=sum(m.updated for m in used),
+            )
             return ChangePlan(
-                changes=changes,
-                writes=writes,
-                reads=reads,
-                properties=properties("merge", on=",".join(self._on)),
+                changes=changes, writes=writes, reads=reads, properties=tally.properties
             )
 
         result = commit_changes(manifest, plan, leaf_threads=self._options.threads)
