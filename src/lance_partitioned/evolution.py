@@ -8,16 +8,23 @@ kept) on the version read. Every publish rewrites the ``schema`` key, so Lance m
 concurrent evolutions conflict; the loser re-reads, re-validates and retries with backoff,
 and gives up with :class:`~lance_partitioned.errors.ConcurrentModificationError`.
 
+``add_columns``, ``drop_columns`` and ``alter_column_type`` are therefore one ``__manifest``
+version each. Two evolutions need two, because pylance 14 has no single commit that changes
+a dataset's table metadata together with its rows or its columns: ``UpdateConfig``, the only
+operation that sets table metadata, cannot add a column or a row; ``Merge`` and ``Update``
+cannot set table metadata; ``LanceDataset.commit_batch`` combines appends only.
+
 A new partition spec version needs two things that a table-metadata commit cannot carry: the
 ``__manifest`` column of each new partition field name, and the ``v<N>`` namespace row that
-writers require. pylance 14 has no single operation that changes a dataset's schema and its
-table metadata together (``merge_insert`` refuses a wider schema, ``UpdateConfig`` cannot add
-columns), so they are committed first, each as a compare-and-swap too. Both are invisible to
-every reader: the extra column is all NULL and no spec names it, the ``v<N>`` row has no leaf
-and no spec. The metadata commit that follows is the one that makes the new version exist; if
-it never happens (a crash, a lost race), the next update of the spec reuses the column and
-the row. Before publishing, the table metadata of the prepared version is compared with the
-one the change was computed from, so a concurrent publish is never overwritten.
+writers require. They are committed first, together, as one compare-and-swap (step
+``prepare``: a Lance ``Merge`` that widens the schema and adds one fragment holding the row;
+an ``Update`` of the rows when no column is new). Both are invisible to every reader: the
+extra column is all NULL and no spec names it, the ``v<N>`` row has no leaf and no spec. The
+metadata commit that follows (step ``publish``) is the one that makes the new version exist;
+if it never happens (a crash, a lost race), the next update of the spec reuses the column
+and the row (and is then one version). Before publishing, the table metadata of the prepared
+version is compared with the one the change was computed from, so a concurrent publish is
+never overwritten.
 
 Leaves follow the namespace schema through the commit protocol
 (:mod:`lance_partitioned.transaction`), never by a rewrite: a write into a leaf first brings
@@ -25,9 +32,14 @@ it to the current leaf schema with Lance's metadata-only changes (added nullable
 widened type, which rewrites that column only), each a leaf commit published with the write's
 ``read_version``; a dropped column stays in the leaves, data included. ``rename_column``
 renames the column in every leaf (``alter_columns``) and moves their ``read_version``s in one
-``__manifest`` commit before it publishes the schema, so that a plain Lance reader of a leaf
-sees the new name; readers match leaf columns by field id, so every version in between reads
-the column's values.
+``__manifest`` commit (step ``rename_leaves``: a row change, so not the commit of the schema)
+before it publishes the schema, so that a plain Lance reader of a leaf sees the new name;
+readers match leaf columns by field id, so every version in between reads the column's
+values. Without a leaf, it is one version.
+
+Every commit records the evolution (:mod:`lance_partitioned.manifest.operations`): operation
+``evolve``, its kind as the mode, its step, no row added, removed or updated, and the leaves
+it renamed as ``partitions_touched``.
 
 >>> import tempfile, pyarrow as pa
 >>> import lance_partitioned as lp
@@ -95,9 +107,10 @@ def _ours(table_metadata: Mapping[str, str]) -> dict[str, str]:
 def _prepare(
     manifest: Manifest, snapshot: ManifestSnapshot, new: NamespaceMetadata, operation: Operation
 ) -> int:
-    """Commit the ``__manifest`` columns and the spec version row ``new`` needs (each
-    recorded as ``operation``, step ``prepare``); return the version to publish on
-    (``snapshot.version`` when nothing was needed).
+    """Commit the ``__manifest`` columns and the spec version row ``new`` needs, in one
+    commit recorded as ``operation``, step ``prepare``; return the version to publish on
+    (``snapshot.version`` when nothing was needed: both were left by an update of the spec
+    that was never published).
 
     Raises
     ------
@@ -118,16 +131,15 @@ def _prepare(
                 f"has an unused column {name!r} of type {existing.field(name).type} (left by a "
                 "partition spec update that was never published): choose another name"
             )
-    version = snapshot.version
-    properties = operation.with_details(step="prepare").to_properties()
-    if missing:
-        version = manifest.add_partition_columns(snapshot, missing, properties=properties)
-        snapshot = manifest.snapshot(version)
+    properties = operation.counted().with_details(step="prepare").to_properties()
     row_id = spec_namespace_id(new.current_spec.version)
-    if not snapshot.has(row_id):
-        row = rows_table(snapshot.rows.schema, [{"object_id": row_id, "object_type": NAMESPACE}])
-        version = manifest.commit_rows(snapshot, row, properties=properties)
-    return version
+    rows = [] if snapshot.has(row_id) else [{"object_id": row_id, "object_type": NAMESPACE}]
+    if missing:  # the columns and the row: one Lance Merge
+        return manifest.add_partition_columns(snapshot, missing, rows=rows, properties=properties)
+    if rows:
+        table = rows_table(snapshot.rows.schema, rows)
+        return manifest.commit_rows(snapshot, table, properties=properties)
+    return snapshot.version
 
 
 def _evolve(
@@ -152,7 +164,7 @@ def _evolve(
                 version = _prepare(manifest, snapshot, new, operation)
                 if _ours(manifest.table_metadata(version)) != _ours(snapshot.table_metadata):
                     raise CommitConflict("the namespace metadata changed while preparing")
-            properties = operation.with_details(step="publish").to_properties()
+            properties = operation.counted().with_details(step="publish").to_properties()
             return manifest.commit_table_metadata(
                 version, new.to_table_metadata(), properties=properties
             )
@@ -176,6 +188,9 @@ def update_partition_spec(
     Old data stays where it is, readable under its own spec version. The ``__manifest`` gains
     a nullable column per new partition field name. A spec equal to the current one is a
     no-op. See :func:`lance_partitioned.spec.evolution.update_partition_spec` for the rules.
+
+    Two ``__manifest`` versions (steps ``prepare`` and ``publish``): pylance cannot add the
+    column and the ``v<N>`` row and set the table metadata in one commit (module docstring).
 
     Returns
     -------
@@ -247,10 +262,20 @@ def _rename_leaves(
     """
     aliases = {str(_renamed_id(snapshot.metadata, renamed)): old.rsplit(".", 1)[-1]}
     schema = leaf_schema(renamed.schema)
-    properties = operation.with_details(step="rename_leaves").to_properties()
+    step = operation.with_details(step="rename_leaves")
     known: dict[tuple[str, str], LeafWrite] = {}  # the same object: its commit is reused
+    committed: dict[str, int] = {}  # the leaf versions of the attempt that commits
+
+    def leaves_committed(versions: dict[str, int]) -> None:
+        committed.clear()
+        committed.update(versions)
 
     def plan(current: ManifestSnapshot) -> ChangePlan:
+        def properties() -> dict[str, str]:
+            # a leaf that needed no change keeps its version: not counted
+            moved = sum(1 for oid, v in committed.items() if current.read_version(oid) != v)
+            return step.counted(partitions=moved).to_properties()
+
         leaves = [
             known.setdefault(
                 (object_id, location),
@@ -270,7 +295,7 @@ def _rename_leaves(
         )
         return ChangePlan(writes=pending, properties=properties)  # no leaf: nothing to commit
 
-    commit_changes(manifest, plan)
+    commit_changes(manifest, plan, on_leaves_committed=leaves_committed)
 
 
 def _names(fields: Sequence[pa.Field]) -> str:
@@ -294,8 +319,10 @@ def rename_column(manifest: Manifest, old: str, new: str, *, backoff: Backoff | 
     """Rename a column; its field id and its partition fields do not change.
 
     The leaves are renamed first (:func:`_rename_leaves`: plain Lance readers of a leaf see
-    the new name), then the namespace schema is published. Readers find the column in leaves
-    by field id, so every ``__manifest`` version in between reads the column's values.
+    the new name), then the namespace schema is published: two ``__manifest`` versions when
+    there are leaves (a row change and a table metadata change, which pylance cannot commit
+    as one). Readers find the column in leaves by field id, so every ``__manifest`` version in
+    between reads the column's values.
     Returns the new ``__manifest`` version.
     See :func:`lance_partitioned.spec.evolution.rename_column`.
     """

@@ -10,11 +10,12 @@ import os
 import re
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import lance_partitioned as lp
 from tests.cli.conftest import Here
-from tests.cli.helpers import build, cli, one_line_error
+from tests.cli.helpers import build, cli, events, one_line_error
 
 GOLDEN = Path(__file__).parent / "golden"
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
@@ -57,6 +58,7 @@ def test_history_json_is_every_version_newest_first(parent: Path) -> None:
         "mode",
         "rows_added",
         "rows_removed",
+        "rows_updated",
         "partitions_touched",
         "tags",
         "properties",
@@ -113,3 +115,30 @@ def test_tag_mistakes_are_one_line_with_exit_2(tmp_path: Path, here: Here) -> No
     assert "--version or --at" in both
     assert "--at" in one_line_error(here("tag", root, "create", "c", "--at", "yesterday"))
     assert "before" in one_line_error(here("tag", root, "create", "c", "--at", "2000-01-01"))
+
+
+def test_history_shows_the_counts_of_row_level_changes(tmp_path: Path, here: Here) -> None:
+    """A delete, an update and a merge: rows added, removed, updated and leaves touched, in
+    ``--json`` and in the table."""
+    root = tmp_path / "events"
+    ns = build(root, appends=1)  # ids 0-23 under spec v1, 1000-1005 under spec v2 (country)
+    ns.delete("id < 3")  # one row in each of three v1 leaves
+    ns.update("id >= 1000", {"amount": "amount + 1"})  # the six rows of the four v2 leaves
+    source = pa.concat_tables([events(1000, 2), events(2000, 1)])  # US and NULL; FR
+    ns.merge(source, on="id").when_matched_update_all().when_not_matched_insert_all().execute()
+    found = here("history", root, "--limit", "3", "--json").json()
+    keys = ("operation", "rows_added", "rows_removed", "rows_updated", "partitions_touched")
+    assert [tuple(v[k] for k in keys) for v in found] == [
+        ("merge", 1, 0, 2, 3),
+        ("update", 0, 0, 6, 4),
+        ("delete", 0, 3, 0, 3),
+    ]
+    text = here("history", root, "--limit", "3").out
+    cells = [[cell.strip() for cell in line.split("│")] for line in text.splitlines()]
+    shown = {row[2]: row[3:] for row in cells if len(row) == 7}
+    assert shown == {
+        "merge": ["1", "0", "2", "3"],
+        "update": ["0", "0", "6", "4"],
+        "delete": ["0", "3", "0", "3"],
+    }
+    assert "+rows added, -rows removed, ~rows updated" in text

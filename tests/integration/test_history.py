@@ -79,7 +79,7 @@ def test_versions_lists_every_manifest_version_with_its_operation(
     assert (partial["rows_added"], partial["partitions_touched"]) == (4, 1)
     assert partial["rows_removed"] == 5  # the 5 US rows it replaced
     assert (overwrite["operation"], overwrite["mode"]) == ("write", "overwrite")
-    assert (overwrite["rows_added"], overwrite["partitions_touched"]) == (3, 1)
+    assert (overwrite["rows_added"], overwrite["partitions_touched"]) == (3, 3)  # DE, US, FR
     assert overwrite["rows_removed"] == 9  # every row: 4 US and 5 FR
     properties = dict(overwrite["properties"])
     assert properties["lance_partitioned.operation"] == "write"
@@ -133,6 +133,22 @@ def test_versions_of_a_namespace_written_by_another_client(tmp_path: Path) -> No
     assert [r["operation"] for r in ours] == ["write"] * len(ours)
     assert len(ours) == 2
     assert ours[-1]["rows_added"] == 1
+
+
+def test_an_overwrite_counts_the_rows_of_another_clients_leaves(tmp_path: Path) -> None:
+    """Leaves whose row count the ``__manifest`` does not record (a foreign manifest without
+    ``read_version``) are counted from the leaves themselves."""
+    root = str(tmp_path)
+    foreign = hand_written_without_read_version(root)
+    ns = lp.PartitionedNamespace.open(root)
+    leaves = set(ns.partitions().column("object_id").to_pylist())
+    before = ns.version
+    ns.write(rows_table([(20, dt.date(2026, 1, 1), "US")]), mode="overwrite")
+    last = history(ns, after=before)[-1]
+    assert (last["rows_added"], last["rows_removed"]) == (1, foreign.expected.num_rows)
+    assert last["rows_updated"] == 0
+    leaves |= set(ns.partitions().column("object_id").to_pylist())  # the one written
+    assert last["partitions_touched"] == len(leaves)
 
 
 def test_versions_lists_tags_next_to_their_versions(ns: lp.PartitionedNamespace) -> None:

@@ -80,6 +80,8 @@ def test_thirty_appends_become_one_fragment_per_leaf(thirty: Path, tmp_path: Pat
     recorded = properties(ns.uri, result.version)
     assert recorded["lance_partitioned.operation"] == "optimize"
     assert recorded["lance_partitioned.leaves_compacted"] == "3"
+    assert recorded["lance_partitioned.partitions_touched"] == "3"
+    assert recorded["lance_partitioned.rows_removed"] == "0"  # a compaction keeps every row
     assert recorded["lance_partitioned.fragments_before"] == "90"
     assert recorded["lance_partitioned.fragments_after"] == "3"
     # time travel: every older __manifest version reads what it read before
@@ -102,9 +104,12 @@ def test_the_manifest_is_compacted_too(tmp_path: Path) -> None:
     assert manifest_fragments(ns.uri) == 1
     assert result.manifest_fragments_before > 10
     assert result.manifest_fragments_after == 1
-    assert properties(ns.uri, result.version) == {
-        "lance_partitioned.operation": "optimize_manifest"
-    }
+    recorded = properties(ns.uri, result.version)
+    assert recorded["lance_partitioned.operation"] == "optimize_manifest"
+    assert [
+        recorded[f"lance_partitioned.{count}"]
+        for count in ("rows_added", "rows_removed", "rows_updated", "partitions_touched")
+    ] == ["0"] * 4  # the __manifest's own fragments: no row, no leaf
     # the __manifest rows are those of the leaf commit, unchanged by its compaction
     published = lp.PartitionedNamespace.open(ns.uri, version=before_version + 1)
     assert ns.snapshot.rows.sort_by("object_id").equals(

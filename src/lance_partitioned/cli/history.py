@@ -46,8 +46,8 @@ def history(
     storage_option: StorageOpt = None,
     debug: DebugOpt = False,
 ) -> None:
-    """Every __manifest version, newest first: when, which operation, rows added and
-    removed, leaves touched, tags."""
+    """Every __manifest version, newest first: when, which operation, rows added, removed
+    and updated, leaves touched, tags."""
     ns = open_namespace(uri, storage_option)
     found = ns.versions().to_pylist()
     found.reverse()
@@ -63,6 +63,7 @@ def history(
     out.add_column("operation", overflow="fold")
     out.add_column("+rows", justify="right", no_wrap=True)
     out.add_column("-rows", justify="right", no_wrap=True)
+    out.add_column("~rows", justify="right", no_wrap=True)
     out.add_column("leaves", justify="right", no_wrap=True)
     for row in found:
         what = Text(row["operation"] or "(another client)")
@@ -77,12 +78,15 @@ def history(
             what,
             _count(row["rows_added"]),
             _count(row["rows_removed"]),
+            _count(row["rows_updated"]),
             _count(row["partitions_touched"]),
         )
     console = stdout()
     console.print(out)
     shown = f"the latest {len(found)} of {total}" if len(found) < total else f"{total}"
-    console.print(f"{shown} versions; +rows/-rows/leaves blank: not recorded")
+    console.print(
+        f"{shown} versions; +rows added, -rows removed, ~rows updated; blank: not recorded"
+    )
 
 
 tag_app = typer.Typer(

@@ -11,7 +11,7 @@ residual pushed down. All of it becomes visible in one commit through
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,24 +27,26 @@ from lance_partitioned.dml.plan import (
 )
 from lance_partitioned.dml.results import DeleteResult
 from lance_partitioned.expressions import Predicate, to_sql
+from lance_partitioned.history import Tally
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.scan import ScanTask
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.transaction import ChangePlan, LeafChange, commit_changes
 
-__all__ = ["PreparedDelete", "delete", "delete_changes", "describe", "prepared", "properties"]
+__all__ = [
+    "PreparedDelete",
+    "delete",
+    "delete_changes",
+    "deleted_rows",
+    "describe",
+    "prepared",
+]
 
 
 def describe(where: str | Predicate) -> str:
     """The predicate as text, for the commit's transaction properties."""
     return where if isinstance(where, str) else to_sql(where)
-
-
-def properties(operation: str, *, mode: str | None = None, **details: str) -> dict[str, str]:
-    """Transaction properties recorded on the ``__manifest`` commit of a change
-    (:class:`~lance_partitioned.manifest.operations.Operation`)."""
-    return Operation(operation, mode=mode, details=details).to_properties()
 
 
 @dataclass
@@ -97,9 +99,9 @@ def delete_changes(
     cache: dict[str, PreparedDelete],
     spec_versions: Container[int] | None = None,
     written: Container[str] = (),
-) -> tuple[list[LeafChange], list[str], int]:
-    """The leaf changes and drops that delete the rows matching ``where`` on ``snapshot``
-    (only in leaves of ``spec_versions``, when given), and the rows the drops remove.
+) -> tuple[list[LeafChange], dict[str, int]]:
+    """The leaf changes and the drops (leaf object id -> its rows) that delete the rows
+    matching ``where`` on ``snapshot`` (only in leaves of ``spec_versions``, when given).
 
     The Lance delete of each leaf the predicate does not decide is prepared here (in
     ``cache``, by leaf and version, so a retry redoes only leaves that moved): a leaf where
@@ -108,20 +110,31 @@ def delete_changes(
     A leaf the same commit also writes (``written``) is never dropped: it gets a Lance
     delete of all its rows instead, and the write appends on top of it."""
     changes: list[LeafChange] = []
-    drops: list[str] = []
-    dropped_rows = 0
+    drops: dict[str, int] = {}
     schema = snapshot.metadata.schema
     for task in leaf_tasks(manifest, snapshot, where):
         if spec_versions is not None and task.spec_version not in spec_versions:
             continue
         if is_whole_leaf(task) and task.object_id not in written:
-            drops.append(task.object_id)
-            dropped_rows += leaf_rows(task)
+            drops[task.object_id] = leaf_rows(task)
         elif (found := prepared(task, schema, cache)).operation is not None:
             if found.change is None:
                 found.change = LeafChange(task.object_id, _prepare(task, schema, cache))
             changes.append(found.change)
-    return changes, drops, dropped_rows
+    return changes, drops
+
+
+def deleted_rows(
+    changes: Iterable[LeafChange], cache: Mapping[str, PreparedDelete]
+) -> Callable[[], dict[str, int]]:
+    """The rows that the Lance delete of each of ``changes`` removed, read when called:
+    after the leaf commits, ``cache`` holds the delete each leaf commit prepared."""
+    object_ids = [change.object_id for change in changes]
+
+    def read() -> dict[str, int]:
+        return {oid: cache[oid].count.rows for oid in object_ids if oid in cache}
+
+    return read
 
 
 def delete(manifest: Manifest, where: str | Predicate) -> DeleteResult:
@@ -132,22 +145,22 @@ def delete(manifest: Manifest, where: str | Predicate) -> DeleteResult:
     """
     started = time.perf_counter()
     cache: dict[str, PreparedDelete] = {}
-    dropped: list[int] = [0]
+    dropped: dict[str, int] = {}
+    operation = Operation("delete", details={"predicate": describe(where)})
 
     def plan(snapshot: ManifestSnapshot) -> ChangePlan:
-        changes, drops, rows = delete_changes(manifest, snapshot, where, cache)
-        dropped[0] = rows
-        return ChangePlan(
-            changes=changes,
-            drops=drops,
-            properties=properties("delete", predicate=describe(where)),
-        )
+        changes, drops = delete_changes(manifest, snapshot, where, cache)
+        dropped.clear()
+        dropped.update(drops)
+        tally = Tally(operation, removed=drops, deleted=deleted_rows(changes, cache))
+        return ChangePlan(changes=changes, drops=list(drops), properties=tally.properties)
 
     result = commit_changes(manifest, plan)
     changed = set(result.changed)
     return DeleteResult(
         version=result.version,
-        rows_deleted=dropped[0] + sum(p.count.rows for oid, p in cache.items() if oid in changed),
+        rows_deleted=sum(dropped.values())
+        + sum(p.count.rows for oid, p in cache.items() if oid in changed),
         leaves_dropped=len(result.dropped),
         leaves_rewritten=len(changed),
         attempts=result.attempts,

@@ -29,7 +29,6 @@ from lance import LanceDataset
 
 from lance_partitioned import errors, scan
 from lance_partitioned.consistency import conform_for_write, leaf_schema
-from lance_partitioned.dml.delete import properties
 from lance_partitioned.dml.plan import (
     ROW_ADDRESS,
     DeleteCount,
@@ -42,7 +41,9 @@ from lance_partitioned.dml.plan import (
 from lance_partitioned.dml.results import MergeResult
 from lance_partitioned.expressions import AlwaysFalse, AlwaysTrue, Predicate
 from lance_partitioned.expressions.sqltext import deep
+from lance_partitioned.history import Tally
 from lance_partitioned.manifest import DELIMITER, Manifest, ManifestSnapshot
+from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.transaction import ChangePlan, LeafChange, PendingWrite, commit_changes
@@ -185,6 +186,7 @@ class MergeBuilder:
         used: list[_LeafMatches] = []
         inserted = [0]
         staged: list[tuple[list[_LeafMatches], PendingWrite | None, int, Any] | None] = [None]
+        operation = Operation("merge", details={"on": ",".join(self._on)})
 
         def plan(snapshot: ManifestSnapshot) -> ChangePlan:
             nonlocal source, read
@@ -246,11 +248,14 @@ class MergeBuilder:
                 entry = staged[0] = (list(used), writes, rows.num_rows, snapshot.metadata)
             _, writes, staged_rows, _ = entry
             inserted[0] = staged_rows - sum(len(m.updating) for m in used)
+            tally = Tally(
+                operation,
+                written=[] if writes is None else writes.leaves,
+                deleted=lambda: {c.object_id: counts[c.object_id].rows for c in changes},
+                updated=sum(m.updated for m in used),
+            )
             return ChangePlan(
-                changes=changes,
-                writes=writes,
-                reads=reads,
-                properties=properties("merge", on=",".join(self._on)),
+                changes=changes, writes=writes, reads=reads, properties=tally.properties
             )
 
         result = commit_changes(manifest, plan, leaf_threads=self._options.threads)

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from lance_partitioned import errors, scan
 from lance_partitioned.consistency import conform_for_write, leaf_schema
-from lance_partitioned.dml.delete import PreparedDelete, delete_changes, describe, properties
+from lance_partitioned.dml.delete import PreparedDelete, delete_changes, deleted_rows, describe
 from lance_partitioned.expressions import (
     AlwaysTrue,
     EqualTo,
@@ -35,12 +35,13 @@ from lance_partitioned.expressions import (
     or_,
 )
 from lance_partitioned.expressions.fieldnames import field_terms, substitute
-from lance_partitioned.history import write_plan
+from lance_partitioned.history import Tally, replaced_rows, write_operation, write_plan
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.transaction import (
     ChangePlan,
     CommitResult,
+    LeafChange,
     LeafWrite,
     PendingWrite,
     commit_changes,
@@ -96,24 +97,28 @@ def commit_staged(
     (:func:`~lance_partitioned.history.write_plan`, with ``details``): an append or whole
     overwrite as such; ``overwrite_partitions`` with the rows of the written partitions
     deleted from leaves of older spec versions; with ``where`` (pending staged as an append),
-    the rows matching ``where`` deleted first (recorded as mode ``replace_where``). ``txn``
-    makes the commit idempotent, as for ``commit_write``."""
-    base = write_plan(pending, details)
+    the rows matching ``where`` deleted first (recorded as mode ``replace_where``). The rows
+    those deletes remove count in the commit's ``rows_removed``, their leaves in its
+    ``partitions_touched``. ``txn`` makes the commit idempotent, as for ``commit_write``."""
     if where is None and pending.mode != "overwrite_partitions":
-        return commit_changes(manifest, base, leaf_threads=leaf_threads, txn=txn)
+        return commit_changes(
+            manifest, write_plan(manifest, pending, details), leaf_threads=leaf_threads, txn=txn
+        )
     cache: dict[str, PreparedDelete] = {}
+    operation = write_operation(pending, details)
+    if where is not None:
+        mode = dataclasses.replace(operation, mode="replace_where")
+        operation = mode.with_details(predicate=describe(where))
 
     def plan(snapshot: ManifestSnapshot) -> ChangePlan:
-        written = base(snapshot)
-        recorded = dict(written.properties)
+        changes: list[LeafChange] = []
+        drops: dict[str, int] = {}
         if where is not None:
             leaves = {leaf.object_id for leaf in pending.leaves}
-            changes, drops, _ = delete_changes(manifest, snapshot, where, cache, None, leaves)
-            recorded |= properties("write", mode="replace_where", predicate=describe(where))
+            changes, drops = delete_changes(manifest, snapshot, where, cache, None, leaves)
         else:
             spec = _spec(snapshot, pending.spec_version)
             older = {s.version for s in snapshot.metadata.specs if s.version != spec.version}
-            changes, drops = [], []
             schema = snapshot.metadata.schema
             if any(schema.is_deprecated(f.source_id) for f in spec.fields):
                 # Appendix E: a field of a deprecated source is NULL on write, and rows of
@@ -121,9 +126,20 @@ def commit_staged(
                 older = set()
             if older and pending.leaves:
                 predicate = partitions_predicate(spec, pending.leaves)
-                changes, drops, _ = delete_changes(manifest, snapshot, predicate, cache, older)
-        return dataclasses.replace(
-            written, changes=changes, drops=drops, properties=recorded, serializable=True
+                changes, drops = delete_changes(manifest, snapshot, predicate, cache, older)
+        removed = {**replaced_rows(manifest, snapshot, pending), **drops}
+        tally = Tally(
+            operation,
+            written=pending.leaves,
+            removed=removed,
+            deleted=deleted_rows(changes, cache),
+        )
+        return ChangePlan(
+            changes=changes,
+            drops=list(drops),
+            writes=pending,
+            properties=tally.properties,
+            serializable=True,
         )
 
     return commit_changes(manifest, plan, leaf_threads=leaf_threads, txn=txn)

@@ -21,7 +21,7 @@ from lance import LanceDataset
 
 from lance_partitioned import errors
 from lance_partitioned.consistency import leaf_schema
-from lance_partitioned.dml.delete import describe, properties
+from lance_partitioned.dml.delete import describe
 from lance_partitioned.dml.plan import (
     ROW_ADDRESS,
     DeleteCount,
@@ -33,7 +33,9 @@ from lance_partitioned.dml.plan import (
 from lance_partitioned.dml.results import UpdateResult
 from lance_partitioned.expressions import Predicate
 from lance_partitioned.expressions.sqltext import deep
+from lance_partitioned.history import Tally
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
+from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.scan import ScanTask
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.transaction import (
@@ -163,6 +165,10 @@ def update(
     done: list[_LeafWork] = []
     planned = [first.metadata]
     merged: dict[tuple[int, ...], PendingWrite | None] = {}
+    operation = Operation(
+        "update",
+        details={"predicate": describe(where), "assignments": repr(sorted(checked.items()))},
+    )
 
     def work(task: ScanTask, snapshot: ManifestSnapshot) -> _LeafWork:
         known = cache.get(task.object_id)
@@ -226,14 +232,14 @@ def update(
         if key not in merged:  # the same staged writes merge into the same object
             merged.clear()
             merged[key] = merge_pending(writes) if writes else None
-        return ChangePlan(
-            changes=changes,
-            writes=merged[key],
-            reads=reads,
-            properties=properties(
-                "update", predicate=describe(where), assignments=repr(sorted(checked.items()))
-            ),
+        staged = merged[key]
+        tally = Tally(
+            operation,
+            written=[] if staged is None else staged.leaves,
+            deleted=lambda: {change.object_id: counts[change.object_id].rows for change in changes},
+            updated=sum(w.rows for w in done),
         )
+        return ChangePlan(changes=changes, writes=staged, reads=reads, properties=tally.properties)
 
     result = commit_changes(manifest, plan, leaf_threads=options.threads)
     return UpdateResult(

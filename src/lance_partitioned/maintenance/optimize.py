@@ -57,6 +57,7 @@ from lance.optimize import Compaction, CompactionOptions
 
 from lance_partitioned import errors
 from lance_partitioned.manifest import CommitConflict, Manifest, ManifestSnapshot
+from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.manifest.table import ManifestCompaction
 from lance_partitioned.runtime import DEFAULT_THREADS
 from lance_partitioned.scan import Filter, ScanTask, plan_scan
@@ -75,7 +76,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-PREFIX = "lance_partitioned."
 _MANIFEST_ATTEMPTS = 3
 
 
@@ -355,19 +355,21 @@ class _Planner:
         return prepare
 
     def _properties(self, compacted: Sequence[_Leaf]) -> dict[str, str]:
-        return {
-            f"{PREFIX}operation": "optimize",
-            f"{PREFIX}leaves_compacted": str(len(compacted)),
-            f"{PREFIX}fragments_before": str(sum(leaf.fragments for leaf in compacted)),
-            f"{PREFIX}fragments_after": str(sum(leaf.fragments_after for leaf in compacted)),
-            f"{PREFIX}rows": str(sum(leaf.rows for leaf in compacted)),
+        """A compaction: no row added, removed or updated; the leaves it rewrote."""
+        details = {
+            "leaves_compacted": str(len(compacted)),
+            "fragments_before": str(sum(leaf.fragments for leaf in compacted)),
+            "fragments_after": str(sum(leaf.fragments_after for leaf in compacted)),
+            "rows": str(sum(leaf.rows for leaf in compacted)),
         }
+        operation = Operation("optimize", details=details)
+        return operation.counted(partitions=len(compacted)).to_properties()
 
 
 def _compact_manifest(manifest: Manifest) -> ManifestCompaction | None:
     """Compact the ``__manifest`` table, retrying a conflict a few times (then giving up:
     nothing is lost, the next optimize compacts it)."""
-    properties = {f"{PREFIX}operation": "optimize_manifest"}
+    properties = Operation("optimize_manifest").counted().to_properties()
     for attempt in range(_MANIFEST_ATTEMPTS):
         try:
             return manifest.compact(properties=properties)

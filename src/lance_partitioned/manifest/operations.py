@@ -12,17 +12,20 @@ key                                        value
 ``lance_partitioned.mode``                 how it ran: a write's mode (``append``,
                                            ``overwrite``, ``overwrite_partitions``), an
                                            evolution's kind (``add_columns``, …)
-``lance_partitioned.rows_added``           rows it made visible (decimal)
-``lance_partitioned.rows_removed``         rows it removed from view (decimal)
-``lance_partitioned.partitions_touched``   leaf tables it wrote or changed (decimal)
+``lance_partitioned.rows_added``           rows it inserted (decimal)
+``lance_partitioned.rows_removed``         rows it deleted (decimal)
+``lance_partitioned.rows_updated``         rows it replaced by new values (decimal): an
+                                           ``update``'s or ``merge``'s, a moved row included
+``lance_partitioned.partitions_touched``   leaf tables it wrote, changed or dropped (decimal)
 ``lance_partitioned.client``               ``lance-partitioned <version>``
 ``lance_partitioned.<other>``              free-form details (``step``, ``engine``, …)
 =========================================  ====================================================
 
-A key is absent when its value is not known (an overwrite of a leaf whose row count the
-``__manifest`` does not record, e.g. another client's leaf, cannot say how many rows it
-removed). Other clients
-ignore these properties; a version another client committed has none, and reading is
+The three row counts are disjoint: an updated row counts in ``rows_updated`` only (not as
+one row removed and one added, which is how Lance stores it), so the rows a version holds are
+those of the previous version plus ``rows_added`` minus ``rows_removed``. A key is absent when
+its value is not known (a commit made before the key existed). Other clients ignore these
+properties; a version another client committed has none, and reading is
 tolerant: a value that is not what we write reads as unknown.
 
 >>> op = Operation("write", mode="append", rows_added=3, partitions_touched=2)
@@ -37,6 +40,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -52,6 +56,7 @@ _NAME = f"{PREFIX}operation"
 _MODE = f"{PREFIX}mode"
 _ROWS_ADDED = f"{PREFIX}rows_added"
 _ROWS_REMOVED = f"{PREFIX}rows_removed"
+_ROWS_UPDATED = f"{PREFIX}rows_updated"
 _PARTITIONS = f"{PREFIX}partitions_touched"
 _CLIENT = f"{PREFIX}client"
 
@@ -73,10 +78,10 @@ class Operation:
         ``create``, ``write``, ``evolve``, ``optimize``, ``delete``, ``update``, ``merge``, …
     mode : str, optional
         A write's mode, an evolution's kind.
-    rows_added, rows_removed : int, optional
-        Rows made visible and removed from view; None when not known.
+    rows_added, rows_removed, rows_updated : int, optional
+        Rows inserted, deleted, and replaced by new values (disjoint); None when not known.
     partitions_touched : int, optional
-        Leaf tables written or changed.
+        Leaf tables written, changed or dropped.
     details : Mapping[str, str]
         Free-form details, stored as ``lance_partitioned.<key>``.
     client : str, optional
@@ -87,12 +92,13 @@ class Operation:
     mode: str | None = None
     rows_added: int | None = None
     rows_removed: int | None = None
+    rows_updated: int | None = None
     partitions_touched: int | None = None
     details: Mapping[str, str] = field(default_factory=dict)
     client: str | None = CLIENT
 
     KEYS: ClassVar[frozenset[str]] = frozenset(
-        {_NAME, _MODE, _ROWS_ADDED, _ROWS_REMOVED, _PARTITIONS, _CLIENT}
+        {_NAME, _MODE, _ROWS_ADDED, _ROWS_REMOVED, _ROWS_UPDATED, _PARTITIONS, _CLIENT}
     )
 
     def __post_init__(self) -> None:
@@ -105,14 +111,24 @@ class Operation:
         >>> Operation("evolve", "add_columns").with_details(step="publish").details
         {'step': 'publish'}
         """
-        return Operation(
-            self.name,
-            self.mode,
-            self.rows_added,
-            self.rows_removed,
-            self.partitions_touched,
-            {**self.details, **details},
-            self.client,
+        return dataclasses.replace(self, details={**self.details, **details})
+
+    def counted(
+        self, added: int = 0, removed: int = 0, updated: int = 0, partitions: int = 0
+    ) -> Operation:
+        """This operation with its counts: rows inserted, deleted, replaced (disjoint) and
+        leaf tables written, changed or dropped.
+
+        >>> Operation("delete").counted(removed=3, partitions=1).to_properties()[
+        ...     "lance_partitioned.rows_removed"]
+        '3'
+        """
+        return dataclasses.replace(
+            self,
+            rows_added=added,
+            rows_removed=removed,
+            rows_updated=updated,
+            partitions_touched=partitions,
         )
 
     def to_properties(self) -> dict[str, str]:
@@ -123,6 +139,7 @@ class Operation:
         for key, count in (
             (_ROWS_ADDED, self.rows_added),
             (_ROWS_REMOVED, self.rows_removed),
+            (_ROWS_UPDATED, self.rows_updated),
             (_PARTITIONS, self.partitions_touched),
         ):
             if count is not None:
@@ -154,6 +171,7 @@ class Operation:
             mode=properties.get(_MODE),
             rows_added=_count(properties.get(_ROWS_ADDED)),
             rows_removed=_count(properties.get(_ROWS_REMOVED)),
+            rows_updated=_count(properties.get(_ROWS_UPDATED)),
             partitions_touched=_count(properties.get(_PARTITIONS)),
             details=details,
             client=properties.get(_CLIENT),

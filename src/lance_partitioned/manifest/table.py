@@ -51,7 +51,7 @@ from lance_partitioned.manifest.snapshot import (
 )
 from lance_partitioned.spec.metadata import NamespaceMetadata, keep_unknown_keys
 
-_CREATE = Operation("create")
+_CREATE = Operation("create").counted()
 _ROW_ADDRESS = "_rowaddr"
 _OFFSET_BITS = np.uint64(32)  # a Lance row address is fragment id << 32 | row offset
 
@@ -453,15 +453,24 @@ class Manifest:
         base: ManifestSnapshot,
         columns: Sequence[tuple[str, pa.DataType]],
         *,
+        rows: Sequence[Mapping[str, Any]] = (),
         properties: Mapping[str, str] | None = None,
     ) -> int:
-        """Add nullable columns (metadata only: every row reads NULL) as a compare-and-swap
-        on ``base.version``.
+        """Add nullable columns (metadata only: every row reads NULL) and insert ``rows``
+        (new object ids, NULL in the new columns: a spec version row) in one commit, a
+        compare-and-swap on ``base.version``.
 
         Returns the new manifest version; raises :class:`CommitConflict` when a concurrent
         commit conflicts (any concurrent row or schema change does).
         """
-        return self._add_columns(self._open(base.version), columns, base.version, properties)
+        known = set(base.rows.column("object_id").to_pylist())
+        clashing = [row["object_id"] for row in rows if row["object_id"] in known]
+        if clashing:
+            raise errors.InternalError(
+                f"rows {clashing} are in the __manifest at {base.version} already: they can "
+                "only be inserted"
+            )
+        return self._add_columns(self._open(base.version), columns, base.version, properties, rows)
 
     def _add_columns(
         self,
@@ -469,7 +478,12 @@ class Manifest:
         columns: Sequence[tuple[str, pa.DataType]],
         read_version: int,
         properties: Mapping[str, str] | None = None,
+        rows: Sequence[Mapping[str, Any]] = (),
     ) -> int:
+        """One Lance ``Merge`` on ``ds``: the schema widened by ``columns`` (no data file
+        changes: the existing rows read NULL) and, when ``rows`` are given, one more fragment
+        holding them, written in the schema before (so they read NULL in the new columns
+        too). A ``Merge`` conflicts with every concurrent row or schema change."""
         current = ds.schema
         if LanceSchema.from_pyarrow(current) != ds.lance_schema:
             raise errors.InternalError(
@@ -478,8 +492,11 @@ class Manifest:
             )
         wide = pa.schema([*current, *(pa.field(n, t, nullable=True) for n, t in columns)])
         fragments = [fragment.metadata for fragment in ds.get_fragments()]
+        if rows:
+            # Lance gives the Merge's new fragment the next fragment id, as for an Append
+            fragments += write_fragments(rows_table(current, rows), ds)
         operation = LanceOperation.Merge(
-            fragments, LanceSchema.from_pyarrow(wide), preserves_nullability=True
+            fragments, LanceSchema.from_pyarrow(wide), preserves_nullability=not rows
         )
         return self._commit(operation, read_version, properties)
 

@@ -321,8 +321,11 @@ class ChangePlan:
     reads : dict of str to int
         Leaf object id to the ``read_version`` whose content the plan depends on (rows that
         an update moves, merge matches); checked against the snapshot the plan was made on.
-    properties : dict of str to str
-        Recorded as the Lance transaction properties of the ``__manifest`` commit.
+    properties : dict of str to str, or a callable returning one
+        Recorded as the Lance transaction properties of the ``__manifest`` commit. A
+        callable (no argument) is called after the attempt's leaf commits, right before its
+        ``__manifest`` commit (:func:`_properties`): for what only the leaf commits know
+        (rows a ``LeafChange.prepare`` deleted).
     serializable : bool
         The plan depends on every leaf of the snapshot, not only on those it touches (it
         replaces what a set of partitions holds): after a lost compare-and-swap it is planned
@@ -335,7 +338,7 @@ class ChangePlan:
     drops: list[str] = field(default_factory=list)
     writes: PendingWrite | None = None
     reads: dict[str, int] = field(default_factory=dict)
-    properties: dict[str, str] = field(default_factory=dict)
+    properties: dict[str, str] | Callable[[], dict[str, str]] = field(default_factory=dict)
     serializable: bool = False
 
     def is_empty(self) -> bool:
@@ -343,6 +346,12 @@ class ChangePlan:
         return not (self.changes or self.drops or (self.writes and self.writes.leaves)) and (
             self.writes is None or self.writes.mode != "overwrite"
         )
+
+
+def _properties(plan: ChangePlan) -> dict[str, str]:
+    """The plan's properties, a callable one called now (after the attempt's leaf commits)."""
+    found = plan.properties
+    return found() if callable(found) else found
 
 
 @dataclass
@@ -565,7 +574,7 @@ def commit_changes(
                     rows_table(snapshot.rows.schema, rows),
                     delete=current.drops,
                     delete_partitions=pending is not None and pending.mode == "overwrite",
-                    properties=current.properties,
+                    properties=_properties(current),
                 )
             except CommitConflict as exc:
                 log.info("manifest commit conflict on attempt %d: %s", attempt + 1, exc)

@@ -116,3 +116,33 @@ def test_a_commit_on_a_snapshot_without_addresses_finds_its_rows(tmp_path: Path)
     assert set(by_id(fresh)) == set(by_id(base)) - {leaf}
     assert manifest.snapshot(version).rows.equals(fresh.rows)
     assert addresses(manifest.snapshot(version)) == on_disk
+
+
+def test_new_columns_and_a_new_row_are_one_commit(tmp_path: Path) -> None:
+    """``add_partition_columns`` with rows: one Lance ``Merge`` that widens the schema and
+    adds a fragment holding the rows (NULL in the new columns), under a fragment id of its
+    own; later row commits find the new row by its address."""
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema=SCHEMA, partition_by="k")
+    ns.write(data(range(20), ["a", "b"]))
+    ns.delete("id = 0")  # a deletion vector on the fragment with the leaf rows
+    manifest = Manifest(ns.uri)
+    base = manifest.snapshot()
+    version = manifest.add_partition_columns(
+        base, [("m", pa.int64())], rows=[{"object_id": "v9", "object_type": "namespace"}]
+    )
+    assert version == base.version + 1
+    dataset = lance.dataset(f"{ns.uri}/__manifest", version=version)
+    ids = [fragment.fragment_id for fragment in dataset.get_fragments()]
+    assert len(set(ids)) == len(ids)
+    fresh, on_disk = read_back(ns.uri, version)
+    assert set(by_id(fresh)) == {*by_id(base), "v9"}
+    assert fresh.rows.column("m").null_count == fresh.rows.num_rows
+    assert addresses(fresh) == on_disk
+    spec_row = fresh.row("v9")
+    assert spec_row is not None
+    after = manifest.commit_rows(fresh, rows_table(fresh.rows.schema, [spec_row]))
+    assert sorted(by_id(manifest.snapshot(after))) == sorted(by_id(fresh))
+    with pytest.raises(lp.errors.InternalError, match="v9"):  # an existing row: not inserted
+        manifest.add_partition_columns(
+            manifest.snapshot(), [("o", pa.int64())], rows=[{"object_id": "v9"}]
+        )
