@@ -210,21 +210,42 @@ def test_merge_records_inserted_updated_and_deleted_rows(ns: lp.PartitionedNames
 def test_the_counts_are_those_of_the_attempt_that_committed(
     ns: lp.PartitionedNamespace,
 ) -> None:
-    """A concurrent write lands between this delete's leaf commits and its ``__manifest``
-    commit: the delete retries on the new snapshot, where one more row matches."""
+    """A concurrent delete changes a leaf in place between this delete's leaf commits and its
+    ``__manifest`` commit: the delete is planned again on the new snapshot, where one row it
+    matched is gone, and records the rows of that attempt."""
     other = lp.PartitionedNamespace.open(ns.uri)
 
     def concurrent() -> None:
-        other.write(rows([4]))  # US; matches the delete's "id < 5"
+        other.delete("id = 3")  # FR; matched by the delete's "id < 5" too
 
     with transaction.pause_at("leaves_committed", concurrent):
         result = ns.delete("id < 5")
     assert result.attempts == 2
     last = history(ns.refresh(), after=0)[-1]
     assert last["operation"] == "delete"
-    assert counts(last) == (0, 6, 0, 2)
-    assert result.rows_deleted == 6
+    assert counts(last) == (0, 4, 0, 2)
+    assert result.rows_deleted == 4
     assert ns.count_rows() == 5
+
+
+def test_a_delete_rebased_over_an_append_counts_its_own_rows(
+    ns: lp.PartitionedNamespace,
+) -> None:
+    """A concurrent append to a leaf this delete changes: the delete is rebased over it
+    (WriteSerializable), the appended row stays although it matches, and the counts are the
+    delete's own."""
+    other = lp.PartitionedNamespace.open(ns.uri)
+
+    def concurrent() -> None:
+        other.write(rows([4]))  # US; matches the delete's "id < 5", appended meanwhile
+
+    with transaction.pause_at("leaves_committed", concurrent):
+        result = ns.delete("id < 5")
+    assert result.attempts == 2
+    last = history(ns.refresh(), after=0)[-1]
+    assert counts(last) == (0, 5, 0, 2)
+    assert result.rows_deleted == 5
+    assert ns.count_rows() == 6
 
 
 def test_an_update_retried_counts_the_rows_of_its_last_attempt(
@@ -233,13 +254,14 @@ def test_an_update_retried_counts_the_rows_of_its_last_attempt(
     other = lp.PartitionedNamespace.open(ns.uri)
 
     def concurrent() -> None:
-        other.write(rows([1001]))  # FR; matched by the update's "id > 8"
+        other.update("id = 1", {"n": "7"})  # FR, in place: the update plans again
 
     with transaction.pause_at("leaves_committed", concurrent):
-        result = ns.update("id > 8", {"n": "0"})
+        result = ns.update("id > 8 OR id = 1", {"n": "0"})
     assert result.attempts == 2
     last = history(ns.refresh(), after=0)[-1]
-    assert counts(last) == (0, 0, 2, 1)  # ids 9 and 1001, both in FR
+    assert counts(last) == (0, 0, 2, 1)  # ids 1 and 9, both in FR
+    assert ns.to_table(filter="id = 1").column("n").to_pylist() == [0]
 
 
 # ------------------------------------------------------------------------- evolution
