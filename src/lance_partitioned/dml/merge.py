@@ -185,7 +185,7 @@ class MergeBuilder:
         counts: dict[str, DeleteCount] = {}
         used: list[_LeafMatches] = []
         inserted = [0]
-        staged: list[tuple[list[_LeafMatches], PendingWrite | None, int, Any] | None] = [None]
+        staged: list[tuple[pa.Table, PendingWrite | None, int, Any] | None] = [None]
         operation = Operation("merge", details={"on": ",".join(self._on)})
 
         def plan(snapshot: ManifestSnapshot) -> ChangePlan:
@@ -225,16 +225,12 @@ class MergeBuilder:
                         count = counts.setdefault(task.object_id, DeleteCount())
                         found.change = LeafChange(task.object_id, _prepare(where, count))
                     changes.append(found.change)
-            # the same searches staged under the same metadata: the same staged write, so that
+            # the same rows to stage under the same metadata (the searches of leaves that
+            # moved meanwhile found what they found before): the same staged write, so that
             # its leaf commits are kept on a retry
+            rows = self._new_rows(source, used, read)
             entry = staged[0]
-            if (
-                entry is None
-                or entry[3] != snapshot.metadata
-                or len(entry[0]) != len(used)
-                or any(a is not b for a, b in zip(entry[0], used, strict=True))
-            ):
-                rows = self._new_rows(source, used, read)
+            if entry is None or entry[3] != snapshot.metadata or not entry[0].equals(rows):
                 writes = None
                 if rows.num_rows:
                     writes = stage(
@@ -245,7 +241,7 @@ class MergeBuilder:
                         target=leaf_schema(snapshot.metadata.schema),
                         options=self._options,
                     )
-                entry = staged[0] = (list(used), writes, rows.num_rows, snapshot.metadata)
+                entry = staged[0] = (rows, writes, rows.num_rows, snapshot.metadata)
             _, writes, staged_rows, _ = entry
             inserted[0] = staged_rows - sum(len(m.updating) for m in used)
             tally = Tally(
