@@ -1,5 +1,6 @@
 """Shared settings and fixtures. Spark workers run this interpreter; a real S3-compatible server
-on 127.0.0.1 (moto's server, over HTTP) is started once, by the first test that asks for it."""
+on 127.0.0.1 (moto's server, over HTTP) is started once, by the first test that asks for it
+(once per pytest-xdist worker, on a port the OS picks)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,26 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
 BUCKET = "lance-partitioned-tests"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``scripts/test`` runs ``-n 2 --dist worksteal``), start the longest
+    tests first.
+
+    The ``slow`` tests go first, those with the longest ``timeout`` mark (the streaming kill
+    job, the quickstart's Spark job, the ``local-cluster`` job) at their head: the worker that
+    runs them hands its shorter tests to the other one, and a run does not end with one of
+    them on one worker while the other one idles. A run without xdist keeps the collection
+    order.
+    """
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        items.sort(key=_longest_first)  # stable: the collection order within each rank
+
+
+def _longest_first(item: pytest.Item) -> tuple[bool, float]:
+    timeout = item.get_closest_marker("timeout")
+    seconds = float(timeout.args[0]) if timeout is not None and timeout.args else 0.0
+    return item.get_closest_marker("slow") is None, -seconds
 
 
 @pytest.fixture(scope="session")

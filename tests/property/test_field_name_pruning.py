@@ -93,6 +93,7 @@ PREDICATES = st.recursive(
 )
 
 
+@pytest.mark.slow  # ~1 min on 2 CPUs: 40 examples, each a scan of an evolved namespace
 @settings(
     max_examples=40,
     deadline=None,

@@ -1,16 +1,18 @@
 """One local SparkSession for every Spark test (a JVM start costs ~15 s on 2 cores).
 
 The master is ``local[2, 2]``: two task threads, and a failed task is retried once, so the
-tests can check that retried attempts never duplicate rows.
+tests can check that retried attempts never duplicate rows. Under pytest-xdist each worker
+process starts its own session: its warehouse and scratch (``spark.local.dir``) directories
+are its own temporary directories, the UI is off and the driver's ports are picked by the OS.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -29,20 +31,20 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     import lance_partitioned.spark
 
     with warnings.catch_warnings():
         # py4j starts the JVM with a preexec_fn, which runs lance's at-fork warning hook
         warnings.filterwarnings("ignore", message="lance is not fork-safe")
-        session = _start()
+        session = _start(tmp_path_factory.mktemp("spark"))
     session.sparkContext.setLogLevel("ERROR")
     lance_partitioned.spark.register(session)
     yield session
     session.stop()
 
 
-def _start() -> SparkSession:
+def _start(scratch: Path) -> SparkSession:
     return (
         SparkSession.builder.master("local[2, 2]")
         .appName("lance-partitioned-tests")
@@ -52,7 +54,9 @@ def _start() -> SparkSession:
         .config("spark.default.parallelism", "2")
         .config("spark.sql.session.timeZone", "UTC")
         # catalog-table tests must not leave a spark-warehouse directory in the checkout
-        .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="lp-spark-warehouse-"))
+        .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
+        # shuffle and block-manager files of this session only (one per xdist worker)
+        .config("spark.local.dir", str(scratch / "local"))
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
         .getOrCreate()
