@@ -79,6 +79,12 @@ def _dml(ns: lp.PartitionedNamespace, op: str, ids: list[int], keys: list[str], 
     )
 
 
+def _changed(result: Any) -> bool:
+    """Whether a delete/update/merge result changed a row."""
+    names = ("rows_deleted", "rows_updated", "rows_inserted")
+    return any(getattr(result, name, 0) for name in names)
+
+
 def writer(
     root: str, log_path: str, index: int, seed: int, deadline: float, dml: float = 0.0
 ) -> None:
@@ -129,6 +135,8 @@ def writer(
                 record = {"error": traceback.format_exc()[-2000:]}
             else:
                 record = {"version": result.version, "attempts": result.attempts}
+                if op in DML:  # one that found nothing to change commits no version
+                    record["changed"] = _changed(result)
             record.update(
                 w=index,
                 op=op,
@@ -380,7 +388,8 @@ def verify(
     return Outcome(
         writers=writers,
         seconds=seconds,
-        commits=len(committed),
+        # a row-level change that changed nothing may have committed no version
+        commits=sum(1 for r in committed if r["op"] not in DML or r.get("changed")),
         retries=sum(r["attempts"] - 1 for r in committed),
         max_attempts=max((r["attempts"] for r in committed), default=0),
         gave_up=sum(1 for r in writes if "gave_up" in r),
