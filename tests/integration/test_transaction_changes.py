@@ -131,11 +131,12 @@ def test_nothing_to_change_commits_nothing(tmp_path: Path) -> None:
     assert ns._manifest.latest_version() == before + 1
 
 
-def test_a_change_racing_an_append_is_rebased_over_it(tmp_path: Path) -> None:
-    """An append commits to the leaf between our leaf commit and our manifest commit: our
-    manifest commit conflicts, and the change (prepared once, on the version it read) is
-    committed again on top of the append without planning again (WriteSerializable: the
-    rows appended meanwhile are not deleted, though they match)."""
+def _change_racing_an_append(
+    tmp_path: Path, *, serializable: bool
+) -> tuple[lp.PartitionedNamespace, transaction.CommitResult, list[int], list[int]]:
+    """Delete ``id < 3`` from leaf k0 while another writer appends ids 0, 2 and 8 between our
+    leaf commit and our manifest commit; returns the namespace, the result, the snapshot
+    versions the planner saw and the leaf versions the change was prepared on."""
     ns = namespace(tmp_path)
     k0 = leaf_of(ns, "k0")
     calls: list[int] = []
@@ -144,11 +145,19 @@ def test_a_change_racing_an_append_is_rebased_over_it(tmp_path: Path) -> None:
 
     def plan(snapshot: ManifestSnapshot) -> transaction.ChangePlan:
         seen.append(snapshot.version)
-        return transaction.ChangePlan(changes=[change])
+        return transaction.ChangePlan(changes=[change], serializable=serializable)
 
     other = lp.PartitionedNamespace.open(str(tmp_path))
     with transaction.pause_at("leaves_committed", lambda: other.write(rows([0, 2, 8]))):
         result = transaction.commit_changes(ns._manifest, plan)
+    return ns, result, seen, calls
+
+
+def test_a_change_racing_an_append_is_rebased_over_it(tmp_path: Path) -> None:
+    """Our manifest commit conflicts with the append, and the change (prepared once, on the
+    version it read) is committed again on top of the append without planning again
+    (WriteSerializable: the rows appended meanwhile are not deleted, though they match)."""
+    ns, result, seen, calls = _change_racing_an_append(tmp_path, serializable=False)
     assert result.attempts == 2
     assert len(seen) == 1  # not planned again
     assert len(calls) == 1  # not prepared again
@@ -161,19 +170,7 @@ def test_a_serializable_change_racing_an_append_is_redone_on_the_new_base(
     """The same race for a plan that depends on every row of its leaves (a replace-where):
     the planner is called with the new snapshot and the change prepared again on top of the
     append, which it deletes too."""
-    ns = namespace(tmp_path)
-    k0 = leaf_of(ns, "k0")
-    calls: list[int] = []
-    seen: list[int] = []
-    change = transaction.LeafChange(k0, deleting("id < 3", calls))
-
-    def plan(snapshot: ManifestSnapshot) -> transaction.ChangePlan:
-        seen.append(snapshot.version)
-        return transaction.ChangePlan(changes=[change], serializable=True)
-
-    other = lp.PartitionedNamespace.open(str(tmp_path))
-    with transaction.pause_at("leaves_committed", lambda: other.write(rows([0, 2, 8]))):
-        result = transaction.commit_changes(ns._manifest, plan)
+    ns, result, seen, calls = _change_racing_an_append(tmp_path, serializable=True)
     assert result.attempts == 2
     assert len(seen) == 2
     assert seen[1] == seen[0] + 1
