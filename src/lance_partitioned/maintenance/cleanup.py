@@ -53,10 +53,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from lance_partitioned import errors
@@ -73,6 +75,7 @@ from lance_partitioned.maintenance.versions import (
     utc,
 )
 from lance_partitioned.manifest import MANIFEST_DIR, TABLE, Manifest
+from lance_partitioned.runtime import DEFAULT_THREADS
 
 __all__ = ["CleanupProgress", "CleanupResult", "Removed", "cleanup", "on_step"]
 
@@ -203,6 +206,15 @@ class _Totals:
     kept_leaf_versions: int = 0
     rolled_back: list[str] = field(default_factory=list)
 
+    def absorb(self, other: _Totals) -> None:
+        """Add ``other`` (one leaf's totals) to these."""
+        self.manifest_versions += other.manifest_versions
+        self.leaf_versions += other.leaf_versions
+        self.leaf_directories += other.leaf_directories
+        self.staged_files += other.staged_files
+        self.kept_leaf_versions += other.kept_leaf_versions
+        self.rolled_back += other.rolled_back
+
 
 def _delete(store: Store, files: Sequence[StoredFile], dry_run: bool) -> Removed:
     if not dry_run:
@@ -288,10 +300,13 @@ def _clean_dataset(
     *,
     is_manifest: bool = False,
     kept_extra: int = 0,
+    gate: Callable[[], object] | None = None,
 ) -> None:
     """Staged files first, then versions (Lance would otherwise count the old staged files
     among the removed versions' files). ``kept_extra``: leaf versions a dry run counts as
-    kept beside those of ``hist`` (the rollback it would commit)."""
+    kept beside those of ``hist`` (the rollback it would commit); ``gate`` is called before
+    removing versions (it waits for the expired ``__manifest`` versions to be removed, and
+    raises when that failed)."""
     listing = store.files(prefix)
     local = [StoredFile(f.path[len(prefix) + 1 :], f.size, f.mtime) for f in listing]
     staged = staged_files(hist, local, cutoff)
@@ -308,12 +323,61 @@ def _clean_dataset(
     if dry_run:
         removed = predict_removal(hist, remove, local)
     else:
+        if gate is not None:
+            gate()
         _step("manifest_versions" if is_manifest else "leaf_versions", hist.uri)
         removed = remove_versions(hist, remove)
     if is_manifest:
         totals.manifest_versions += removed
     else:
         totals.leaf_versions += removed
+
+
+def _clean_leaf(
+    manifest: Manifest,
+    store: Store,
+    uri: str,
+    pinned: set[int | None],
+    *,
+    published: dict[str, tuple[str, int]],
+    cutoff: dt.datetime,
+    read: int,
+    dry_run: bool,
+    gate: Callable[[], object],
+) -> _Totals:
+    """Step 2 for one leaf that a retained version lists (``pinned``: the ``read_version``s
+    they pin): roll it back over an interrupted write, then remove its staged files and the
+    versions nothing pins (after ``gate``). Returns what it removed."""
+    totals = _Totals()
+    options = dict(manifest.storage_options)
+    leaf_store, prefix = _leaf_store(store, uri, options)
+    hist = history(uri, options)
+    remove: set[int] = set()
+    rolled = False  # rolled back, or would be in a dry run: the latest version may go
+    if hist is not None:
+        leaf = published.get(uri)
+        if leaf is not None and _roll_back(
+            manifest, hist, leaf, pinned, cutoff, read=read, dry_run=dry_run
+        ):
+            totals.rolled_back.append(leaf[0])
+            rolled = True
+            if not dry_run:
+                hist = history(uri, options)
+    if hist is not None:
+        keep = None if rolled and dry_run else hist.latest
+        remove = {
+            version
+            for version, committed in hist.times.items()
+            if version not in pinned
+            and version != keep
+            and version not in hist.tagged
+            and committed < cutoff
+        }
+    extra = 1 if rolled and dry_run else 0  # the rollback's version
+    _clean_dataset(
+        leaf_store, prefix, hist, remove, cutoff, dry_run, totals, kept_extra=extra, gate=gate
+    )
+    return totals
 
 
 def _leaf_store(store: Store, uri: str, options: dict[str, str]) -> tuple[Store, str]:
@@ -381,6 +445,7 @@ def cleanup(
     dry_run: bool = False,
     progress: Callable[[CleanupProgress], None] | None = None,
     now: dt.datetime | None = None,
+    threads: int | None = None,
 ) -> CleanupResult:
     """Remove what no retained version needs, once older than ``older_than`` (see the module
     docstring for what goes, in which order, and what is safe to run meanwhile).
@@ -398,6 +463,8 @@ def cleanup(
         Called with a :class:`CleanupProgress` after each leaf.
     now : datetime, optional
         The present (tests set it; a naive datetime is local time).
+    threads : int, optional
+        Leaves cleaned in parallel.
 
     Raises
     ------
@@ -429,43 +496,52 @@ def cleanup(
     refs, published = _references(manifest, kept)
 
     # 1. expired __manifest versions first: leaf versions only they pin go next, so every
-    # __manifest version that still exists stays readable whatever step a crash stops at
-    _clean_dataset(
-        store, MANIFEST_DIR, manifest_history, expired, cutoff, dry_run, totals, is_manifest=True
-    )
-
-    # 2. each listed leaf: staged files, then the versions no retained version pins
-    referenced_dirs: set[str] = set()
-    for i, (uri, pinned) in enumerate(sorted(refs.items())):
-        leaf_store, prefix = _leaf_store(store, uri, options)
-        if leaf_store is store:
-            referenced_dirs.add(prefix.split("/", 1)[0])
-        hist = history(uri, options)
-        remove: set[int] = set()
-        rolled = False  # rolled back, or would be in a dry run: the latest version may go
-        if hist is not None:
-            leaf = published.get(uri)
-            if leaf is not None and _roll_back(
-                manifest, hist, leaf, pinned, cutoff, read=kept[-1], dry_run=dry_run
-            ):
-                totals.rolled_back.append(leaf[0])
-                rolled = True
-                if not dry_run:
-                    hist = history(uri, options)
-        if hist is not None:
-            keep = None if rolled and dry_run else hist.latest
-            remove = {
-                version
-                for version, committed in hist.times.items()
-                if version not in pinned
-                and version != keep
-                and version not in hist.tagged
-                and committed < cutoff
-            }
-        extra = 1 if rolled and dry_run else 0  # the rollback's version
-        _clean_dataset(leaf_store, prefix, hist, remove, cutoff, dry_run, totals, kept_extra=extra)
-        if progress is not None:
-            progress(CleanupProgress(uri, i + 1, len(refs)))
+    # __manifest version that still exists stays readable whatever step a crash stops at.
+    # 2. each listed leaf: staged files, then the versions no retained version pins. The
+    # leaves are cleaned on a thread pool (Lance releases the GIL) while the __manifest is:
+    # a leaf's history, rollback and staged files do not depend on it, its versions are
+    # removed only once step 1 is done (``gate``).
+    referenced_dirs = {
+        prefix.split("/", 1)[0]
+        for uri in refs
+        if (prefix := _relative(store.root, uri)) is not None
+    }
+    leaves = sorted(refs.items())
+    width = max(1, min(threads or DEFAULT_THREADS, len(leaves) or 1))
+    with ThreadPoolExecutor(1) as first, ThreadPoolExecutor(width) as pool:
+        step_one = first.submit(
+            _clean_dataset,
+            store,
+            MANIFEST_DIR,
+            manifest_history,
+            expired,
+            cutoff,
+            dry_run,
+            totals,
+            is_manifest=True,
+        )
+        leaf = functools.partial(
+            _clean_leaf,
+            manifest,
+            store,
+            published=published,
+            cutoff=cutoff,
+            read=kept[-1],
+            dry_run=dry_run,
+            gate=step_one.result,
+        )
+        futures = {pool.submit(leaf, uri, pinned): uri for uri, pinned in leaves}
+        try:
+            step_one.result()
+            for done, future in enumerate(as_completed(futures), start=1):
+                future.result()
+                if progress is not None:
+                    progress(CleanupProgress(futures[future], done, len(refs)))
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+    for future in futures:
+        totals.absorb(future.result())
 
     # 3. leaf directories no retained version lists; 4. Spark journals
     _clean_directories(store, referenced_dirs, cutoff, dry_run, totals)
