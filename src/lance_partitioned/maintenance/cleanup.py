@@ -301,13 +301,15 @@ def _clean_dataset(
     is_manifest: bool = False,
     kept_extra: int = 0,
     gate: Callable[[], object] | None = None,
+    listing: Sequence[StoredFile] | None = None,
 ) -> None:
     """Staged files first, then versions (Lance would otherwise count the old staged files
     among the removed versions' files). ``kept_extra``: leaf versions a dry run counts as
     kept beside those of ``hist`` (the rollback it would commit); ``gate`` is called before
     removing versions (it waits for the expired ``__manifest`` versions to be removed, and
-    raises when that failed)."""
-    listing = store.files(prefix)
+    raises when that failed); ``listing``: the files under ``prefix``, when listed already."""
+    if listing is None:
+        listing = store.files(prefix)
     local = [StoredFile(f.path[len(prefix) + 1 :], f.size, f.mtime) for f in listing]
     staged = staged_files(hist, local, cutoff)
     if staged:
@@ -351,7 +353,9 @@ def _clean_leaf(
     totals = _Totals()
     options = dict(manifest.storage_options)
     leaf_store, prefix = _leaf_store(store, uri, options)
-    hist = history(uri, options)
+    listing = leaf_store.files(prefix)
+    tags = any(f.path[len(prefix) :].lstrip("/").startswith("_refs/") for f in listing)
+    hist = history(uri, options, tags=tags)
     remove: set[int] = set()
     rolled = False  # rolled back, or would be in a dry run: the latest version may go
     if hist is not None:
@@ -362,7 +366,7 @@ def _clean_leaf(
             totals.rolled_back.append(leaf[0])
             rolled = True
             if not dry_run:
-                hist = history(uri, options)
+                hist = history(uri, options, tags=tags)
     if hist is not None:
         keep = None if rolled and dry_run else hist.latest
         remove = {
@@ -375,7 +379,16 @@ def _clean_leaf(
         }
     extra = 1 if rolled and dry_run else 0  # the rollback's version
     _clean_dataset(
-        leaf_store, prefix, hist, remove, cutoff, dry_run, totals, kept_extra=extra, gate=gate
+        leaf_store,
+        prefix,
+        hist,
+        remove,
+        cutoff,
+        dry_run,
+        totals,
+        kept_extra=extra,
+        gate=gate,
+        listing=listing,
     )
     return totals
 

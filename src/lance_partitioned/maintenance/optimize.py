@@ -165,12 +165,11 @@ class OptimizeResult:
     leaves: tuple[LeafCompaction, ...] = field(default=(), repr=False)
 
 
-def _signature(ds: LanceDataset) -> tuple[tuple[Any, ...], ...]:
-    """What a compaction of ``ds`` depends on: its fragments, their files and deletions (a
-    restored copy of a version has the same signature as that version)."""
+def _signature(fragments: Sequence[Any]) -> tuple[tuple[Any, ...], ...]:
+    """What a compaction of a leaf depends on: its fragments (metadata), their files and
+    deletions (a restored copy of a version has the same signature as that version)."""
     out = []
-    for fragment in ds.get_fragments():
-        meta = fragment.metadata
+    for meta in fragments:
         deletion = meta.deletion_file
         out.append(
             (
@@ -209,6 +208,11 @@ class _Leaf:
     fragments_after: int = 0
     bytes_after: int = 0
     change: LeafChange | None = None  # one object per (leaf, read_version): commits reused
+    compacted_at: int = -1  # the leaf version whose fragments `operation` rewrites
+
+    def __post_init__(self) -> None:
+        if self.compacted_at < 0:
+            self.compacted_at = self.read_version
 
     def summary(self) -> LeafCompaction:
         return LeafCompaction(
@@ -298,7 +302,7 @@ class _Planner:
         leaf = _Leaf(
             task.object_id,
             int(ds.version),
-            _signature(ds),
+            _signature(fragments),
             len(fragments),
             _live_rows(fragments),
             _file_bytes(fragments),
@@ -343,13 +347,17 @@ class _Planner:
 
     def _prepare_callback(self, leaf: _Leaf) -> Callable[[LanceDataset], Any]:
         def prepare(ds: LanceDataset) -> Any:
-            # ds is the leaf at the read_version planned, or a restored copy of it: the same
-            # fragments. Anything else would be a compaction of other content: redo it on ds.
-            signature = _signature(ds)
+            # ds is the leaf at the version compacted (a version never changes: nothing to
+            # compare), or a restored copy of it: the same fragments. Anything else would be a
+            # compaction of other content: redo it on ds.
+            if int(ds.version) == leaf.compacted_at:
+                return leaf.operation
+            signature = _signature([f.metadata for f in ds.get_fragments()])
             if signature != leaf.signature:
                 log.warning("leaf %s is not as planned: compacting it again", leaf.object_id)
                 leaf.signature = signature
                 self._run(leaf, ds)
+                leaf.compacted_at = int(ds.version)
             return leaf.operation
 
         return prepare

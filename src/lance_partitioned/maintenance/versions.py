@@ -121,7 +121,9 @@ class DatasetHistory:
         return self._files[version]
 
     def _read_files(self, version: int) -> set[str]:
-        at = self.dataset.checkout_version(version)
+        # the latest version is open already: a checkout would read its manifest again
+        ds = self.dataset
+        at = ds if version == ds.version else ds.checkout_version(version)
         out: set[str] = set()
         for fragment in at.get_fragments():
             meta = fragment.metadata
@@ -150,13 +152,16 @@ def _moment(value: object) -> dt.datetime:
     return value
 
 
-def history(uri: str, options: Mapping[str, str] | None) -> DatasetHistory | None:
+def history(
+    uri: str, options: Mapping[str, str] | None, *, tags: bool = True
+) -> DatasetHistory | None:
     """The versions of the Lance dataset at ``uri``; None when there is none (a directory
-    that holds only staged files)."""
+    that holds only staged files). ``tags=False``: the caller knows that it has no tags (no
+    ``_refs/`` file: Lance's cleanup keeps tagged versions anyway), which saves a read."""
     try:
         ds = lance.dataset(uri, storage_options=dict(options) if options else None)
         times = {int(v["version"]): utc(_moment(v["timestamp"])) for v in ds.versions()}
-        tags = ds.tags.list()
+        tagged = {int(tag["version"]) for tag in ds.tags.list().values()} if tags else set()
     except (OSError, ValueError) as exc:
         if _not_found(exc):
             return None
@@ -164,7 +169,6 @@ def history(uri: str, options: Mapping[str, str] | None) -> DatasetHistory | Non
         raise typed or errors.StorageError(
             f"cannot read the versions of the Lance table at {uri!r}: {exc}"
         ) from exc
-    tagged = {int(tag["version"]) for tag in tags.values()}
     latest = int(ds.version)
     times.setdefault(latest, utc(_moment(ds.get_version()["timestamp"])))
     return DatasetHistory(uri, ds, times, latest, tagged)
