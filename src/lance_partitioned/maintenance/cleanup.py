@@ -58,8 +58,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from typing import Any
 
 from lance_partitioned import errors
 from lance_partitioned.maintenance.files import Store, StoredFile
@@ -300,14 +301,14 @@ def _clean_dataset(
     *,
     is_manifest: bool = False,
     kept_extra: int = 0,
-    gate: Callable[[], object] | None = None,
     listing: Sequence[StoredFile] | None = None,
-) -> None:
+) -> Callable[[], None] | None:
     """Staged files first, then versions (Lance would otherwise count the old staged files
-    among the removed versions' files). ``kept_extra``: leaf versions a dry run counts as
-    kept beside those of ``hist`` (the rollback it would commit); ``gate`` is called before
-    removing versions (it waits for the expired ``__manifest`` versions to be removed, and
-    raises when that failed); ``listing``: the files under ``prefix``, when listed already."""
+    among the removed versions' files). The staged files go now; the versions' removal is
+    returned, for the caller to run when it may (None: nothing to remove, or a dry run, whose
+    prediction is counted already). ``kept_extra``: leaf versions a dry run counts as kept
+    beside those of ``hist`` (the rollback it would commit); ``listing``: the files under
+    ``prefix``, when listed already."""
     if listing is None:
         listing = store.files(prefix)
     local = [StoredFile(f.path[len(prefix) + 1 :], f.size, f.mtime) for f in listing]
@@ -317,22 +318,54 @@ def _clean_dataset(
         full = [StoredFile(f"{prefix}/{f.path}", f.size, f.mtime) for f in staged]
         totals.staged_files += _delete(store, full, dry_run)
     if hist is None:
-        return
+        return None
     if not is_manifest:
         totals.kept_leaf_versions += len(hist.times) - len(remove) + kept_extra
     if not remove:
-        return
+        return None
     if dry_run:
-        removed = predict_removal(hist, remove, local)
-    else:
-        if gate is not None:
-            gate()
-        _step("manifest_versions" if is_manifest else "leaf_versions", hist.uri)
-        removed = remove_versions(hist, remove)
-    if is_manifest:
-        totals.manifest_versions += removed
-    else:
-        totals.leaf_versions += removed
+        predicted = predict_removal(hist, remove, local)
+        if is_manifest:
+            totals.manifest_versions += predicted
+        else:
+            totals.leaf_versions += predicted
+        return None
+    versions = hist
+
+    def finish() -> None:
+        _step("manifest_versions" if is_manifest else "leaf_versions", versions.uri)
+        removed = remove_versions(versions, remove)
+        if is_manifest:
+            totals.manifest_versions += removed
+        else:
+            totals.leaf_versions += removed
+
+    return finish
+
+
+def _clean_manifest(
+    store: Store,
+    hist: DatasetHistory,
+    expired: set[int],
+    cutoff: dt.datetime,
+    dry_run: bool,
+    totals: _Totals,
+) -> None:
+    """Step 1: the ``__manifest``'s staged files and expired versions."""
+    finish = _clean_dataset(
+        store, MANIFEST_DIR, hist, expired, cutoff, dry_run, totals, is_manifest=True
+    )
+    if finish is not None:
+        finish()
+
+
+@dataclass
+class _LeafCleanup:
+    """One leaf's step 2: what it removed so far, and the removal of its versions still to
+    run once the expired ``__manifest`` versions are gone (None: nothing left to do)."""
+
+    totals: _Totals
+    finish: Callable[[], None] | None
 
 
 def _clean_leaf(
@@ -345,11 +378,10 @@ def _clean_leaf(
     cutoff: dt.datetime,
     read: int,
     dry_run: bool,
-    gate: Callable[[], object],
-) -> _Totals:
+) -> _LeafCleanup:
     """Step 2 for one leaf that a retained version lists (``pinned``: the ``read_version``s
-    they pin): roll it back over an interrupted write, then remove its staged files and the
-    versions nothing pins (after ``gate``). Returns what it removed."""
+    they pin): roll it back over an interrupted write, remove its staged files, and return
+    the removal of the versions that nothing pins."""
     totals = _Totals()
     options = dict(manifest.storage_options)
     leaf_store, prefix = _leaf_store(store, uri, options)
@@ -378,19 +410,62 @@ def _clean_leaf(
             and committed < cutoff
         }
     extra = 1 if rolled and dry_run else 0  # the rollback's version
-    _clean_dataset(
-        leaf_store,
-        prefix,
-        hist,
-        remove,
-        cutoff,
-        dry_run,
-        totals,
-        kept_extra=extra,
-        gate=gate,
-        listing=listing,
+    finish = _clean_dataset(
+        leaf_store, prefix, hist, remove, cutoff, dry_run, totals, kept_extra=extra, listing=listing
     )
-    return totals
+    return _LeafCleanup(totals, finish)
+
+
+def _clean_leaves(
+    pool: ThreadPoolExecutor,
+    step_one: Future[None],
+    clean: Callable[[str, set[int | None]], _LeafCleanup],
+    leaves: Sequence[tuple[str, set[int | None]]],
+    progress: Callable[[CleanupProgress], None] | None,
+) -> list[_Totals]:
+    """Run ``clean`` on every leaf on ``pool`` while step 1 runs (``step_one``), then each
+    leaf's removal of versions once step 1 is done (a leaf that gets there first waits for
+    it without holding a thread of the pool); per leaf, in order, what it removed."""
+    slots: list[_Totals | None] = [None] * len(leaves)
+    index: dict[Future[Any], int] = {}  # a leaf's clean or finish -> the leaf
+    finishing: set[Future[Any]] = set()
+    waiting: list[tuple[int, Callable[[], None]]] = []  # removals waiting for step 1
+    done = 0
+
+    def finish(i: int, removal: Callable[[], None]) -> Future[Any]:
+        future = pool.submit(removal)
+        index[future] = i
+        finishing.add(future)
+        return future
+
+    for i, (uri, pinned) in enumerate(leaves):
+        index[pool.submit(clean, uri, pinned)] = i
+    todo: set[Future[Any]] = {*index, step_one}
+    while todo:
+        finished, todo = wait(todo, return_when=FIRST_COMPLETED)
+        for future in finished:
+            if future is step_one:
+                future.result()  # raises when step 1 failed: no leaf version goes then
+                todo.update(finish(i, removal) for i, removal in waiting)
+                waiting.clear()
+                continue
+            i = index[future]
+            outcome = future.result()
+            if future not in finishing:
+                slots[i] = outcome.totals
+                if outcome.finish is not None:
+                    if step_one.done():
+                        todo.add(finish(i, outcome.finish))
+                    else:
+                        waiting.append((i, outcome.finish))
+                    continue
+            done += 1
+            if progress is not None:
+                progress(CleanupProgress(leaves[i][0], done, len(leaves)))
+    results = [totals for totals in slots if totals is not None]
+    if len(results) != len(leaves):
+        raise errors.InternalError("a leaf of the cleanup was not cleaned")
+    return results
 
 
 def _leaf_store(store: Store, uri: str, options: dict[str, str]) -> tuple[Store, str]:
@@ -512,8 +587,8 @@ def cleanup(
     # __manifest version that still exists stays readable whatever step a crash stops at.
     # 2. each listed leaf: staged files, then the versions no retained version pins. The
     # leaves are cleaned on a thread pool (Lance releases the GIL) while the __manifest is:
-    # a leaf's history, rollback and staged files do not depend on it, its versions are
-    # removed only once step 1 is done (``gate``).
+    # a leaf's history, rollback and staged files do not depend on it; its versions are
+    # removed only once step 1 is done.
     referenced_dirs = {
         prefix.split("/", 1)[0]
         for uri in refs
@@ -523,17 +598,9 @@ def cleanup(
     width = max(1, min(threads or DEFAULT_THREADS, len(leaves) or 1))
     with ThreadPoolExecutor(1) as first, ThreadPoolExecutor(width) as pool:
         step_one = first.submit(
-            _clean_dataset,
-            store,
-            MANIFEST_DIR,
-            manifest_history,
-            expired,
-            cutoff,
-            dry_run,
-            totals,
-            is_manifest=True,
+            _clean_manifest, store, manifest_history, expired, cutoff, dry_run, totals
         )
-        leaf = functools.partial(
+        clean = functools.partial(
             _clean_leaf,
             manifest,
             store,
@@ -541,20 +608,14 @@ def cleanup(
             cutoff=cutoff,
             read=kept[-1],
             dry_run=dry_run,
-            gate=step_one.result,
         )
-        futures = {pool.submit(leaf, uri, pinned): uri for uri, pinned in leaves}
         try:
-            step_one.result()
-            for done, future in enumerate(as_completed(futures), start=1):
-                future.result()
-                if progress is not None:
-                    progress(CleanupProgress(futures[future], done, len(refs)))
+            per_leaf = _clean_leaves(pool, step_one, clean, leaves, progress)
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
-    for future in futures:
-        totals.absorb(future.result())
+    for leaf_totals in per_leaf:
+        totals.absorb(leaf_totals)
 
     # 3. leaf directories no retained version lists; 4. Spark journals
     _clean_directories(store, referenced_dirs, cutoff, dry_run, totals)

@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 
 _U64_MAX = (1 << 64) - 1  # Lance's V2 manifest paths name version v as u64::MAX - v
 _STAGED_DIRS = ("data/", "_deletions/")
+_CHECKOUTS = 4  # versions whose files are read one by one before reading every version's
+_TRACKED_KINDS = ("data file", "deletion file")  # in Lance's tracked_files
 
 
 @dataclass(frozen=True)
@@ -113,12 +115,48 @@ class DatasetHistory:
     latest: int
     tagged: set[int]
     _files: dict[int, set[str]] = field(default_factory=dict, repr=False)
+    _checkouts: int = field(default=0, repr=False)  # versions read one by one
 
     def files(self, version: int) -> set[str]:
-        """The data and deletion files (relative to the dataset) that ``version`` reads."""
+        """The data and deletion files (relative to the dataset) that ``version`` reads.
+
+        The latest version's come from the open dataset; a few more versions are read one by
+        one, then every version's at once (one Lance call that reads every manifest, rather
+        than a checkout and Python objects per fragment of each version: a ``__manifest``
+        holds hundreds of versions, a leaf a few)."""
+        if version not in self._files and version != self.dataset.version:
+            if self._checkouts == _CHECKOUTS:
+                self._read_every_version()
+            self._checkouts += 1
         if version not in self._files:
             self._files[version] = self._read_files(version)
         return self._files[version]
+
+    def _read_every_version(self) -> None:
+        """Read the files of every version with Lance's ``tracked_files`` (those it does not
+        list are read one by one, as before)."""
+        try:
+            tracked = self.dataset.tracked_files().read_all()
+        except (OSError, ValueError) as exc:
+            log.info(
+                "cannot list the files of %s at once (%s): reading versions one by one",
+                self.uri,
+                exc,
+            )
+            return
+        read: dict[int, set[str]] = {}
+        for version, path, kind in zip(
+            tracked.column("version").to_pylist(),
+            tracked.column("path").to_pylist(),
+            tracked.column("type").to_pylist(),
+            strict=True,
+        ):
+            files = read.setdefault(int(version), set())  # a version without data has none
+            if kind in _TRACKED_KINDS:
+                files.add(path)
+        for version, files in read.items():
+            if version in self.times:
+                self._files.setdefault(version, files)
 
     def _read_files(self, version: int) -> set[str]:
         # the latest version is open already: a checkout would read its manifest again
