@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +183,52 @@ def test_a_leftover_is_judged_by_its_newest_file(tmp_path: Path) -> None:
     age(crashed, days=10)
     assert _run(root, older_than=dt.timedelta(days=7)).leaf_directories.count == 1
     assert not crashed.exists()
+
+
+def test_leaves_cleaned_in_parallel_go_as_with_one_thread_and_only_after_the_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Leaves are cleaned on a thread pool while the ``__manifest`` is: the same removals as
+    one at a time, and no leaf version goes while the expired ``__manifest`` versions stay."""
+    root = tmp_path / "ns"
+    ns = _history(str(root))
+    for i in range(3):
+        ns.write(table([100 + i, 200 + i], ["c", f"n{i}"]))
+    _leftovers(str(root), monkeypatch)  # with an interrupted write to roll back
+    copies = {n: tmp_path / f"copy{n}" for n in ("one", "many", "crash")}
+    for copy in copies.values():
+        shutil.copytree(root, copy)
+    moment = now()
+    one = _run(str(copies["one"]), older_than=ZERO, now=moment, threads=1)
+    seen: list[cleanup_module.CleanupProgress] = []
+    many = _run(str(copies["many"]), older_than=ZERO, now=moment, threads=4, progress=seen.append)
+    kinds = ("manifest_versions", "leaf_versions", "leaf_directories", "staged_files")
+    for kind in (*kinds, "kept_leaf_versions", "rolled_back", "removed_manifest_versions"):
+        assert getattr(one, kind) == getattr(many, kind), kind
+    assert many.leaf_versions.count > 0
+    assert many.rolled_back
+    assert sorted(p.leaves_done for p in seen) == list(range(1, many.leaves + 1))
+    assert sorted(p.location for p in seen) == sorted({p.location for p in seen})
+    left = [files(copies[n]) for n in ("one", "many")]  # (a rollback's .txn has a uuid)
+    assert [len(f) for f in left] == [len(left[0])] * 2
+    assert {p for p in left[0] if "_transactions" not in p} == {
+        p for p in left[1] if "_transactions" not in p
+    }
+
+    crashed = str(copies["crash"])
+    locations = lp.PartitionedNamespace.open(crashed).partitions().column("location")
+    before = {loc: leaf_versions(crashed, loc) for loc in locations.to_pylist()}
+
+    def crash(detail: str) -> None:  # slow: the leaves get ready to remove meanwhile
+        time.sleep(0.5)
+        raise Boom(f"crash before removing the __manifest versions of {detail}")
+
+    with on_step("manifest_versions", crash), pytest.raises(Boom):
+        _run(crashed, older_than=ZERO, now=moment, threads=4)
+    for location, versions in before.items():  # a rollback adds a version, none went
+        assert set(versions) <= set(leaf_versions(crashed, location)), location
+    again = _run(crashed, older_than=ZERO, now=moment, threads=4)
+    assert again.leaf_versions == many.leaf_versions
 
 
 def test_progress_is_reported_per_leaf(tmp_path: Path) -> None:
