@@ -389,3 +389,30 @@ def test_rows_staged_for_a_lost_manifest_commit_go_once_old(tmp_path: Path) -> N
     assert result.staged_files.count == len(staged)
     assert not staged & set(files(tmp_path / "__manifest"))
     assert sorted(ns.refresh().to_table().column("id").to_pylist()) == [5, 6, 7]
+
+
+def test_staged_files_of_a_leaf_outside_the_root_go_once_old(tmp_path: Path) -> None:
+    """A leaf whose ``location`` is an absolute URI outside the root (another client may
+    write one): its staged files are found and removed like those of any leaf."""
+    root = str(tmp_path / "ns")
+    ns = lp.PartitionedNamespace.create(root, schema=SCHEMA, partition_by="k")
+    ns.write(table([1, 2], ["a", "a"]))
+    location = ns.partitions("k = 'a'").column("location")[0].as_py()
+    elsewhere = tmp_path / "elsewhere" / "leaf_a"
+    elsewhere.parent.mkdir()
+    shutil.move(f"{root}/{location}", elsewhere)
+    lance.dataset(f"{root}/__manifest").update(
+        {"location": f"'{elsewhere}'"}, where=f"location = '{location}'"
+    )
+    lance.fragment.write_fragments(table([90], ["a"]), str(elsewhere))  # never committed
+    staged = {p for p in files(elsewhere) if p.startswith("data/")} - {
+        f"data/{f.path}"
+        for fragment in lance.dataset(str(elsewhere)).get_fragments()
+        for f in fragment.metadata.files
+    }
+    assert len(staged) == 1
+    age(elsewhere, days=2)
+    result = _run(root, older_than=dt.timedelta(days=1))
+    assert result.staged_files.count == 1
+    assert not staged & set(files(elsewhere))
+    assert sorted(lp.PartitionedNamespace.open(root).to_table().column("id").to_pylist()) == [1, 2]

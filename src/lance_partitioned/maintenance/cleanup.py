@@ -311,11 +311,14 @@ def _clean_dataset(
     ``prefix``, when listed already."""
     if listing is None:
         listing = store.files(prefix)
-    local = [StoredFile(f.path[len(prefix) + 1 :], f.size, f.mtime) for f in listing]
+    cut = len(prefix) + 1 if prefix else 0  # "": the store is rooted at the dataset
+    local = [StoredFile(f.path[cut:], f.size, f.mtime) for f in listing]
     staged = staged_files(hist, local, cutoff)
     if staged:
         _step("leaf_staged", store.root + "/" + prefix)
-        full = [StoredFile(f"{prefix}/{f.path}", f.size, f.mtime) for f in staged]
+        full = [
+            StoredFile(f"{prefix}/{f.path}" if prefix else f.path, f.size, f.mtime) for f in staged
+        ]
         totals.staged_files += _delete(store, full, dry_run)
     if hist is None:
         return None

@@ -48,6 +48,7 @@ from lance.commit import CommitConflictError
 from lance_partitioned import errors
 from lance_partitioned.maintenance.versions import utc
 from lance_partitioned.manifest import TABLE, Manifest
+from lance_partitioned.transaction.leaves import restore_leaf
 
 __all__ = ["Unpublished", "find_unpublished", "naming_versions", "roll_back"]
 
@@ -202,13 +203,7 @@ def roll_back(found: Unpublished, storage_options: Mapping[str, str] | None = No
     try:
         if int(lance.dataset(found.uri, storage_options=options).version) != found.latest:
             return False
-        LanceDataset.commit(
-            found.uri,
-            LanceOperation.Restore(found.read_version),
-            read_version=found.latest,
-            storage_options=options,
-            max_retries=0,
-        )
+        restore_leaf(found.uri, found.read_version, latest=found.latest, options=options)
     except CommitConflictError:
         return False
     except (OSError, ValueError) as exc:

@@ -160,6 +160,29 @@ def _latest_version(uri: str, options: dict[str, str] | None) -> int | None:
         return None
 
 
+def restore_leaf(uri: str, version: int, *, latest: int, options: dict[str, str] | None) -> int:
+    """Commit a Lance ``Restore`` of the leaf at ``uri`` to ``version`` over ``latest`` (its
+    latest version, checked by Lance: no retry) and return the new version. The one place a
+    leaf is restored: before a write to a leaf whose latest version is not the one the
+    ``__manifest`` names, and by ``verify --repair``/``cleanup`` rolling back an interrupted
+    write (:mod:`lance_partitioned.maintenance.rollback`).
+
+    Raises
+    ------
+    lance.commit.CommitConflictError
+        Another commit landed on the leaf after ``latest``.
+    """
+    log.info("restoring leaf %s from version %d to %d", uri, latest, version)
+    restored = LanceDataset.commit(
+        uri,
+        LanceOperation.Restore(version),
+        read_version=latest,
+        storage_options=options,
+        max_retries=0,
+    )
+    return int(restored.version)
+
+
 def _open_leaf(uri: str, version: int, options: dict[str, str] | None) -> LanceDataset:
     """The leaf at ``version``, opened to compare its schema with the staged one."""
     return lance.dataset(uri, version=version, storage_options=options)
@@ -302,15 +325,7 @@ def commit_leaf(
                     "Lance dataset"
                 )
             if expected >= 0 and latest != expected:
-                log.info("restoring leaf %s from version %d to %d", uri, latest, expected)
-                restored = LanceDataset.commit(
-                    uri,
-                    LanceOperation.Restore(expected),
-                    read_version=latest,
-                    storage_options=options,
-                    max_retries=0,
-                )
-                latest = restored.version
+                latest = restore_leaf(uri, expected, latest=latest, options=options)
             fingerprint = staged
             fragments = leaf.fragments
             base = latest
@@ -410,14 +425,7 @@ def commit_change(
         base = latest if expected == _NULL else expected
         try:
             if latest != base:
-                log.info("restoring leaf %s from version %d to %d", uri, latest, base)
-                latest = LanceDataset.commit(
-                    uri,
-                    LanceOperation.Restore(base),
-                    read_version=latest,
-                    storage_options=options,
-                    max_retries=0,
-                ).version
+                latest = restore_leaf(uri, base, latest=latest, options=options)
             if operation is not None:
                 op = operation[0]
             else:
