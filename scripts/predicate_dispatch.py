@@ -1,0 +1,92 @@
+"""Count the ``isinstance`` dispatches on predicate node kinds outside the one visitor module.
+
+A predicate node class is any class of ``src/lance_partitioned`` that derives (by name,
+transitively) from ``Predicate`` of ``expressions/tree.py``; the base ``Predicate`` itself is
+not a node kind (``isinstance(x, Predicate)`` checks an argument, it does not dispatch). A
+call counts once, however many node classes its second argument names. The visitor module
+(``expressions/visitor.py``), which holds the traversal, is left out.
+
+Usage: ``python scripts/predicate_dispatch.py [--all]`` (``--all`` lists every call).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent / "src" / "lance_partitioned"
+VISITOR = ROOT / "expressions" / "visitor.py"
+
+
+def _base_names(node: ast.ClassDef) -> set[str]:
+    names = set()
+    for base in node.bases:
+        if isinstance(base, ast.Name):
+            names.add(base.id)
+        elif isinstance(base, ast.Attribute):
+            names.add(base.attr)
+    return names
+
+
+def node_classes(trees: dict[Path, ast.Module]) -> set[str]:
+    """The names of the classes deriving from ``Predicate`` (the base excluded)."""
+    bases: dict[str, set[str]] = {}
+    for tree in trees.values():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases.setdefault(node.name, set()).update(_base_names(node))
+    found = {"Predicate"}
+    while True:
+        more = {name for name, of in bases.items() if of & found} - found
+        if not more:
+            return found - {"Predicate"}
+        found |= more
+
+
+def _named(arg: ast.expr) -> list[str]:
+    if isinstance(arg, ast.Tuple):
+        return [name for item in arg.elts for name in _named(item)]
+    if isinstance(arg, ast.Name):
+        return [arg.id]
+    if isinstance(arg, ast.Attribute):
+        return [arg.attr]
+    return []
+
+
+def dispatches(trees: dict[Path, ast.Module], kinds: set[str]) -> list[tuple[Path, int, str]]:
+    """``(file, line, classes)`` of every ``isinstance(x, <node class>)`` outside the visitor."""
+    found = []
+    for path, tree in trees.items():
+        if path == VISITOR:
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "isinstance"
+                and len(node.args) == 2
+            ):
+                named = [name for name in _named(node.args[1]) if name in kinds]
+                if named:
+                    found.append((path, node.lineno, ", ".join(named)))
+    return sorted(found)
+
+
+def main(argv: list[str]) -> int:
+    trees = {path: ast.parse(path.read_text(), str(path)) for path in sorted(ROOT.rglob("*.py"))}
+    kinds = node_classes(trees)
+    found = dispatches(trees, kinds)
+    per_file = Counter(path for path, _, _ in found)
+    for path, count in sorted(per_file.items()):
+        print(f"{count:4d}  {path.relative_to(ROOT.parent)}")
+    if "--all" in argv:
+        for path, line, named in found:
+            print(f"{path.relative_to(ROOT.parent)}:{line}: {named}")
+    print(f"{len(found):4d}  isinstance dispatches on predicate nodes outside the visitor")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,265 @@
+"""The one walk over the predicate tree: :class:`PredicateVisitor` and :func:`visit`.
+
+PyIceberg's ``BooleanExpressionVisitor``: a visitor says what each kind of node becomes,
+given what its children became; :func:`visit` holds the traversal. It is iterative, so a
+tree of any depth is walked without recursion, and it hands long chains of ANDs (ORs) to
+the visitor flat (``visit_and`` gets every operand's result at once), so that a tree a
+visitor rebuilds with :func:`~lance_partitioned.expressions.tree.and_` comes out balanced.
+
+Each leaf kind has its method (``visit_equal_to``, ``visit_in``, …) that falls back to the
+method of its group (``visit_comparison``, ``visit_set``, ``visit_prefix``,
+``visit_unary``), then to :meth:`PredicateVisitor.visit_leaf`. A new predicate node is
+registered once here (:func:`_leaf` and its method); visitors that must know it override
+its method, the others keep their fallback.
+
+>>> from lance_partitioned.expressions.tree import EqualTo, IsNull
+>>> class Count(PredicateVisitor[int]):
+...     def visit_and(self, parts: list[int]) -> int:
+...         return sum(parts)
+...     visit_or = visit_and
+...     def visit_leaf(self, p: Predicate) -> int:
+...         return 1
+>>> visit(EqualTo("a", 1) & (IsNull("b") | IsNull("c")), Count())
+3
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, ClassVar, Generic, TypeVar
+
+from lance_partitioned.errors import InvalidInputError
+from lance_partitioned.expressions.tree import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    Comparison,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    NotEqualTo,
+    NotIn,
+    NotNull,
+    NotStartsWith,
+    Or,
+    Predicate,
+    SetPredicate,
+    StartsWith,
+    UnaryPredicate,
+    Unknown,
+    and_,
+    operands,
+    or_,
+)
+
+__all__ = ["LeafMapper", "PredicateVisitor", "map_leaves", "visit"]
+
+T = TypeVar("T")
+
+SHORT_CHAIN = 32
+"""Chains of up to this many operands reach a visitor node by node (their shape kept);
+longer ones flat, all operands at once."""
+
+
+class PredicateVisitor(Generic[T]):
+    """What each node becomes, given the results of its children (see :func:`visit`).
+
+    Subclasses define :meth:`visit_and` and :meth:`visit_or`, and the leaves they handle:
+    one kind (``visit_less_than``), a group (``visit_comparison``) or every leaf
+    (:meth:`visit_leaf`). A leaf kind nobody handles raises InvalidInputError.
+    """
+
+    flat: ClassVar[bool] = False
+    """True: every chain of ANDs (ORs) comes flat, short ones too (for a visitor to which
+    the nesting of a chain makes no difference, such as SQL text written flat)."""
+
+    def visit_and(self, parts: list[T]) -> T:
+        """An AND of operands that became ``parts`` (two, or a whole long chain)."""
+        raise NotImplementedError
+
+    def visit_or(self, parts: list[T]) -> T:
+        """An OR of operands that became ``parts`` (two, or a whole long chain)."""
+        raise NotImplementedError
+
+    def visit_not(self, child: T) -> T:
+        """A NOT whose child became ``child``; by default refused (bind first: NOT-free)."""
+        raise InvalidInputError("a NOT-free predicate is expected here: call rewrite_not first")
+
+    def visit_leaf(self, p: Predicate) -> T:
+        """Every leaf (constants included) that no more precise method handles."""
+        raise InvalidInputError(f"not a predicate node: {p!r}")
+
+    def visit_true(self, p: AlwaysTrue) -> T:
+        return self.visit_leaf(p)
+
+    def visit_false(self, p: AlwaysFalse) -> T:
+        return self.visit_leaf(p)
+
+    def visit_unary(self, p: UnaryPredicate) -> T:
+        """IS NULL and IS NOT NULL."""
+        return self.visit_leaf(p)
+
+    def visit_is_null(self, p: IsNull) -> T:
+        return self.visit_unary(p)
+
+    def visit_not_null(self, p: NotNull) -> T:
+        return self.visit_unary(p)
+
+    def visit_comparison(self, p: Comparison) -> T:
+        """``=``, ``!=``, ``<``, ``<=``, ``>``, ``>=``."""
+        return self.visit_leaf(p)
+
+    def visit_equal_to(self, p: EqualTo) -> T:
+        return self.visit_comparison(p)
+
+    def visit_not_equal_to(self, p: NotEqualTo) -> T:
+        return self.visit_comparison(p)
+
+    def visit_less_than(self, p: LessThan) -> T:
+        return self.visit_comparison(p)
+
+    def visit_less_than_or_equal(self, p: LessThanOrEqual) -> T:
+        return self.visit_comparison(p)
+
+    def visit_greater_than(self, p: GreaterThan) -> T:
+        return self.visit_comparison(p)
+
+    def visit_greater_than_or_equal(self, p: GreaterThanOrEqual) -> T:
+        return self.visit_comparison(p)
+
+    def visit_set(self, p: SetPredicate) -> T:
+        """IN and NOT IN."""
+        return self.visit_leaf(p)
+
+    def visit_in(self, p: In) -> T:
+        return self.visit_set(p)
+
+    def visit_not_in(self, p: NotIn) -> T:
+        return self.visit_set(p)
+
+    def visit_prefix(self, p: StartsWith | NotStartsWith) -> T:
+        """LIKE 'prefix%' and NOT LIKE 'prefix%'."""
+        return self.visit_leaf(p)
+
+    def visit_starts_with(self, p: StartsWith) -> T:
+        return self.visit_prefix(p)
+
+    def visit_not_starts_with(self, p: NotStartsWith) -> T:
+        return self.visit_prefix(p)
+
+    def visit_unknown(self, p: Unknown) -> T:
+        """SQL the tree cannot express (subclasses too)."""
+        return self.visit_leaf(p)
+
+
+@functools.singledispatch
+def _leaf(p: object, v: PredicateVisitor[Any]) -> Any:
+    raise InvalidInputError(f"not a predicate node: {p!r}")
+
+
+_KINDS: dict[type[Predicate], Callable[[PredicateVisitor[Any], Any], Any]] = {
+    AlwaysTrue: PredicateVisitor.visit_true,
+    AlwaysFalse: PredicateVisitor.visit_false,
+    IsNull: PredicateVisitor.visit_is_null,
+    NotNull: PredicateVisitor.visit_not_null,
+    EqualTo: PredicateVisitor.visit_equal_to,
+    NotEqualTo: PredicateVisitor.visit_not_equal_to,
+    LessThan: PredicateVisitor.visit_less_than,
+    LessThanOrEqual: PredicateVisitor.visit_less_than_or_equal,
+    GreaterThan: PredicateVisitor.visit_greater_than,
+    GreaterThanOrEqual: PredicateVisitor.visit_greater_than_or_equal,
+    In: PredicateVisitor.visit_in,
+    NotIn: PredicateVisitor.visit_not_in,
+    StartsWith: PredicateVisitor.visit_starts_with,
+    NotStartsWith: PredicateVisitor.visit_not_starts_with,
+    Unknown: PredicateVisitor.visit_unknown,
+}
+"""The method of each leaf kind (subclasses of a kind, such as the field conditions of
+:mod:`lance_partitioned.pruning.fieldnames`, take their base's)."""
+
+
+def _register(kind: type[Predicate], method: Callable[[PredicateVisitor[Any], Any], Any]) -> None:
+    name = method.__name__
+    _leaf.register(kind, lambda p, v: getattr(v, name)(p))
+
+
+for _kind, _method in _KINDS.items():
+    _register(_kind, _method)
+
+
+def _children(node: Predicate, flat: bool) -> list[Predicate] | None:
+    """The operands to visit before ``node`` (None for a leaf)."""
+    kind = type(node)
+    if kind is And or kind is Or:
+        parts = operands(node, kind)
+        if flat or len(parts) > SHORT_CHAIN:
+            return parts
+        return [node.left, node.right]  # type: ignore[attr-defined]
+    if kind is Not:
+        return [node.child]  # type: ignore[attr-defined]
+    return None
+
+
+def visit(predicate: Predicate, visitor: PredicateVisitor[T]) -> T:
+    """What ``visitor`` makes of ``predicate``: its children first, then the node.
+
+    Iterative (any depth); a chain of more than :data:`SHORT_CHAIN` ANDs (ORs), or any
+    chain for a ``flat`` visitor, reaches ``visit_and`` (``visit_or``) with all its operands.
+    """
+    results: list[Any] = []
+    stack: list[tuple[Predicate, int]] = [(predicate, -1)]
+    while stack:
+        node, arity = stack.pop()
+        if arity >= 0:  # its children are done: combine their results
+            parts = results[len(results) - arity :]
+            del results[len(results) - arity :]
+            if type(node) is And:
+                results.append(visitor.visit_and(parts))
+            elif type(node) is Or:
+                results.append(visitor.visit_or(parts))
+            else:
+                results.append(visitor.visit_not(parts[0]))
+            continue
+        children = _children(node, visitor.flat)
+        if children is None:
+            results.append(_leaf(node, visitor))
+        else:
+            stack.append((node, len(children)))
+            stack.extend((child, -1) for child in reversed(children))
+    return results[0]  # type: ignore[no-any-return]
+
+
+class LeafMapper(PredicateVisitor[Predicate]):
+    """Rebuilds ANDs and ORs with :func:`~lance_partitioned.expressions.tree.and_` and
+    :func:`~lance_partitioned.expressions.tree.or_` (constants fold); a subclass says what
+    the leaves become."""
+
+    def visit_and(self, parts: list[Predicate]) -> Predicate:
+        return and_(*parts)
+
+    def visit_or(self, parts: list[Predicate]) -> Predicate:
+        return or_(*parts)
+
+
+class _Mapped(LeafMapper):
+    def __init__(self, leaf: Callable[[Predicate], Predicate]) -> None:
+        self.leaf = leaf
+
+    def visit_leaf(self, p: Predicate) -> Predicate:
+        return self.leaf(p)
+
+
+def map_leaves(predicate: Predicate, leaf: Callable[[Predicate], Predicate]) -> Predicate:
+    """A NOT-free ``predicate`` with each leaf (constants included) replaced by ``leaf(it)``.
+
+    >>> from lance_partitioned.expressions.tree import AlwaysTrue, IsNull
+    >>> map_leaves(IsNull("a") & IsNull("b"), lambda p: AlwaysTrue() if p == IsNull("a") else p)
+    IsNull(term='b')
+    """
+    return visit(predicate, _Mapped(leaf))
