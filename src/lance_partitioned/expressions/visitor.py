@@ -58,9 +58,10 @@ from lance_partitioned.expressions.tree import (
     or_,
 )
 
-__all__ = ["LeafMapper", "PredicateVisitor", "map_leaves", "visit"]
+__all__ = ["LeafMapper", "PredicateVisitor", "leaves", "map_leaves", "visit"]
 
 T = TypeVar("T")
+P = TypeVar("P", bound=Predicate)
 
 SHORT_CHAIN = 32
 """Chains of up to this many operands reach a visitor node by node (their shape kept);
@@ -263,3 +264,32 @@ def map_leaves(predicate: Predicate, leaf: Callable[[Predicate], Predicate]) -> 
     IsNull(term='b')
     """
     return visit(predicate, _Mapped(leaf))
+
+
+class _Leaves(PredicateVisitor[list[Any]]):
+    flat = True
+
+    def __init__(self, kind: type[Predicate]) -> None:
+        self.kind = kind
+
+    def visit_and(self, parts: list[list[Any]]) -> list[Any]:
+        return [leaf for part in parts for leaf in part]
+
+    def visit_or(self, parts: list[list[Any]]) -> list[Any]:
+        return [leaf for part in parts for leaf in part]
+
+    def visit_not(self, child: list[Any]) -> list[Any]:
+        return child
+
+    def visit_leaf(self, p: Predicate) -> list[Any]:
+        return [p] if isinstance(p, self.kind) else []
+
+
+def leaves(predicate: Predicate, kind: type[P]) -> list[P]:
+    """The leaves of ``predicate`` of class ``kind`` (subclasses too), left to right.
+
+    >>> from lance_partitioned.expressions.tree import IsNull, Unknown
+    >>> leaves(IsNull("a") | Unknown("b % 2 = 0", ("b",)), Unknown)
+    [Unknown(sql='b % 2 = 0', columns=('b',))]
+    """
+    return visit(predicate, _Leaves(kind))

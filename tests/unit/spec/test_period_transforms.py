@@ -11,7 +11,8 @@ import pyarrow as pa
 import pytest
 
 from lance_partitioned.errors import PartitionByParseError, TransformError
-from lance_partitioned.expressions import bind, parse_sql, project
+from lance_partitioned.expressions import bind, parse_sql
+from lance_partitioned.pruning import project
 from lance_partitioned.expressions.ranges import Interval
 from lance_partitioned.expressions.tree import (
     And,

@@ -32,33 +32,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from lance_partitioned.expressions import joint
-from lance_partitioned.expressions.projection import source_fields
+from lance_partitioned.expressions import tree as t
 from lance_partitioned.expressions.ranges import FAILED, NOTHING, Interval
-from lance_partitioned.expressions.tree import (
-    AlwaysFalse,
-    AlwaysTrue,
-    And,
-    Comparison,
-    EqualTo,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    IsNull,
-    LessThan,
-    LessThanOrEqual,
-    NotEqualTo,
-    NotIn,
-    NotNull,
-    NotStartsWith,
-    Or,
-    Predicate,
-    StartsWith,
-    Unknown,
-    and_,
-    or_,
-)
+from lance_partitioned.expressions.tree import Predicate
+from lance_partitioned.expressions.visitor import LeafMapper, visit
 from lance_partitioned.expressions.visitors import rewrite_not
+from lance_partitioned.pruning import joint
+from lance_partitioned.pruning.projection import source_fields
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.transforms import Transform
@@ -106,28 +86,39 @@ def residual(
     >>> residual(p, spec, schema, {"y": 2025})
     GreaterThanOrEqual(term='d', value=datetime.date(2025, 3, 1))
     """
-    guarantees: dict[str, _Guarantee | None] = {}
+    return visit(rewrite_not(predicate), _Residual(spec, schema, values))
 
-    def guarantee(term: str) -> _Guarantee | None:
-        if term not in guarantees:
-            guarantees[term] = _guarantee(spec, schema, values, term)
-        return guarantees[term]
 
-    def visit(p: Predicate) -> Predicate:
-        if isinstance(p, And):
-            return and_(visit(p.left), visit(p.right))
-        if isinstance(p, Or):
-            return or_(visit(p.left), visit(p.right))
-        if isinstance(p, (AlwaysTrue, AlwaysFalse, Unknown)):
-            return p
+class _Residual(LeafMapper):
+    """Each leaf decided by what the partition's values guarantee about its column."""
+
+    def __init__(self, spec: PartitionSpec, schema: NamespaceSchema, values: Mapping[str, Any]):
+        self.spec = spec
+        self.schema = schema
+        self.values = values
+        self.guarantees: dict[str, _Guarantee | None] = {}
+
+    def guarantee(self, term: str) -> _Guarantee | None:
+        if term not in self.guarantees:
+            self.guarantees[term] = _guarantee(self.spec, self.schema, self.values, term)
+        return self.guarantees[term]
+
+    def visit_true(self, p: t.AlwaysTrue) -> Predicate:
+        return p
+
+    def visit_false(self, p: t.AlwaysFalse) -> Predicate:
+        return p
+
+    def visit_unknown(self, p: t.Unknown) -> Predicate:
+        return p
+
+    def visit_leaf(self, p: Predicate) -> Predicate:
         term = getattr(p, "term", None)
-        known = guarantee(term) if isinstance(term, str) else None
+        known = self.guarantee(term) if isinstance(term, str) else None
         decided = None if known is None else known.decide(p)
         if decided is None:
             return p
-        return AlwaysTrue() if decided else AlwaysFalse()
-
-    return visit(rewrite_not(predicate))
+        return t.AlwaysTrue() if decided else t.AlwaysFalse()
 
 
 @dataclass
@@ -143,9 +134,9 @@ class _Guarantee:
     images: list[tuple[Transform, pa.DataType, Any]] = field(default_factory=list)
 
     def decide(self, leaf: Predicate) -> bool | None:
-        if isinstance(leaf, IsNull):
+        if isinstance(leaf, t.IsNull):
             return True if self.is_null else (False if self.not_null else None)
-        if isinstance(leaf, NotNull):
+        if isinstance(leaf, t.NotNull):
             return False if self.is_null else (True if self.not_null else None)
         if self.is_null:
             return False  # every other test of NULL is NULL
@@ -171,37 +162,37 @@ class _Guarantee:
         prefix = self.prefix
         if prefix is None:
             return None
-        if isinstance(leaf, (StartsWith, NotStartsWith)):
+        if isinstance(leaf, (t.StartsWith, t.NotStartsWith)):
             if prefix.startswith(leaf.prefix):
-                return isinstance(leaf, StartsWith)
+                return isinstance(leaf, t.StartsWith)
             if not leaf.prefix.startswith(prefix):
-                return isinstance(leaf, NotStartsWith)
+                return isinstance(leaf, t.NotStartsWith)
             return None
-        if isinstance(leaf, (In, NotIn)):
+        if isinstance(leaf, (t.In, t.NotIn)):
             if all(isinstance(v, str) and not v.startswith(prefix) for v in leaf.values):
-                return isinstance(leaf, NotIn)
+                return isinstance(leaf, t.NotIn)
             return None
-        if not isinstance(leaf, Comparison) or not isinstance(leaf.value, str):
+        if not isinstance(leaf, t.Comparison) or not isinstance(leaf.value, str):
             return None
         value = leaf.value
         if value.startswith(prefix):
             if value != prefix:
                 return None
-            return {LessThan: False, GreaterThanOrEqual: True}.get(type(leaf))
-        if isinstance(leaf, (EqualTo, NotEqualTo)):
-            return isinstance(leaf, NotEqualTo)
+            return {t.LessThan: False, t.GreaterThanOrEqual: True}.get(type(leaf))
+        if isinstance(leaf, (t.EqualTo, t.NotEqualTo)):
+            return isinstance(leaf, t.NotEqualTo)
         rows_below = value > prefix  # they differ within the prefix, or value is shorter
-        return rows_below == isinstance(leaf, (LessThan, LessThanOrEqual))
+        return rows_below == isinstance(leaf, (t.LessThan, t.LessThanOrEqual))
 
     def _by_images(self, leaf: Predicate) -> bool | None:
         """A bucket, opaque or cyclic date part rules out literals mapping elsewhere."""
-        if isinstance(leaf, (EqualTo, NotEqualTo)):
+        if isinstance(leaf, (t.EqualTo, t.NotEqualTo)):
             values: tuple[Any, ...] = (leaf.value,)
-        elif isinstance(leaf, (In, NotIn)):
+        elif isinstance(leaf, (t.In, t.NotIn)):
             values = leaf.values
         else:
             return None
-        positive = isinstance(leaf, (EqualTo, In))
+        positive = isinstance(leaf, (t.EqualTo, t.In))
         for transform, result, value in self.images:
             images = [transform.apply_literal(v, self.source, result) for v in values]
             if FAILED in images:
@@ -215,20 +206,20 @@ class _Guarantee:
 
 
 def _interval_decides(interval: Interval, leaf: Predicate) -> bool | None:
-    if isinstance(leaf, (LessThan, LessThanOrEqual)):
-        inclusive = isinstance(leaf, LessThanOrEqual)
+    if isinstance(leaf, (t.LessThan, t.LessThanOrEqual)):
+        inclusive = isinstance(leaf, t.LessThanOrEqual)
         if interval.below(leaf.value, inclusive):
             return True
         return False if interval.above(leaf.value, not inclusive) else None
-    if isinstance(leaf, (GreaterThan, GreaterThanOrEqual)):
-        inclusive = isinstance(leaf, GreaterThanOrEqual)
+    if isinstance(leaf, (t.GreaterThan, t.GreaterThanOrEqual)):
+        inclusive = isinstance(leaf, t.GreaterThanOrEqual)
         if interval.above(leaf.value, inclusive):
             return True
         return False if interval.below(leaf.value, not inclusive) else None
-    if isinstance(leaf, (EqualTo, NotEqualTo)):
-        return isinstance(leaf, NotEqualTo) if interval.excludes(leaf.value) else None
-    if isinstance(leaf, (In, NotIn)) and all(interval.excludes(v) for v in leaf.values):
-        return isinstance(leaf, NotIn)
+    if isinstance(leaf, (t.EqualTo, t.NotEqualTo)):
+        return isinstance(leaf, t.NotEqualTo) if interval.excludes(leaf.value) else None
+    if isinstance(leaf, (t.In, t.NotIn)) and all(interval.excludes(v) for v in leaf.values):
+        return isinstance(leaf, t.NotIn)
     return None
 
 
@@ -241,8 +232,8 @@ def _guarantee(
         return None
     g = _Guarantee(source)
     for f in fields:
-        t, value = f.transform, values[f.name]
-        known = t.preimage(value, source, f.result_type)
+        transform, value = f.transform, values[f.name]
+        known = transform.preimage(value, source, f.result_type)
         if known.null is True:
             g.is_null = True
         elif known.null is False:
@@ -254,7 +245,7 @@ def _guarantee(
         if known.interval is not None:
             _narrow(g, known.interval)
         if known.image:  # literals that map elsewhere are ruled out
-            g.images.append((t, f.result_type, value))
+            g.images.append((transform, f.result_type, value))
     chain = joint.chain(fields)  # year, then month, day, hour: the cell of the leading parts
     parts: list[Any] = []
     for f in chain:
@@ -280,26 +271,27 @@ def holds(leaf: Predicate, value: Any) -> bool | None:
     """Evaluate a leaf on the one non-NULL value of the column (floats in total order);
     None when the leaf is not a comparison, set or prefix test, or the types do not compare.
 
+    >>> from lance_partitioned.expressions.tree import EqualTo, GreaterThan, In
     >>> holds(GreaterThan("x", 5), 7), holds(In("x", (1, 2)), 3), holds(EqualTo("x", 1), "a")
     (True, False, None)
     """
     try:
-        if isinstance(leaf, Comparison):
+        if isinstance(leaf, t.Comparison):
             order = _compare(value, leaf.value)
             return {
-                EqualTo: order == 0,
-                NotEqualTo: order != 0,
-                LessThan: order < 0,
-                LessThanOrEqual: order <= 0,
-                GreaterThan: order > 0,
-                GreaterThanOrEqual: order >= 0,
+                t.EqualTo: order == 0,
+                t.NotEqualTo: order != 0,
+                t.LessThan: order < 0,
+                t.LessThanOrEqual: order <= 0,
+                t.GreaterThan: order > 0,
+                t.GreaterThanOrEqual: order >= 0,
             }[type(leaf)]
-        if isinstance(leaf, (In, NotIn)):
+        if isinstance(leaf, (t.In, t.NotIn)):
             found = any(_compare(value, v) == 0 for v in leaf.values)
-            return found if isinstance(leaf, In) else not found
-        if isinstance(leaf, (StartsWith, NotStartsWith)):
+            return found if isinstance(leaf, t.In) else not found
+        if isinstance(leaf, (t.StartsWith, t.NotStartsWith)):
             starts = str(value).startswith(leaf.prefix)
-            return starts if isinstance(leaf, StartsWith) else not starts
+            return starts if isinstance(leaf, t.StartsWith) else not starts
     except TypeError:
         return None
     return None

@@ -7,7 +7,7 @@ import datetime as dt
 import pyarrow as pa
 
 from lance_partitioned.expressions import bind, parse_sql
-from lance_partitioned.expressions.fieldnames import (
+from lance_partitioned.pruning.fieldnames import (
     FieldCondition,
     FieldTerm,
     field_schema,
