@@ -45,13 +45,33 @@ def node_classes(trees: dict[Path, ast.Module]) -> set[str]:
         found |= more
 
 
-def _named(arg: ast.expr) -> list[str]:
+def _ours(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """The names bound in a module to this package's classes, and its aliases of this
+    package's modules (so that pyspark's own ``EqualTo`` filter is not counted)."""
+    names = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lance_partitioned"):
+            for alias in node.names:
+                (names if alias.name[:1].isupper() else modules).add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("lance_partitioned"):
+                    modules.add(alias.asname or alias.name.split(".")[0])
+    return names, modules
+
+
+def _named(arg: ast.expr, names: set[str], modules: set[str]) -> list[str]:
     if isinstance(arg, ast.Tuple):
-        return [name for item in arg.elts for name in _named(item)]
-    if isinstance(arg, ast.Name):
+        return [name for item in arg.elts for name in _named(item, names, modules)]
+    if isinstance(arg, ast.Name) and arg.id in names:
         return [arg.id]
     if isinstance(arg, ast.Attribute):
-        return [arg.attr]
+        root = arg.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in modules:
+            return [arg.attr]
     return []
 
 
@@ -61,6 +81,7 @@ def dispatches(trees: dict[Path, ast.Module], kinds: set[str]) -> list[tuple[Pat
     for path, tree in trees.items():
         if path == VISITOR:
             continue
+        names, modules = _ours(tree)
         for node in ast.walk(tree):
             if (
                 isinstance(node, ast.Call)
@@ -68,7 +89,7 @@ def dispatches(trees: dict[Path, ast.Module], kinds: set[str]) -> list[tuple[Pat
                 and node.func.id == "isinstance"
                 and len(node.args) == 2
             ):
-                named = [name for name in _named(node.args[1]) if name in kinds]
+                named = [n for n in _named(node.args[1], names, modules) if n in kinds]
                 if named:
                     found.append((path, node.lineno, ", ".join(named)))
     return sorted(found)

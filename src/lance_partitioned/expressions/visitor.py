@@ -194,6 +194,9 @@ for _kind, _method in _KINDS.items():
     _register(_kind, _method)
 
 
+_INNER = (And, Or, Not)
+
+
 def _children(node: Predicate, flat: bool) -> list[Predicate] | None:
     """The operands to visit before ``node`` (None for a leaf)."""
     kind = type(node)
@@ -213,6 +216,8 @@ def visit(predicate: Predicate, visitor: PredicateVisitor[T]) -> T:
     Iterative (any depth); a chain of more than :data:`SHORT_CHAIN` ANDs (ORs), or any
     chain for a ``flat`` visitor, reaches ``visit_and`` (``visit_or``) with all its operands.
     """
+    if type(predicate) not in _INNER:
+        return _leaf(predicate, visitor)  # type: ignore[no-any-return]
     results: list[Any] = []
     stack: list[tuple[Predicate, int]] = [(predicate, -1)]
     while stack:

@@ -67,7 +67,7 @@ from lance_partitioned.expressions.render import to_sql
 from lance_partitioned.expressions.sqltext import deep
 from lance_partitioned.expressions.tree import Predicate
 from lance_partitioned.expressions.visitor import LeafMapper, leaves, map_leaves, visit
-from lance_partitioned.pruning.residuals import holds
+from lance_partitioned.pruning.decisions import holds
 from lance_partitioned.spec.evaluate import session_context
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema

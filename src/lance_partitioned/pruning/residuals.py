@@ -25,7 +25,6 @@ AlwaysFalse()
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,17 +32,25 @@ from typing import Any
 import pyarrow as pa
 
 from lance_partitioned.expressions import tree as t
-from lance_partitioned.expressions.ranges import FAILED, NOTHING, Interval
+from lance_partitioned.expressions.ranges import NOTHING, Interval
 from lance_partitioned.expressions.tree import Predicate
-from lance_partitioned.expressions.visitor import LeafMapper, visit
+from lance_partitioned.expressions.visitor import LeafMapper, PredicateVisitor, visit
 from lance_partitioned.expressions.visitors import rewrite_not
 from lance_partitioned.pruning import joint
+from lance_partitioned.pruning.decisions import (
+    ByImages,
+    ByInterval,
+    ByPrefix,
+    Decider,
+    decide,
+    holds,
+)
 from lance_partitioned.pruning.projection import source_fields
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.transforms import Transform
 
-__all__ = ["holds", "residual"]
+__all__ = ["residual"]
 
 
 def residual(
@@ -115,15 +122,17 @@ class _Residual(LeafMapper):
     def visit_leaf(self, p: Predicate) -> Predicate:
         term = getattr(p, "term", None)
         known = self.guarantee(term) if isinstance(term, str) else None
-        decided = None if known is None else known.decide(p)
+        decided = None if known is None else visit(p, known)
         if decided is None:
             return p
         return t.AlwaysTrue() if decided else t.AlwaysFalse()
 
 
 @dataclass
-class _Guarantee:
-    """What a partition's values prove about one source column of every row."""
+class _Guarantee(PredicateVisitor[bool | None]):
+    """What a partition's values prove about one source column of every row; visiting a
+    leaf on the column says whether every row matches it (True), none does (False), or
+    either may (None)."""
 
     source: pa.DataType
     is_null: bool = False
@@ -133,94 +142,34 @@ class _Guarantee:
     prefix: str | None = None
     images: list[tuple[Transform, pa.DataType, Any]] = field(default_factory=list)
 
-    def decide(self, leaf: Predicate) -> bool | None:
-        if isinstance(leaf, t.IsNull):
-            return True if self.is_null else (False if self.not_null else None)
-        if isinstance(leaf, t.NotNull):
-            return False if self.is_null else (True if self.not_null else None)
+    def visit_and(self, parts: list[bool | None]) -> bool | None:
+        return None  # asked about leaves only
+
+    def visit_or(self, parts: list[bool | None]) -> bool | None:
+        return None
+
+    def visit_is_null(self, p: t.IsNull) -> bool | None:
+        return True if self.is_null else (False if self.not_null else None)
+
+    def visit_not_null(self, p: t.NotNull) -> bool | None:
+        return False if self.is_null else (True if self.not_null else None)
+
+    def visit_leaf(self, p: Predicate) -> bool | None:
         if self.is_null:
             return False  # every other test of NULL is NULL
         if self.exact:
-            return holds(leaf, self.exact[0])
-        for test in (self._by_interval, self._by_prefix, self._by_images):
-            decided = test(leaf)
+            return holds(p, self.exact[0])
+        facts: list[Decider] = []
+        if self.interval is not None:
+            facts.append(ByInterval(self.interval))
+        if self.prefix is not None:
+            facts.append(ByPrefix(self.prefix))
+        facts.append(ByImages(self.source, self.images))
+        for fact in facts:
+            decided = decide(p, fact)
             if decided is not None:
                 return decided
         return None
-
-    def _by_interval(self, leaf: Predicate) -> bool | None:
-        interval = self.interval
-        if interval is None:
-            return None
-        try:
-            return _interval_decides(interval, leaf)
-        except TypeError:
-            return None
-
-    def _by_prefix(self, leaf: Predicate) -> bool | None:
-        """Rows start with ``prefix``: they lie in [prefix, prefix + anything)."""
-        prefix = self.prefix
-        if prefix is None:
-            return None
-        if isinstance(leaf, (t.StartsWith, t.NotStartsWith)):
-            if prefix.startswith(leaf.prefix):
-                return isinstance(leaf, t.StartsWith)
-            if not leaf.prefix.startswith(prefix):
-                return isinstance(leaf, t.NotStartsWith)
-            return None
-        if isinstance(leaf, (t.In, t.NotIn)):
-            if all(isinstance(v, str) and not v.startswith(prefix) for v in leaf.values):
-                return isinstance(leaf, t.NotIn)
-            return None
-        if not isinstance(leaf, t.Comparison) or not isinstance(leaf.value, str):
-            return None
-        value = leaf.value
-        if value.startswith(prefix):
-            if value != prefix:
-                return None
-            return {t.LessThan: False, t.GreaterThanOrEqual: True}.get(type(leaf))
-        if isinstance(leaf, (t.EqualTo, t.NotEqualTo)):
-            return isinstance(leaf, t.NotEqualTo)
-        rows_below = value > prefix  # they differ within the prefix, or value is shorter
-        return rows_below == isinstance(leaf, (t.LessThan, t.LessThanOrEqual))
-
-    def _by_images(self, leaf: Predicate) -> bool | None:
-        """A bucket, opaque or cyclic date part rules out literals mapping elsewhere."""
-        if isinstance(leaf, (t.EqualTo, t.NotEqualTo)):
-            values: tuple[Any, ...] = (leaf.value,)
-        elif isinstance(leaf, (t.In, t.NotIn)):
-            values = leaf.values
-        else:
-            return None
-        positive = isinstance(leaf, (t.EqualTo, t.In))
-        for transform, result, value in self.images:
-            images = [transform.apply_literal(v, self.source, result) for v in values]
-            if FAILED in images:
-                continue
-            if all(i is not None and i != value for i in images):
-                if positive:
-                    return False
-                if value is not None:  # a non-NULL image: the rows are not NULL
-                    return True
-        return None
-
-
-def _interval_decides(interval: Interval, leaf: Predicate) -> bool | None:
-    if isinstance(leaf, (t.LessThan, t.LessThanOrEqual)):
-        inclusive = isinstance(leaf, t.LessThanOrEqual)
-        if interval.below(leaf.value, inclusive):
-            return True
-        return False if interval.above(leaf.value, not inclusive) else None
-    if isinstance(leaf, (t.GreaterThan, t.GreaterThanOrEqual)):
-        inclusive = isinstance(leaf, t.GreaterThanOrEqual)
-        if interval.above(leaf.value, inclusive):
-            return True
-        return False if interval.below(leaf.value, not inclusive) else None
-    if isinstance(leaf, (t.EqualTo, t.NotEqualTo)):
-        return isinstance(leaf, t.NotEqualTo) if interval.excludes(leaf.value) else None
-    if isinstance(leaf, (t.In, t.NotIn)) and all(interval.excludes(v) for v in leaf.values):
-        return isinstance(leaf, t.NotIn)
-    return None
 
 
 def _guarantee(
@@ -265,44 +214,3 @@ def _guarantee(
 
 def _narrow(g: _Guarantee, interval: Interval) -> None:
     g.interval = interval if g.interval is None else g.interval.intersect(interval)
-
-
-def holds(leaf: Predicate, value: Any) -> bool | None:
-    """Evaluate a leaf on the one non-NULL value of the column (floats in total order);
-    None when the leaf is not a comparison, set or prefix test, or the types do not compare.
-
-    >>> from lance_partitioned.expressions.tree import EqualTo, GreaterThan, In
-    >>> holds(GreaterThan("x", 5), 7), holds(In("x", (1, 2)), 3), holds(EqualTo("x", 1), "a")
-    (True, False, None)
-    """
-    try:
-        if isinstance(leaf, t.Comparison):
-            order = _compare(value, leaf.value)
-            return {
-                t.EqualTo: order == 0,
-                t.NotEqualTo: order != 0,
-                t.LessThan: order < 0,
-                t.LessThanOrEqual: order <= 0,
-                t.GreaterThan: order > 0,
-                t.GreaterThanOrEqual: order >= 0,
-            }[type(leaf)]
-        if isinstance(leaf, (t.In, t.NotIn)):
-            found = any(_compare(value, v) == 0 for v in leaf.values)
-            return found if isinstance(leaf, t.In) else not found
-        if isinstance(leaf, (t.StartsWith, t.NotStartsWith)):
-            starts = str(value).startswith(leaf.prefix)
-            return starts if isinstance(leaf, t.StartsWith) else not starts
-    except TypeError:
-        return None
-    return None
-
-
-def _compare(a: Any, b: Any) -> int:
-    """-1, 0 or 1 in DataFusion's order (NaN equal to itself and above every number)."""
-    a_nan = isinstance(a, float) and math.isnan(a)
-    b_nan = isinstance(b, float) and math.isnan(b)
-    if a_nan or b_nan:
-        return int(a_nan) - int(b_nan)
-    if a == b:
-        return 0
-    return -1 if a < b else 1
