@@ -46,8 +46,6 @@ from lance_partitioned.spec.schema import NamespaceSchema
 
 __all__ = ["conjuncts", "project", "source_fields", "term_interval"]
 
-_RANGE = (t.EqualTo, t.LessThan, t.LessThanOrEqual, t.GreaterThan, t.GreaterThanOrEqual)
-
 
 def project(predicate: Predicate, spec: PartitionSpec, schema: NamespaceSchema) -> Predicate:
     """The inclusive projection of a bound predicate onto ``spec``'s partition columns.
@@ -140,20 +138,61 @@ def term_interval(leaves: list[Predicate], source: pa.DataType) -> Interval | No
         return None
     interval: Interval | None = None
     for leaf in leaves:
-        if not isinstance(leaf, _RANGE):
+        bound = visit(leaf, _BOUND)
+        if bound is None:
             continue
-        value = leaf.value
-        if isinstance(leaf, t.EqualTo):
-            bound = Interval(value, True, value, True)
-        elif isinstance(leaf, (t.LessThan, t.LessThanOrEqual)):
-            bound = Interval(high=value, high_inclusive=isinstance(leaf, t.LessThanOrEqual))
-        else:
-            bound = Interval(low=value, low_inclusive=isinstance(leaf, t.GreaterThanOrEqual))
         try:
             interval = bound if interval is None else interval.intersect(bound)
         except TypeError:  # literals of mixed types: an unbound predicate
             return None
     return None if interval is None else interval.closed(source)
+
+
+class _Bound(PredicateVisitor[Interval | None]):
+    """The interval a comparison allows (None for the other leaves)."""
+
+    def visit_leaf(self, p: Predicate) -> Interval | None:
+        return None
+
+    def visit_equal_to(self, p: t.EqualTo) -> Interval | None:
+        return Interval(p.value, True, p.value, True)
+
+    def visit_less_than(self, p: t.LessThan) -> Interval | None:
+        return Interval(high=p.value, high_inclusive=False)
+
+    def visit_less_than_or_equal(self, p: t.LessThanOrEqual) -> Interval | None:
+        return Interval(high=p.value, high_inclusive=True)
+
+    def visit_greater_than(self, p: t.GreaterThan) -> Interval | None:
+        return Interval(low=p.value, low_inclusive=False)
+
+    def visit_greater_than_or_equal(self, p: t.GreaterThanOrEqual) -> Interval | None:
+        return Interval(low=p.value, low_inclusive=True)
+
+
+_BOUND = _Bound()
+
+
+class _NotNullTerm(PredicateVisitor[str | None]):
+    """The column a leaf proves not NULL by testing its value (None for the others)."""
+
+    def visit_and(self, parts: list[str | None]) -> str | None:
+        return None
+
+    def visit_or(self, parts: list[str | None]) -> str | None:
+        return None
+
+    def visit_leaf(self, p: Predicate) -> str | None:
+        return None
+
+    def visit_comparison(self, p: t.Comparison) -> str | None:
+        return p.term
+
+    def visit_set(self, p: t.SetPredicate) -> str | None:
+        return p.term
+
+    def visit_prefix(self, p: t.StartsWith | t.NotStartsWith) -> str | None:
+        return p.term
 
 
 @dataclass
@@ -230,12 +269,8 @@ class _Projector(PredicateVisitor[_Conjunction]):
 def _without_implied(parts: list[Predicate]) -> Predicate:
     """The conjunction of ``parts`` without ``NotNull(c)`` where a test of ``c`` implies it."""
     flat = [leaf for part in parts for leaf in conjuncts(part)]
-    tested = {
-        leaf.term
-        for leaf in flat
-        if isinstance(leaf, (t.Comparison, t.In, t.NotIn, t.StartsWith, t.NotStartsWith))
+    implied = {
+        t.NotNull(term) for leaf in flat if (term := visit(leaf, _NotNullTerm())) is not None
     }
-    kept = dict.fromkeys(
-        leaf for leaf in flat if not (isinstance(leaf, t.NotNull) and leaf.term in tested)
-    )
+    kept = dict.fromkeys(leaf for leaf in flat if leaf not in implied)
     return t.and_(*kept)
