@@ -212,7 +212,9 @@ class _Binder(LeafMapper):
             self.field(name)
         return p
 
-    def visit_comparison(self, p: t.Comparison) -> Predicate:
+    def place(self, p: t.Comparison) -> Predicate | Between | BelowAll | AboveAll:
+        """The bound leaf when the column holds the literal exactly (folded at the edges of
+        an integer domain), else where the literal falls among the column's values."""
         field = self.field(p.term)
         if pa.types.is_null(field.type):
             return t.AlwaysFalse()  # every value is NULL
@@ -221,24 +223,45 @@ class _Binder(LeafMapper):
                 f"column {p.term!r}: comparing with NULL is never true; use IS NULL"
             )
         placement = coerce(p.value, field.type, p.term)
-        less = isinstance(p, (t.LessThan, t.LessThanOrEqual))
-        greater = isinstance(p, (t.GreaterThan, t.GreaterThanOrEqual))
         if isinstance(placement, Exact):
             return _at_domain_edge(type(p), p.term, placement.value, field.type)
-        if isinstance(p, t.EqualTo):
-            return t.AlwaysFalse()
-        if isinstance(p, t.NotEqualTo):
-            return t.NotNull(p.term)
-        if isinstance(placement, Between):
-            if less:
-                return t.LessThanOrEqual(p.term, placement.below)
-            return t.GreaterThan(p.term, placement.below)
-        below_all = isinstance(placement, BelowAll)
-        assert isinstance(placement, (BelowAll, AboveAll))
-        if less:
-            return t.AlwaysFalse() if below_all else t.NotNull(p.term)
-        assert greater
-        return t.NotNull(p.term) if below_all else t.AlwaysFalse()
+        return placement
+
+    def visit_equal_to(self, p: t.EqualTo) -> Predicate:
+        placed = self.place(p)
+        return placed if isinstance(placed, Predicate) else t.AlwaysFalse()
+
+    def visit_not_equal_to(self, p: t.NotEqualTo) -> Predicate:
+        placed = self.place(p)
+        return placed if isinstance(placed, Predicate) else t.NotNull(p.term)
+
+    def less(self, p: t.LessThan | t.LessThanOrEqual) -> Predicate:
+        placed = self.place(p)
+        if isinstance(placed, Predicate):
+            return placed
+        if isinstance(placed, Between):
+            return t.LessThanOrEqual(p.term, placed.below)
+        return t.AlwaysFalse() if isinstance(placed, BelowAll) else t.NotNull(p.term)
+
+    def greater(self, p: t.GreaterThan | t.GreaterThanOrEqual) -> Predicate:
+        placed = self.place(p)
+        if isinstance(placed, Predicate):
+            return placed
+        if isinstance(placed, Between):
+            return t.GreaterThan(p.term, placed.below)
+        return t.NotNull(p.term) if isinstance(placed, BelowAll) else t.AlwaysFalse()
+
+    def visit_less_than(self, p: t.LessThan) -> Predicate:
+        return self.less(p)
+
+    def visit_less_than_or_equal(self, p: t.LessThanOrEqual) -> Predicate:
+        return self.less(p)
+
+    def visit_greater_than(self, p: t.GreaterThan) -> Predicate:
+        return self.greater(p)
+
+    def visit_greater_than_or_equal(self, p: t.GreaterThanOrEqual) -> Predicate:
+        return self.greater(p)
 
     def values(self, p: t.SetPredicate) -> tuple[Any, ...] | None:
         """The IN list the column can hold, coerced (None: the column is all NULL)."""
