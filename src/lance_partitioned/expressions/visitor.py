@@ -30,33 +30,8 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
 from lance_partitioned.errors import InvalidInputError
-from lance_partitioned.expressions.tree import (
-    AlwaysFalse,
-    AlwaysTrue,
-    And,
-    Comparison,
-    EqualTo,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    IsNull,
-    LessThan,
-    LessThanOrEqual,
-    Not,
-    NotEqualTo,
-    NotIn,
-    NotNull,
-    NotStartsWith,
-    Or,
-    Predicate,
-    SetPredicate,
-    StartsWith,
-    UnaryPredicate,
-    Unknown,
-    and_,
-    operands,
-    or_,
-)
+from lance_partitioned.expressions import tree as t
+from lance_partitioned.expressions.tree import Predicate
 
 __all__ = ["LeafMapper", "PredicateVisitor", "leaves", "map_leaves", "visit"]
 
@@ -96,65 +71,65 @@ class PredicateVisitor(Generic[T]):
         """Every leaf (constants included) that no more precise method handles."""
         raise InvalidInputError(f"not a predicate node: {p!r}")
 
-    def visit_true(self, p: AlwaysTrue) -> T:
+    def visit_true(self, p: t.AlwaysTrue) -> T:
         return self.visit_leaf(p)
 
-    def visit_false(self, p: AlwaysFalse) -> T:
+    def visit_false(self, p: t.AlwaysFalse) -> T:
         return self.visit_leaf(p)
 
-    def visit_unary(self, p: UnaryPredicate) -> T:
+    def visit_unary(self, p: t.UnaryPredicate) -> T:
         """IS NULL and IS NOT NULL."""
         return self.visit_leaf(p)
 
-    def visit_is_null(self, p: IsNull) -> T:
+    def visit_is_null(self, p: t.IsNull) -> T:
         return self.visit_unary(p)
 
-    def visit_not_null(self, p: NotNull) -> T:
+    def visit_not_null(self, p: t.NotNull) -> T:
         return self.visit_unary(p)
 
-    def visit_comparison(self, p: Comparison) -> T:
+    def visit_comparison(self, p: t.Comparison) -> T:
         """``=``, ``!=``, ``<``, ``<=``, ``>``, ``>=``."""
         return self.visit_leaf(p)
 
-    def visit_equal_to(self, p: EqualTo) -> T:
+    def visit_equal_to(self, p: t.EqualTo) -> T:
         return self.visit_comparison(p)
 
-    def visit_not_equal_to(self, p: NotEqualTo) -> T:
+    def visit_not_equal_to(self, p: t.NotEqualTo) -> T:
         return self.visit_comparison(p)
 
-    def visit_less_than(self, p: LessThan) -> T:
+    def visit_less_than(self, p: t.LessThan) -> T:
         return self.visit_comparison(p)
 
-    def visit_less_than_or_equal(self, p: LessThanOrEqual) -> T:
+    def visit_less_than_or_equal(self, p: t.LessThanOrEqual) -> T:
         return self.visit_comparison(p)
 
-    def visit_greater_than(self, p: GreaterThan) -> T:
+    def visit_greater_than(self, p: t.GreaterThan) -> T:
         return self.visit_comparison(p)
 
-    def visit_greater_than_or_equal(self, p: GreaterThanOrEqual) -> T:
+    def visit_greater_than_or_equal(self, p: t.GreaterThanOrEqual) -> T:
         return self.visit_comparison(p)
 
-    def visit_set(self, p: SetPredicate) -> T:
+    def visit_set(self, p: t.SetPredicate) -> T:
         """IN and NOT IN."""
         return self.visit_leaf(p)
 
-    def visit_in(self, p: In) -> T:
+    def visit_in(self, p: t.In) -> T:
         return self.visit_set(p)
 
-    def visit_not_in(self, p: NotIn) -> T:
+    def visit_not_in(self, p: t.NotIn) -> T:
         return self.visit_set(p)
 
-    def visit_prefix(self, p: StartsWith | NotStartsWith) -> T:
+    def visit_prefix(self, p: t.StartsWith | t.NotStartsWith) -> T:
         """LIKE 'prefix%' and NOT LIKE 'prefix%'."""
         return self.visit_leaf(p)
 
-    def visit_starts_with(self, p: StartsWith) -> T:
+    def visit_starts_with(self, p: t.StartsWith) -> T:
         return self.visit_prefix(p)
 
-    def visit_not_starts_with(self, p: NotStartsWith) -> T:
+    def visit_not_starts_with(self, p: t.NotStartsWith) -> T:
         return self.visit_prefix(p)
 
-    def visit_unknown(self, p: Unknown) -> T:
+    def visit_unknown(self, p: t.Unknown) -> T:
         """SQL the tree cannot express (subclasses too)."""
         return self.visit_leaf(p)
 
@@ -165,21 +140,21 @@ def _leaf(p: object, v: PredicateVisitor[Any]) -> Any:
 
 
 _KINDS: dict[type[Predicate], Callable[[PredicateVisitor[Any], Any], Any]] = {
-    AlwaysTrue: PredicateVisitor.visit_true,
-    AlwaysFalse: PredicateVisitor.visit_false,
-    IsNull: PredicateVisitor.visit_is_null,
-    NotNull: PredicateVisitor.visit_not_null,
-    EqualTo: PredicateVisitor.visit_equal_to,
-    NotEqualTo: PredicateVisitor.visit_not_equal_to,
-    LessThan: PredicateVisitor.visit_less_than,
-    LessThanOrEqual: PredicateVisitor.visit_less_than_or_equal,
-    GreaterThan: PredicateVisitor.visit_greater_than,
-    GreaterThanOrEqual: PredicateVisitor.visit_greater_than_or_equal,
-    In: PredicateVisitor.visit_in,
-    NotIn: PredicateVisitor.visit_not_in,
-    StartsWith: PredicateVisitor.visit_starts_with,
-    NotStartsWith: PredicateVisitor.visit_not_starts_with,
-    Unknown: PredicateVisitor.visit_unknown,
+    t.AlwaysTrue: PredicateVisitor.visit_true,
+    t.AlwaysFalse: PredicateVisitor.visit_false,
+    t.IsNull: PredicateVisitor.visit_is_null,
+    t.NotNull: PredicateVisitor.visit_not_null,
+    t.EqualTo: PredicateVisitor.visit_equal_to,
+    t.NotEqualTo: PredicateVisitor.visit_not_equal_to,
+    t.LessThan: PredicateVisitor.visit_less_than,
+    t.LessThanOrEqual: PredicateVisitor.visit_less_than_or_equal,
+    t.GreaterThan: PredicateVisitor.visit_greater_than,
+    t.GreaterThanOrEqual: PredicateVisitor.visit_greater_than_or_equal,
+    t.In: PredicateVisitor.visit_in,
+    t.NotIn: PredicateVisitor.visit_not_in,
+    t.StartsWith: PredicateVisitor.visit_starts_with,
+    t.NotStartsWith: PredicateVisitor.visit_not_starts_with,
+    t.Unknown: PredicateVisitor.visit_unknown,
 }
 """The method of each leaf kind (subclasses of a kind, such as the field conditions of
 :mod:`lance_partitioned.pruning.fieldnames`, take their base's)."""
@@ -194,18 +169,18 @@ for _kind, _method in _KINDS.items():
     _register(_kind, _method)
 
 
-_INNER = (And, Or, Not)
+_INNER = (t.And, t.Or, t.Not)
 
 
 def _children(node: Predicate, flat: bool) -> list[Predicate] | None:
     """The operands to visit before ``node`` (None for a leaf)."""
     kind = type(node)
-    if kind is And or kind is Or:
-        parts = operands(node, kind)
+    if kind is t.And or kind is t.Or:
+        parts = t.operands(node, kind)
         if flat or len(parts) > SHORT_CHAIN:
             return parts
         return [node.left, node.right]  # type: ignore[attr-defined]
-    if kind is Not:
+    if kind is t.Not:
         return [node.child]  # type: ignore[attr-defined]
     return None
 
@@ -225,9 +200,9 @@ def visit(predicate: Predicate, visitor: PredicateVisitor[T]) -> T:
         if arity >= 0:  # its children are done: combine their results
             parts = results[len(results) - arity :]
             del results[len(results) - arity :]
-            if type(node) is And:
+            if type(node) is t.And:
                 results.append(visitor.visit_and(parts))
-            elif type(node) is Or:
+            elif type(node) is t.Or:
                 results.append(visitor.visit_or(parts))
             else:
                 results.append(visitor.visit_not(parts[0]))
@@ -247,10 +222,10 @@ class LeafMapper(PredicateVisitor[Predicate]):
     the leaves become."""
 
     def visit_and(self, parts: list[Predicate]) -> Predicate:
-        return and_(*parts)
+        return t.and_(*parts)
 
     def visit_or(self, parts: list[Predicate]) -> Predicate:
-        return or_(*parts)
+        return t.or_(*parts)
 
 
 class _Mapped(LeafMapper):

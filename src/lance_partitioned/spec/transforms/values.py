@@ -10,31 +10,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_partitioned.errors import PartitionSpecError, TransformError
+from lance_partitioned.expressions import tree as t
 from lance_partitioned.expressions.ranges import (
     Interval,
     Preimage,
     truncate_range,
 )
-from lance_partitioned.expressions.tree import (
-    AlwaysFalse,
-    AlwaysTrue,
-    Comparison,
-    EqualTo,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    IsNull,
-    LessThan,
-    LessThanOrEqual,
-    NotEqualTo,
-    NotIn,
-    NotNull,
-    NotStartsWith,
-    Predicate,
-    StartsWith,
-    and_,
-    or_,
-)
+from lance_partitioned.expressions.tree import Predicate
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.fastpath import (
     is_ascii as _is_ascii,
@@ -82,20 +64,20 @@ class Identity(Transform):
         self, name: str, leaf: Predicate, source: pa.DataType, result: pa.DataType
     ) -> Predicate | None:
         """The same test on the partition column."""
-        if isinstance(leaf, NotNull):
-            return NotNull(name)
-        if isinstance(leaf, Comparison):
+        if isinstance(leaf, t.NotNull):
+            return t.NotNull(name)
+        if isinstance(leaf, t.Comparison):
             return type(leaf)(name, leaf.value)
-        if isinstance(leaf, (In, NotIn)):
+        if isinstance(leaf, (t.In, t.NotIn)):
             return type(leaf)(name, leaf.values)
-        if isinstance(leaf, (StartsWith, NotStartsWith)):
+        if isinstance(leaf, (t.StartsWith, t.NotStartsWith)):
             return type(leaf)(name, leaf.prefix)
         return None
 
     def project_range(
         self, name: str, interval: Interval, source: pa.DataType, result: pa.DataType
     ) -> Predicate:
-        return AlwaysTrue()  # each comparison already projects exactly
+        return t.AlwaysTrue()  # each comparison already projects exactly
 
     def preimage(self, value: Any, source: pa.DataType, result: pa.DataType) -> Preimage:
         return Preimage(null=True) if value is None else Preimage(null=False, exact=value)
@@ -210,8 +192,10 @@ class Truncate(Transform):
     def can_apply(self, source: pa.DataType) -> bool:
         if self.string:
             return is_string(source)
-        t = pa.types
-        return bool(t.is_integer(source) or t.is_decimal128(source) or t.is_decimal256(source))
+        types = pa.types
+        return bool(
+            types.is_integer(source) or types.is_decimal128(source) or types.is_decimal256(source)
+        )
 
     def _apply(self, values: pa.Array) -> pa.Array:
         if not self.string:
@@ -246,18 +230,18 @@ class Truncate(Transform):
         if not self.string:
             return self._by_value(name, leaf, source, result, equal=False)  # ``=`` is a range
         width = self.width
-        if isinstance(leaf, StartsWith):
+        if isinstance(leaf, t.StartsWith):
             if len(leaf.prefix) >= width:
-                return EqualTo(name, leaf.prefix[:width])
-            return StartsWith(name, leaf.prefix)
-        if isinstance(leaf, NotStartsWith) and len(leaf.prefix) <= width:
-            return NotStartsWith(name, leaf.prefix)  # left(x, W) starts with p iff x does
+                return t.EqualTo(name, leaf.prefix[:width])
+            return t.StartsWith(name, leaf.prefix)
+        if isinstance(leaf, t.NotStartsWith) and len(leaf.prefix) <= width:
+            return t.NotStartsWith(name, leaf.prefix)  # left(x, W) starts with p iff x does
         # A partition value shorter than W is the whole source value.
-        if isinstance(leaf, NotEqualTo) and len(leaf.value) < width:
-            return NotEqualTo(name, leaf.value)
-        if isinstance(leaf, NotIn):
+        if isinstance(leaf, t.NotEqualTo) and len(leaf.value) < width:
+            return t.NotEqualTo(name, leaf.value)
+        if isinstance(leaf, t.NotIn):
             short = tuple(v for v in leaf.values if len(v) < width)
-            return NotIn(name, short) if short else None
+            return t.NotIn(name, short) if short else None
         return self._by_value(name, leaf, source, result, equal=False)
 
     def project_range(
@@ -269,17 +253,19 @@ class Truncate(Transform):
         width = self.width
         low, high = interval.low, interval.high
         if low is not None and low == high and interval.low_inclusive and interval.high_inclusive:
-            return EqualTo(name, low[:width])
+            return t.EqualTo(name, low[:width])
         parts: list[Predicate] = []
         if low is not None:
             strict = not interval.low_inclusive and len(low) < width
             parts.append(
-                GreaterThan(name, low) if strict else GreaterThanOrEqual(name, low[:width])
+                t.GreaterThan(name, low) if strict else t.GreaterThanOrEqual(name, low[:width])
             )
         if high is not None:
             strict = not interval.high_inclusive and len(high) <= width
-            parts.append(LessThan(name, high) if strict else LessThanOrEqual(name, high[:width]))
-        return and_(*parts)
+            parts.append(
+                t.LessThan(name, high) if strict else t.LessThanOrEqual(name, high[:width])
+            )
+        return t.and_(*parts)
 
     def preimage(self, value: Any, source: pa.DataType, result: pa.DataType) -> Preimage:
         if value is None:
@@ -363,7 +349,7 @@ class Opaque(Transform):
         return f"Opaque({self._expression!r}, {self.declared_type})"
 
     def projects_on(self, source: pa.DataType) -> bool:
-        return True  # evaluated on demand; a failure projects to AlwaysTrue
+        return True  # evaluated on demand; a failure projects to t.AlwaysTrue
 
     def _literal(self, value: Any, source: pa.DataType, result: pa.DataType) -> Any:
         return evaluate(self._expression, pa.array([value], source), result)[0].as_py()
@@ -371,19 +357,19 @@ class Opaque(Transform):
     def project(
         self, name: str, leaf: Predicate, source: pa.DataType, result: pa.DataType
     ) -> Predicate:
-        if isinstance(leaf, IsNull):
-            return IsNull(name)
-        if isinstance(leaf, EqualTo):
+        if isinstance(leaf, t.IsNull):
+            return t.IsNull(name)
+        if isinstance(leaf, t.EqualTo):
             values: tuple[Any, ...] = (leaf.value,)
-        elif isinstance(leaf, In):
+        elif isinstance(leaf, t.In):
             values = leaf.values
         else:
-            return AlwaysTrue()
+            return t.AlwaysTrue()
         images = self.images(values, source, result)
         if images is None:
-            return AlwaysTrue()
+            return t.AlwaysTrue()
         kept = tuple(i for i in images if i is not None)
-        return or_(In(name, kept), IsNull(name) if None in images else AlwaysFalse())
+        return t.or_(t.In(name, kept), t.IsNull(name) if None in images else t.AlwaysFalse())
 
     def preimage(self, value: Any, source: pa.DataType, result: pa.DataType) -> Preimage:
         return Preimage() if value is None else Preimage(image=True)
