@@ -17,6 +17,7 @@ from lance_partitioned.expressions.ranges import (
     truncate_range,
 )
 from lance_partitioned.expressions.tree import Predicate
+from lance_partitioned.expressions.visitor import PredicateVisitor, visit
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.fastpath import (
     is_ascii as _is_ascii,
@@ -29,6 +30,8 @@ from lance_partitioned.spec.hashing import bucket_array, bucket_scalar, can_hash
 from lance_partitioned.spec.transforms.base import (
     _MAX_PARAMETER,
     Transform,
+    is_null_test,
+    members,
 )
 
 
@@ -64,15 +67,7 @@ class Identity(Transform):
         self, name: str, leaf: Predicate, source: pa.DataType, result: pa.DataType
     ) -> Predicate | None:
         """The same test on the partition column."""
-        if isinstance(leaf, t.NotNull):
-            return t.NotNull(name)
-        if isinstance(leaf, t.Comparison):
-            return type(leaf)(name, leaf.value)
-        if isinstance(leaf, (t.In, t.NotIn)):
-            return type(leaf)(name, leaf.values)
-        if isinstance(leaf, (t.StartsWith, t.NotStartsWith)):
-            return type(leaf)(name, leaf.prefix)
-        return None
+        return visit(leaf, _Renamed(name))
 
     def project_range(
         self, name: str, interval: Interval, source: pa.DataType, result: pa.DataType
@@ -229,20 +224,7 @@ class Truncate(Transform):
     ) -> Predicate | None:
         if not self.string:
             return self._by_value(name, leaf, source, result, equal=False)  # ``=`` is a range
-        width = self.width
-        if isinstance(leaf, t.StartsWith):
-            if len(leaf.prefix) >= width:
-                return t.EqualTo(name, leaf.prefix[:width])
-            return t.StartsWith(name, leaf.prefix)
-        if isinstance(leaf, t.NotStartsWith) and len(leaf.prefix) <= width:
-            return t.NotStartsWith(name, leaf.prefix)  # left(x, W) starts with p iff x does
-        # A partition value shorter than W is the whole source value.
-        if isinstance(leaf, t.NotEqualTo) and len(leaf.value) < width:
-            return t.NotEqualTo(name, leaf.value)
-        if isinstance(leaf, t.NotIn):
-            short = tuple(v for v in leaf.values if len(v) < width)
-            return t.NotIn(name, short) if short else None
-        return self._by_value(name, leaf, source, result, equal=False)
+        return visit(leaf, _LeftOf(self, name, source, result))
 
     def project_range(
         self, name: str, interval: Interval, source: pa.DataType, result: pa.DataType
@@ -349,7 +331,7 @@ class Opaque(Transform):
         return f"Opaque({self._expression!r}, {self.declared_type})"
 
     def projects_on(self, source: pa.DataType) -> bool:
-        return True  # evaluated on demand; a failure projects to t.AlwaysTrue
+        return True  # evaluated on demand; a failure projects to AlwaysTrue
 
     def _literal(self, value: Any, source: pa.DataType, result: pa.DataType) -> Any:
         return evaluate(self._expression, pa.array([value], source), result)[0].as_py()
@@ -357,13 +339,10 @@ class Opaque(Transform):
     def project(
         self, name: str, leaf: Predicate, source: pa.DataType, result: pa.DataType
     ) -> Predicate:
-        if isinstance(leaf, t.IsNull):
+        if is_null_test(leaf):
             return t.IsNull(name)
-        if isinstance(leaf, t.EqualTo):
-            values: tuple[Any, ...] = (leaf.value,)
-        elif isinstance(leaf, t.In):
-            values = leaf.values
-        else:
+        values = members(leaf)
+        if values is None:
             return t.AlwaysTrue()
         images = self.images(values, source, result)
         if images is None:
@@ -373,6 +352,63 @@ class Opaque(Transform):
 
     def preimage(self, value: Any, source: pa.DataType, result: pa.DataType) -> Preimage:
         return Preimage() if value is None else Preimage(image=True)
+
+
+class _Renamed(PredicateVisitor[Predicate | None]):
+    """The same test on column ``name`` (None for a leaf that is not a value test)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def visit_leaf(self, p: Predicate) -> Predicate | None:
+        return None
+
+    def visit_not_null(self, p: t.NotNull) -> Predicate | None:
+        return t.NotNull(self.name)
+
+    def visit_comparison(self, p: t.Comparison) -> Predicate | None:
+        return type(p)(self.name, p.value)
+
+    def visit_set(self, p: t.SetPredicate) -> Predicate | None:
+        return type(p)(self.name, p.values)
+
+    def visit_prefix(self, p: t.StartsWith | t.NotStartsWith) -> Predicate | None:
+        return type(p)(self.name, p.prefix)
+
+
+class _LeftOf(PredicateVisitor[Predicate | None]):
+    """A string leaf projected on ``left(x, width)`` (None: only IS NOT NULL); IN through
+    the images of its literals."""
+
+    def __init__(
+        self, truncate: Truncate, name: str, source: pa.DataType, result: pa.DataType
+    ) -> None:
+        self.truncate = truncate
+        self.width = truncate.width
+        self.name = name
+        self.source = source
+        self.result = result
+
+    def visit_leaf(self, p: Predicate) -> Predicate | None:
+        return self.truncate._by_value(self.name, p, self.source, self.result, equal=False)
+
+    def visit_starts_with(self, p: t.StartsWith) -> Predicate | None:
+        if len(p.prefix) >= self.width:
+            return t.EqualTo(self.name, p.prefix[: self.width])
+        return t.StartsWith(self.name, p.prefix)
+
+    def visit_not_starts_with(self, p: t.NotStartsWith) -> Predicate | None:
+        if len(p.prefix) <= self.width:  # left(x, W) starts with p iff x does
+            return t.NotStartsWith(self.name, p.prefix)
+        return None
+
+    # A partition value shorter than W is the whole source value.
+    def visit_not_equal_to(self, p: t.NotEqualTo) -> Predicate | None:
+        return t.NotEqualTo(self.name, p.value) if len(p.value) < self.width else None
+
+    def visit_not_in(self, p: t.NotIn) -> Predicate | None:
+        short = tuple(v for v in p.values if len(v) < self.width)
+        return t.NotIn(self.name, short) if short else None
 
 
 # ---------------------------------------------------------------------------------- parsing
