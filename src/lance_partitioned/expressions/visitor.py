@@ -9,7 +9,7 @@ visitor rebuilds with :func:`~lance_partitioned.expressions.tree.and_` comes out
 Each leaf kind has its method (``visit_equal_to``, ``visit_in``, …) that falls back to the
 method of its group (``visit_comparison``, ``visit_set``, ``visit_prefix``,
 ``visit_unary``), then to :meth:`PredicateVisitor.visit_leaf`. A new predicate node is
-registered once here (:func:`_leaf` and its method); visitors that must know it override
+registered once here (in ``_METHODS``, with its method); visitors that must know it override
 its method, the others keep their fallback.
 
 >>> from lance_partitioned.expressions.tree import EqualTo, IsNull
@@ -25,8 +25,7 @@ its method, the others keep their fallback.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, Generic, TypeVar
 
 from lance_partitioned.errors import InvalidInputError
@@ -69,6 +68,9 @@ class PredicateVisitor(Generic[T]):
 
     def visit_leaf(self, p: Predicate) -> T:
         """Every leaf (constants included) that no more precise method handles."""
+        raise InvalidInputError(f"not a predicate node: {p!r}")
+
+    def _not_a_node(self, p: object) -> T:
         raise InvalidInputError(f"not a predicate node: {p!r}")
 
     def visit_true(self, p: t.AlwaysTrue) -> T:
@@ -134,55 +136,55 @@ class PredicateVisitor(Generic[T]):
         return self.visit_leaf(p)
 
 
-@functools.singledispatch
-def _leaf(p: object, v: PredicateVisitor[Any]) -> Any:
-    raise InvalidInputError(f"not a predicate node: {p!r}")
-
-
-_KINDS: dict[type[Predicate], Callable[[PredicateVisitor[Any], Any], Any]] = {
-    t.AlwaysTrue: PredicateVisitor.visit_true,
-    t.AlwaysFalse: PredicateVisitor.visit_false,
-    t.IsNull: PredicateVisitor.visit_is_null,
-    t.NotNull: PredicateVisitor.visit_not_null,
-    t.EqualTo: PredicateVisitor.visit_equal_to,
-    t.NotEqualTo: PredicateVisitor.visit_not_equal_to,
-    t.LessThan: PredicateVisitor.visit_less_than,
-    t.LessThanOrEqual: PredicateVisitor.visit_less_than_or_equal,
-    t.GreaterThan: PredicateVisitor.visit_greater_than,
-    t.GreaterThanOrEqual: PredicateVisitor.visit_greater_than_or_equal,
-    t.In: PredicateVisitor.visit_in,
-    t.NotIn: PredicateVisitor.visit_not_in,
-    t.StartsWith: PredicateVisitor.visit_starts_with,
-    t.NotStartsWith: PredicateVisitor.visit_not_starts_with,
-    t.Unknown: PredicateVisitor.visit_unknown,
+_METHODS: dict[type[Predicate], str] = {
+    t.AlwaysTrue: "visit_true",
+    t.AlwaysFalse: "visit_false",
+    t.IsNull: "visit_is_null",
+    t.NotNull: "visit_not_null",
+    t.EqualTo: "visit_equal_to",
+    t.NotEqualTo: "visit_not_equal_to",
+    t.LessThan: "visit_less_than",
+    t.LessThanOrEqual: "visit_less_than_or_equal",
+    t.GreaterThan: "visit_greater_than",
+    t.GreaterThanOrEqual: "visit_greater_than_or_equal",
+    t.In: "visit_in",
+    t.NotIn: "visit_not_in",
+    t.StartsWith: "visit_starts_with",
+    t.NotStartsWith: "visit_not_starts_with",
+    t.Unknown: "visit_unknown",
 }
-"""The method of each leaf kind (subclasses of a kind, such as the field conditions of
-:mod:`lance_partitioned.pruning.fieldnames`, take their base's)."""
+"""The method of each leaf kind; a subclass of a kind (such as the field conditions of
+:mod:`lance_partitioned.pruning.fieldnames`) takes its base's."""
 
 
-def _register(kind: type[Predicate], method: Callable[[PredicateVisitor[Any], Any], Any]) -> None:
-    name = method.__name__
-    _leaf.register(kind, lambda p, v: getattr(v, name)(p))
+def _method(kind: type) -> str:
+    """The visitor method for a leaf class (by its nearest registered base, cached)."""
+    name = _METHODS.get(kind)
+    if name is None:
+        base = next((b for b in kind.__mro__ if b in _METHODS), None)
+        if base is None:
+            return "_not_a_node"
+        name = _METHODS[kind] = _METHODS[base]
+    return name
 
 
-for _kind, _method in _KINDS.items():
-    _register(_kind, _method)
+def _leaf(p: Predicate, v: PredicateVisitor[T]) -> T:
+    name = _METHODS.get(type(p)) or _method(type(p))
+    return getattr(v, name)(p)  # type: ignore[no-any-return]
 
 
 _INNER = (t.And, t.Or, t.Not)
 
 
-def _children(node: Predicate, flat: bool) -> list[Predicate] | None:
-    """The operands to visit before ``node`` (None for a leaf)."""
+def _children(node: Predicate, flat: bool) -> list[Predicate]:
+    """The operands to visit before ``node`` (an And, Or or Not)."""
     kind = type(node)
     if kind is t.And or kind is t.Or:
         parts = t.operands(node, kind)
         if flat or len(parts) > SHORT_CHAIN:
             return parts
         return [node.left, node.right]  # type: ignore[attr-defined]
-    if kind is t.Not:
-        return [node.child]  # type: ignore[attr-defined]
-    return None
+    return [node.child]  # type: ignore[attr-defined]
 
 
 def visit(predicate: Predicate, visitor: PredicateVisitor[T]) -> T:
@@ -192,28 +194,31 @@ def visit(predicate: Predicate, visitor: PredicateVisitor[T]) -> T:
     chain for a ``flat`` visitor, reaches ``visit_and`` (``visit_or``) with all its operands.
     """
     if type(predicate) not in _INNER:
-        return _leaf(predicate, visitor)  # type: ignore[no-any-return]
-    results: list[Any] = []
-    stack: list[tuple[Predicate, int]] = [(predicate, -1)]
-    while stack:
-        node, arity = stack.pop()
-        if arity >= 0:  # its children are done: combine their results
-            parts = results[len(results) - arity :]
-            del results[len(results) - arity :]
-            if type(node) is t.And:
-                results.append(visitor.visit_and(parts))
-            elif type(node) is t.Or:
-                results.append(visitor.visit_or(parts))
+        return _leaf(predicate, visitor)
+    flat = visitor.flat
+    # frames: a node, an iterator over its children, the results of those visited
+    stack: list[tuple[Predicate, Iterator[Predicate], list[Any]]] = [
+        (predicate, iter(_children(predicate, flat)), [])
+    ]
+    while True:
+        node, children, parts = stack[-1]
+        for child in children:
+            if type(child) in _INNER:
+                stack.append((child, iter(_children(child, flat)), []))
+                break
+            parts.append(_leaf(child, visitor))
+        else:  # every child visited: combine their results
+            stack.pop()
+            kind = type(node)
+            if kind is t.And:
+                result = visitor.visit_and(parts)
+            elif kind is t.Or:
+                result = visitor.visit_or(parts)
             else:
-                results.append(visitor.visit_not(parts[0]))
-            continue
-        children = _children(node, visitor.flat)
-        if children is None:
-            results.append(_leaf(node, visitor))
-        else:
-            stack.append((node, len(children)))
-            stack.extend((child, -1) for child in reversed(children))
-    return results[0]  # type: ignore[no-any-return]
+                result = visitor.visit_not(parts[0])
+            if not stack:
+                return result
+            stack[-1][2].append(result)
 
 
 class LeafMapper(PredicateVisitor[Predicate]):

@@ -62,7 +62,29 @@ def rewrite_not(predicate: Predicate) -> Predicate:
     >>> rewrite_not(Not(Unknown("(`x` % 2 = 0)", ("x",))))
     Unknown(sql='NOT ((`x` % 2 = 0))', columns=('x',))
     """
+    if not _has_not(predicate):
+        return visit(predicate, _Fold())  # the common case: fold constants, balance chains
     return visit(predicate, _PushNot())[0]
+
+
+def _has_not(predicate: Predicate) -> bool:
+    stack = [predicate]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is t.Not:
+            return True
+        if kind is t.And or kind is t.Or:
+            stack.append(node.left)  # type: ignore[attr-defined]
+            stack.append(node.right)  # type: ignore[attr-defined]
+    return False
+
+
+class _Fold(LeafMapper):
+    """A NOT-free tree rebuilt: constants folded, long chains balanced."""
+
+    def visit_leaf(self, p: Predicate) -> Predicate:
+        return p
 
 
 class _PushNot(PredicateVisitor[tuple[Predicate, Predicate]]):
