@@ -44,21 +44,28 @@ from lance_partitioned.consistency import conform_batch, leaf_field
 from lance_partitioned.expressions import (
     AlwaysFalse,
     AlwaysTrue,
-    And,
-    Or,
     Predicate,
     and_,
     bind,
     filter_arrow,
-    or_,
     parse_sql,
-    project,
-    residual,
     rewrite_not,
     terms,
     to_sql,
 )
-from lance_partitioned.expressions.fieldnames import (
+from lance_partitioned.expressions.sqltext import deep
+from lance_partitioned.expressions.tree import Unknown
+from lance_partitioned.expressions.visitor import leaves, map_leaves
+from lance_partitioned.manifest import (
+    DELIMITER,
+    LeafStats,
+    Manifest,
+    ManifestSnapshot,
+    row_read_version,
+)
+from lance_partitioned.manifest.versions import list_versions
+from lance_partitioned.pruning import project, residual
+from lance_partitioned.pruning.fieldnames import (
     FieldCondition,
     FieldExpression,
     FieldTerm,
@@ -70,16 +77,6 @@ from lance_partitioned.expressions.fieldnames import (
     substitute,
     without_fields,
 )
-from lance_partitioned.expressions.sqltext import deep
-from lance_partitioned.expressions.tree import Unknown
-from lance_partitioned.manifest import (
-    DELIMITER,
-    LeafStats,
-    Manifest,
-    ManifestSnapshot,
-    row_read_version,
-)
-from lance_partitioned.manifest.versions import list_versions
 from lance_partitioned.runtime import DEFAULT_THREADS
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.partitioning import PartitionSpec
@@ -247,7 +244,7 @@ def bound_filter(
     """``filter`` as a NOT-free predicate bound to ``schema`` (AlwaysTrue for None).
 
     ``fields`` are the partition field names the filter may also use (see
-    :mod:`lance_partitioned.expressions.fieldnames`).
+    :mod:`lance_partitioned.pruning.fieldnames`).
     """
     if fields:
         schema = field_schema(schema, fields)
@@ -493,17 +490,8 @@ def read_task(
 
 
 def _unknowns(predicate: Predicate) -> list[Unknown]:
-    """The Unknown nodes of a predicate (iterative: any depth)."""
-    found: list[Unknown] = []
-    stack = [predicate]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, Unknown):
-            found.append(node)
-            continue
-        children = (getattr(node, name, None) for name in ("left", "right", "child"))
-        stack += (c for c in children if isinstance(c, Predicate))
-    return found
+    """The Unknown nodes of a predicate (any depth)."""
+    return leaves(predicate, Unknown)
 
 
 def sql_filter(table: pa.Table, condition: str, what: str = "filter") -> pa.Table:
@@ -572,12 +560,8 @@ def _field_columns(
             names.append(name)
         swap[id(node)] = dataclasses.replace(node.leaf, term=computed[key])  # type: ignore[type-var]
 
-    def visit(p: Predicate) -> Predicate:
-        if isinstance(p, (And, Or)):
-            return (and_ if isinstance(p, And) else or_)(visit(p.left), visit(p.right))
-        return swap.get(id(p), p)
-
-    return pa.RecordBatch.from_arrays(columns, names=names), visit(predicate)
+    swapped = map_leaves(predicate, lambda p: swap.get(id(p), p))
+    return pa.RecordBatch.from_arrays(columns, names=names), swapped
 
 
 def _named_fields(batch: pa.RecordBatch, expressions: list[FieldExpression]) -> pa.RecordBatch:

@@ -17,7 +17,7 @@ import pytest
 
 import lance_partitioned as lp
 from lance_partitioned.errors import InvalidInputError
-from lance_partitioned.expressions import fieldnames
+from lance_partitioned.pruning import fieldnames
 from lance_partitioned.scan import sql_filter
 from lance_partitioned.spec.transforms import Bucket
 

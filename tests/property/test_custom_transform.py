@@ -30,8 +30,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lance_partitioned as lp
-from lance_partitioned.expressions import residual, to_sql
+from lance_partitioned.expressions import to_sql
 from lance_partitioned.expressions.ranges import Interval, Preimage
+from lance_partitioned.pruning import residual
 from lance_partitioned.scan import bound_filter
 from lance_partitioned.spec.partitioning import PartitionField
 from lance_partitioned.spec.schema import NamespaceSchema

@@ -25,7 +25,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import lance_partitioned as lp
-from lance_partitioned.expressions import residual, to_sql
+from lance_partitioned.expressions import to_sql
+from lance_partitioned.pruning import residual
 from lance_partitioned.scan import bound_filter
 from lance_partitioned.spec.evaluate import evaluate
 

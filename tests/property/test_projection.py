@@ -39,12 +39,11 @@ from lance_partitioned.expressions import (
     and_,
     bind,
     or_,
-    project,
-    residual,
     terms,
     to_arrow,
     to_sql,
 )
+from lance_partitioned.pruning import project, residual
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 

@@ -34,7 +34,7 @@ def explain(
     """The pruning of a scan: leaves kept out of the total per spec version with the filter
     the ``__manifest`` is queried with, and the residual filter per kind of leaf."""
     from lance_partitioned.expressions import AlwaysTrue, to_sql
-    from lance_partitioned.expressions.fieldnames import field_terms
+    from lance_partitioned.pruning.fieldnames import field_terms
     from lance_partitioned.scan import bound_filter, manifest_filter
 
     tasks = ns.plan_scan(filter, columns)

@@ -34,9 +34,9 @@ from lance_partitioned.expressions import (
     and_,
     or_,
 )
-from lance_partitioned.expressions.fieldnames import field_terms, substitute
 from lance_partitioned.history import Tally, replaced_rows, write_operation, write_plan
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
+from lance_partitioned.pruning.fieldnames import field_terms, substitute
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.transaction import (
     ChangePlan,

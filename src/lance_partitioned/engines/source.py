@@ -31,8 +31,8 @@ import pyarrow as pa
 from lance_partitioned import errors, scan
 from lance_partitioned.engines.nodes import Translation
 from lance_partitioned.expressions import Predicate, and_
-from lance_partitioned.expressions.fieldnames import field_terms
 from lance_partitioned.expressions.ranges import NOTHING
+from lance_partitioned.pruning.fieldnames import field_terms
 from lance_partitioned.scan import ScanTask
 
 if TYPE_CHECKING:

@@ -1,9 +1,11 @@
 """Predicates: parse SQL, bind to a schema, project through partition transforms, render.
 
 The pipeline of a scan (PyIceberg's): :func:`parse_sql` (or Python nodes, or :func:`col`)
-→ :func:`bind` (NOT pushed down, literals coerced to the column types) → :func:`project`
-per spec version (a predicate on the ``__manifest`` partition columns) → :func:`residual`
-per leaf → :func:`to_sql` for Lance, or :func:`to_arrow` for Arrow data.
+→ :func:`bind` (NOT pushed down, literals coerced to the column types) →
+:func:`~lance_partitioned.pruning.project` per spec version (a predicate on the
+``__manifest`` partition columns) → :func:`~lance_partitioned.pruning.residual` per leaf →
+:func:`to_sql` for Lance, or :func:`to_arrow` for Arrow data. Every walk over the tree is a
+:class:`~lance_partitioned.expressions.visitor.PredicateVisitor`.
 
 >>> import pyarrow as pa
 >>> schema = pa.schema([("country", pa.utf8()), ("n", pa.int32())])
@@ -13,14 +15,12 @@ And(left=EqualTo(term='country', value='US'), right=GreaterThan(term='n', value=
 >>> to_sql(p)
 "(`country` = 'US') AND (`n` > 2)"
 
-:func:`project` and :func:`residual` are loaded on first use: they ask the partition
-transforms (:mod:`lance_partitioned.spec.transforms`), which build predicates of this package.
+This package imports nothing of :mod:`lance_partitioned.spec`: the partition transforms
+build its predicates, and the pruning passes that ask the transforms are
+:mod:`lance_partitioned.pruning`.
 """
 
 from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
 
 from lance_partitioned.expressions.builder import Column, col
 from lance_partitioned.expressions.parse import parse_sql
@@ -57,23 +57,8 @@ from lance_partitioned.expressions.tree import (
     and_,
     or_,
 )
+from lance_partitioned.expressions.visitor import PredicateVisitor, map_leaves, visit
 from lance_partitioned.expressions.visitors import bind, rewrite_not, terms
-
-if TYPE_CHECKING:
-    from lance_partitioned.expressions.projection import project
-    from lance_partitioned.expressions.residuals import residual
-
-_LAZY = {
-    "project": "lance_partitioned.expressions.projection",
-    "residual": "lance_partitioned.expressions.residuals",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 __all__ = [
     "AlwaysFalse",
@@ -95,6 +80,7 @@ __all__ = [
     "NotStartsWith",
     "Or",
     "Predicate",
+    "PredicateVisitor",
     "SetPredicate",
     "StartsWith",
     "UnaryPredicate",
@@ -103,14 +89,14 @@ __all__ = [
     "bind",
     "col",
     "filter_arrow",
+    "map_leaves",
     "or_",
     "parse_sql",
-    "project",
     "quote_identifier",
-    "residual",
     "rewrite_not",
     "sql_literal",
     "terms",
     "to_arrow",
     "to_sql",
+    "visit",
 ]

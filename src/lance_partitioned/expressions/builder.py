@@ -14,21 +14,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from lance_partitioned.errors import InvalidInputError
-from lance_partitioned.expressions.tree import (
-    EqualTo,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    IsNull,
-    LessThan,
-    LessThanOrEqual,
-    NotEqualTo,
-    NotIn,
-    NotNull,
-    NotStartsWith,
-    Predicate,
-    StartsWith,
-)
+from lance_partitioned.expressions import tree as t
+from lance_partitioned.expressions.tree import Predicate
 
 __all__ = ["Column", "col"]
 
@@ -72,22 +59,22 @@ class Column:
         return value
 
     def __eq__(self, value: Any) -> Predicate:  # type: ignore[override]
-        return EqualTo(self.name, self._value(value))
+        return t.EqualTo(self.name, self._value(value))
 
     def __ne__(self, value: Any) -> Predicate:  # type: ignore[override]
-        return NotEqualTo(self.name, self._value(value))
+        return t.NotEqualTo(self.name, self._value(value))
 
     def __lt__(self, value: Any) -> Predicate:
-        return LessThan(self.name, self._value(value))
+        return t.LessThan(self.name, self._value(value))
 
     def __le__(self, value: Any) -> Predicate:
-        return LessThanOrEqual(self.name, self._value(value))
+        return t.LessThanOrEqual(self.name, self._value(value))
 
     def __gt__(self, value: Any) -> Predicate:
-        return GreaterThan(self.name, self._value(value))
+        return t.GreaterThan(self.name, self._value(value))
 
     def __ge__(self, value: Any) -> Predicate:
-        return GreaterThanOrEqual(self.name, self._value(value))
+        return t.GreaterThanOrEqual(self.name, self._value(value))
 
     def isin(self, values: Iterable[Any]) -> Predicate:
         """``x IN (values)``.
@@ -95,7 +82,7 @@ class Column:
         >>> col("x").isin(range(3))
         In(term='x', values=(0, 1, 2))
         """
-        return In(self.name, tuple(self._value(v) for v in values))
+        return t.In(self.name, tuple(self._value(v) for v in values))
 
     def notin(self, values: Iterable[Any]) -> Predicate:
         """``x NOT IN (values)``.
@@ -103,7 +90,7 @@ class Column:
         >>> col("x").notin([1])
         NotIn(term='x', values=(1,))
         """
-        return NotIn(self.name, tuple(self._value(v) for v in values))
+        return t.NotIn(self.name, tuple(self._value(v) for v in values))
 
     def is_null(self) -> Predicate:
         """``x IS NULL``.
@@ -111,7 +98,7 @@ class Column:
         >>> col("x").is_null()
         IsNull(term='x')
         """
-        return IsNull(self.name)
+        return t.IsNull(self.name)
 
     def is_not_null(self) -> Predicate:
         """``x IS NOT NULL``.
@@ -119,7 +106,7 @@ class Column:
         >>> col("x").is_not_null()
         NotNull(term='x')
         """
-        return NotNull(self.name)
+        return t.NotNull(self.name)
 
     def startswith(self, prefix: str) -> Predicate:
         """``x LIKE 'prefix%'``.
@@ -127,7 +114,7 @@ class Column:
         >>> col("s").startswith("ab")
         StartsWith(term='s', prefix='ab')
         """
-        return StartsWith(self.name, self._value(prefix))
+        return t.StartsWith(self.name, self._value(prefix))
 
     def not_startswith(self, prefix: str) -> Predicate:
         """``x NOT LIKE 'prefix%'``.
@@ -135,7 +122,7 @@ class Column:
         >>> col("s").not_startswith("ab")
         NotStartsWith(term='s', prefix='ab')
         """
-        return NotStartsWith(self.name, self._value(prefix))
+        return t.NotStartsWith(self.name, self._value(prefix))
 
 
 def col(name: str) -> Column:

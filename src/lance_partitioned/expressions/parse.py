@@ -35,6 +35,7 @@ import pyarrow as pa
 from datafusion.unparser import Dialect, Unparser
 
 from lance_partitioned.errors import InvalidInputError
+from lance_partitioned.expressions import tree as t
 from lance_partitioned.expressions.sqltext import (
     REJECTED,
     SQL_NULL,
@@ -54,28 +55,7 @@ from lance_partitioned.expressions.sqltext import (
     unwrap,
     wrap,
 )
-from lance_partitioned.expressions.tree import (
-    AlwaysFalse,
-    AlwaysTrue,
-    Comparison,
-    EqualTo,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    IsNull,
-    LessThan,
-    LessThanOrEqual,
-    Not,
-    NotEqualTo,
-    NotIn,
-    NotNull,
-    NotStartsWith,
-    Predicate,
-    StartsWith,
-    Unknown,
-    and_,
-    or_,
-)
+from lance_partitioned.expressions.tree import Predicate
 from lance_partitioned.expressions.visitors import rewrite_not
 
 __all__ = ["parse_sql"]
@@ -90,13 +70,13 @@ _local = threading.local()
 # op -> (op with the operands swapped, op of the negation)
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _NEGATE = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
-_COMPARISONS: dict[str, type[Comparison]] = {
-    "=": EqualTo,
-    "!=": NotEqualTo,
-    "<": LessThan,
-    "<=": LessThanOrEqual,
-    ">": GreaterThan,
-    ">=": GreaterThanOrEqual,
+_COMPARISONS: dict[str, type[t.Comparison]] = {
+    "=": t.EqualTo,
+    "!=": t.NotEqualTo,
+    "<": t.LessThan,
+    "<=": t.LessThanOrEqual,
+    ">": t.GreaterThan,
+    ">=": t.GreaterThanOrEqual,
 }
 
 
@@ -175,11 +155,11 @@ def _parse_long(text: str, schema: pa.Schema) -> Predicate:
         kind, ids = plan[node]
         done = [results.pop(i) for i in ids]
         if kind == "or":
-            results[node] = or_(*done)
+            results[node] = t.or_(*done)
         elif kind == "and":
-            results[node] = and_(*done)
+            results[node] = t.and_(*done)
         elif kind == "not":
-            results[node] = rewrite_not(Not(done[0]))
+            results[node] = rewrite_not(t.Not(done[0]))
         else:
             results[node] = done[0]
     return results[0]
@@ -254,7 +234,7 @@ class _Parser:
         try:
             return self._convert(expr, negate=False)
         except Unrenderable:
-            return Unknown(text, tuple(sorted(columns_of(expr))))
+            return t.Unknown(text, tuple(sorted(columns_of(expr))))
 
     def _parse(self, text: str) -> Any:
         try:
@@ -293,7 +273,7 @@ class _Parser:
             node = expr.to_variant()
             op = node.op()
             if op in ("AND", "OR"):
-                combine = and_ if (op == "AND") != negate else or_
+                combine = t.and_ if (op == "AND") != negate else t.or_
                 parts = _chain(expr, op)
                 if len(parts) > _SHORT:  # a long chain: iterate over it (built balanced)
                     return combine(*(self._convert(part, negate) for part in parts))
@@ -326,7 +306,7 @@ class _Parser:
         if left.variant_name() == "Column" and is_constant(right):
             value = self._constant(right)
             if value is SQL_NULL:
-                return AlwaysFalse()
+                return t.AlwaysFalse()
             if value is not None:
                 return _COMPARISONS[op](column_name(left), value)
         elif is_constant(left) and is_constant(right):
@@ -337,7 +317,7 @@ class _Parser:
         child = expr.to_variant().expr()
         if child.variant_name() == "Column":
             positive = is_null != negate
-            return IsNull(column_name(child)) if positive else NotNull(column_name(child))
+            return t.IsNull(column_name(child)) if positive else t.NotNull(column_name(child))
         if is_constant(child):
             return self._constant_truth(expr, negate)
         return self._unknown(expr, negate)
@@ -352,10 +332,10 @@ class _Parser:
             positive = not positive
         # IS TRUE / IS FALSE / IS UNKNOWN are never NULL, so their negations are plain sets.
         if target is None:
-            return IsNull(name) if positive else NotNull(name)
+            return t.IsNull(name) if positive else t.NotNull(name)
         if positive:
-            return EqualTo(name, target)
-        return or_(EqualTo(name, not target), IsNull(name))
+            return t.EqualTo(name, target)
+        return t.or_(t.EqualTo(name, not target), t.IsNull(name))
 
     def _in_list(self, expr: Any, negate: bool) -> Predicate:
         node = expr.to_variant()
@@ -369,9 +349,9 @@ class _Parser:
         has_null = any(v is SQL_NULL for v in values)
         kept = tuple(dict.fromkeys(v for v in values if v is not SQL_NULL))
         if node.negated() == negate:  # IN: a NULL item only adds "OR NULL"
-            return In(column_name(column), kept)
+            return t.In(column_name(column), kept)
         # NOT IN: "AND NOT NULL" is never true
-        return AlwaysFalse() if has_null else NotIn(column_name(column), kept)
+        return t.AlwaysFalse() if has_null else t.NotIn(column_name(column), kept)
 
     def _between(self, expr: Any, negate: bool) -> Predicate:
         node = expr.to_variant()
@@ -383,17 +363,17 @@ class _Parser:
             return self._unknown(expr, negate)
         name = column_name(column)
         parts = [
-            AlwaysFalse() if bound is SQL_NULL else _COMPARISONS[op](name, bound)
+            t.AlwaysFalse() if bound is SQL_NULL else _COMPARISONS[op](name, bound)
             for bound, op in zip(bounds, (">=", "<="), strict=True)
         ]
         if node.negated() == negate:  # x >= low AND x <= high
-            return and_(*parts)
+            return t.and_(*parts)
         # NOT: x < low OR x > high
         negated = [
-            AlwaysFalse() if bound is SQL_NULL else _COMPARISONS[op](name, bound)
+            t.AlwaysFalse() if bound is SQL_NULL else _COMPARISONS[op](name, bound)
             for bound, op in zip(bounds, ("<", ">"), strict=True)
         ]
-        return or_(*negated)
+        return t.or_(*negated)
 
     def _like(self, expr: Any, negate: bool) -> Predicate:
         node = expr.to_variant()
@@ -408,7 +388,7 @@ class _Parser:
             return self._unknown(expr, negate)
         value = self._constant(pattern)
         if value is SQL_NULL:
-            return AlwaysFalse()
+            return t.AlwaysFalse()
         if not isinstance(value, str):
             return self._unknown(expr, negate)
         shape = like_shape(value)
@@ -418,8 +398,8 @@ class _Parser:
         name = column_name(column)
         positive = node.negated() == negate
         if is_prefix:
-            return StartsWith(name, literal) if positive else NotStartsWith(name, literal)
-        return EqualTo(name, literal) if positive else NotEqualTo(name, literal)
+            return t.StartsWith(name, literal) if positive else t.NotStartsWith(name, literal)
+        return t.EqualTo(name, literal) if positive else t.NotEqualTo(name, literal)
 
     def _bare_column(self, expr: Any, negate: bool) -> Predicate:
         if not self._is_bool(expr):
@@ -427,19 +407,19 @@ class _Parser:
                 f"filter {self.text!r}: column {column_name(expr)!r} is not boolean and cannot be "
                 "used as a condition"
             )
-        return EqualTo(column_name(expr), not negate)
+        return t.EqualTo(column_name(expr), not negate)
 
     # ------------------------------------------------------------------ leaves
 
     def _constant_truth(self, expr: Any, negate: bool) -> Predicate:
         value = self._constant(expr)
         if value is SQL_NULL:
-            return AlwaysFalse()
+            return t.AlwaysFalse()
         if not isinstance(value, bool):
             raise InvalidInputError(
                 f"filter {self.text!r}: {expr} is not a boolean condition (it is {value!r})"
             )
-        return AlwaysTrue() if value != negate else AlwaysFalse()
+        return t.AlwaysTrue() if value != negate else t.AlwaysFalse()
 
     def _constant(self, expr: Any) -> Any:
         """The Python value of a column-free expression; SQL_NULL for NULL, None if unusable."""
@@ -464,9 +444,9 @@ class _Parser:
         except NotALiteral:
             return None
 
-    def _unknown(self, expr: Any, negate: bool) -> Unknown:
+    def _unknown(self, expr: Any, negate: bool) -> t.Unknown:
         sql, columns = self._render(expr)
-        return Unknown(f"NOT {sql}" if negate else sql, columns)
+        return t.Unknown(f"NOT {sql}" if negate else sql, columns)
 
     def _render(self, expr: Any) -> tuple[str, tuple[str, ...]]:
         """SQL for ``expr`` that DataFusion and Lance read alike, and the columns it reads."""
@@ -496,8 +476,12 @@ class _Parser:
         return bool(pa.types.is_boolean(self._field_type(column)))
 
     def _is_string(self, column: Any) -> bool:
-        t = self._field_type(column)
-        return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or t == pa.string_view())
+        dtype = self._field_type(column)
+        return bool(
+            pa.types.is_string(dtype)
+            or pa.types.is_large_string(dtype)
+            or dtype == pa.string_view()
+        )
 
 
 # (value compared with, whether the test is positive) per IS [NOT] TRUE/FALSE/UNKNOWN

@@ -39,30 +39,9 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from lance_partitioned.errors import InvalidInputError
-from lance_partitioned.expressions.tree import (
-    AlwaysFalse,
-    AlwaysTrue,
-    And,
-    Comparison,
-    EqualTo,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    IsNull,
-    LessThan,
-    LessThanOrEqual,
-    NotEqualTo,
-    NotIn,
-    NotNull,
-    NotStartsWith,
-    Or,
-    Predicate,
-    StartsWith,
-    Unknown,
-    and_,
-    operands,
-    or_,
-)
+from lance_partitioned.expressions import tree as t
+from lance_partitioned.expressions.tree import Predicate
+from lance_partitioned.expressions.visitor import PredicateVisitor, visit
 from lance_partitioned.expressions.visitors import rewrite_not
 
 __all__ = ["filter_arrow", "quote_identifier", "sql_literal", "to_arrow", "to_sql"]
@@ -172,36 +151,55 @@ def to_sql(predicate: Predicate) -> str:
     >>> to_sql(IsNull("a") & (IsNull("b") & IsNull("c")))
     '(`a` IS NULL) AND (`b` IS NULL) AND (`c` IS NULL)'
     """
-    return _sql(rewrite_not(predicate))
+    return visit(rewrite_not(predicate), _Sql())
 
 
-def _sql(p: Predicate) -> str:
-    if isinstance(p, AlwaysTrue):
+class _Sql(PredicateVisitor[str]):
+    flat = True  # a chain is written flat: Lance's parser nests no deeper than ~50
+
+    def visit_and(self, parts: list[str]) -> str:
+        return " AND ".join(f"({part})" for part in parts)
+
+    def visit_or(self, parts: list[str]) -> str:
+        return " OR ".join(f"({part})" for part in parts)
+
+    def visit_true(self, p: t.AlwaysTrue) -> str:
         return "true"
-    if isinstance(p, AlwaysFalse):
+
+    def visit_false(self, p: t.AlwaysFalse) -> str:
         return "false"
-    if isinstance(p, (And, Or)):  # flat: Lance's parser nests no deeper than ~50
-        op = " AND " if isinstance(p, And) else " OR "
-        return op.join(f"({_sql(part)})" for part in operands(p, type(p)))
-    if isinstance(p, IsNull):
+
+    def visit_is_null(self, p: t.IsNull) -> str:
         return f"{quote_identifier(p.term)} IS NULL"
-    if isinstance(p, NotNull):
+
+    def visit_not_null(self, p: t.NotNull) -> str:
         return f"{quote_identifier(p.term)} IS NOT NULL"
-    if isinstance(p, Comparison):
+
+    def visit_comparison(self, p: t.Comparison) -> str:
         return f"{quote_identifier(p.term)} {p.op} {sql_literal(p.value)}"
-    if isinstance(p, (In, NotIn)):
+
+    def visit_in(self, p: t.In) -> str:
         if not p.values:
-            return "false" if isinstance(p, In) else f"{quote_identifier(p.term)} IS NOT NULL"
-        op = "IN" if isinstance(p, In) else "NOT IN"
-        items = ", ".join(sql_literal(v) for v in p.values)
-        return f"{quote_identifier(p.term)} {op} ({items})"
-    if isinstance(p, StartsWith):
+            return "false"
+        return f"{quote_identifier(p.term)} IN ({_items(p.values)})"
+
+    def visit_not_in(self, p: t.NotIn) -> str:
+        if not p.values:
+            return f"{quote_identifier(p.term)} IS NOT NULL"
+        return f"{quote_identifier(p.term)} NOT IN ({_items(p.values)})"
+
+    def visit_starts_with(self, p: t.StartsWith) -> str:
         return f"starts_with({quote_identifier(p.term)}, {sql_literal(p.prefix)})"
-    if isinstance(p, NotStartsWith):
+
+    def visit_not_starts_with(self, p: t.NotStartsWith) -> str:
         return f"NOT starts_with({quote_identifier(p.term)}, {sql_literal(p.prefix)})"
-    if isinstance(p, Unknown):
+
+    def visit_unknown(self, p: t.Unknown) -> str:
         return f"({p.sql})"
-    raise InvalidInputError(f"not a predicate node: {p!r}")
+
+
+def _items(values: tuple[Any, ...]) -> str:
+    return ", ".join(sql_literal(v) for v in values)
 
 
 def to_arrow(
@@ -241,10 +239,10 @@ def to_arrow(
     >>> table.filter(to_arrow(Unknown("x % 2 = 0", ("x",)), unknown=True)).num_rows
     3
     """
-    return _Arrow(schema, unknown).expression(rewrite_not(predicate))
+    return visit(rewrite_not(predicate), _Arrow(schema, unknown))
 
 
-class _Arrow:
+class _Arrow(PredicateVisitor[pc.Expression]):
     def __init__(self, schema: pa.Schema | None, unknown: bool | None) -> None:
         self.schema = schema
         self.unknown = unknown
@@ -269,42 +267,47 @@ class _Arrow:
         dtype = self.dtype(name)
         return dtype is not None and bool(pa.types.is_floating(dtype))
 
-    def expression(self, p: Predicate) -> pc.Expression:
-        if isinstance(p, (AlwaysTrue, AlwaysFalse)):
-            return pc.scalar(isinstance(p, AlwaysTrue))
-        if isinstance(p, And):
-            return self.expression(p.left) & self.expression(p.right)
-        if isinstance(p, Or):
-            return self.expression(p.left) | self.expression(p.right)
-        if isinstance(p, IsNull):
-            return pc.field(p.term).is_null()
-        if isinstance(p, NotNull):
-            return pc.field(p.term).is_valid()
-        if isinstance(p, Comparison):
-            return self.comparison(p)
-        if isinstance(p, (In, NotIn)):
-            return self.membership(p)
-        if isinstance(p, StartsWith):
-            return pc.starts_with(pc.field(p.term), pattern=p.prefix)
-        if isinstance(p, NotStartsWith):
-            return ~pc.starts_with(pc.field(p.term), pattern=p.prefix)
-        if isinstance(p, Unknown):
-            if self.unknown is None:
-                raise InvalidInputError(
-                    f"cannot evaluate the SQL condition {p.sql!r} with pyarrow; pass "
-                    "unknown=True to keep every row it might match"
-                )
-            return pc.scalar(self.unknown)
-        raise InvalidInputError(f"not a predicate node: {p!r}")
+    def visit_and(self, parts: list[pc.Expression]) -> pc.Expression:
+        return _balanced(parts, lambda a, b: a & b)
 
-    def comparison(self, p: Comparison) -> pc.Expression:
+    def visit_or(self, parts: list[pc.Expression]) -> pc.Expression:
+        return _balanced(parts, lambda a, b: a | b)
+
+    def visit_true(self, p: t.AlwaysTrue) -> pc.Expression:
+        return pc.scalar(True)
+
+    def visit_false(self, p: t.AlwaysFalse) -> pc.Expression:
+        return pc.scalar(False)
+
+    def visit_is_null(self, p: t.IsNull) -> pc.Expression:
+        return pc.field(p.term).is_null()
+
+    def visit_not_null(self, p: t.NotNull) -> pc.Expression:
+        return pc.field(p.term).is_valid()
+
+    def visit_starts_with(self, p: t.StartsWith) -> pc.Expression:
+        return pc.starts_with(pc.field(p.term), pattern=p.prefix)
+
+    def visit_not_starts_with(self, p: t.NotStartsWith) -> pc.Expression:
+        return ~pc.starts_with(pc.field(p.term), pattern=p.prefix)
+
+    def visit_unknown(self, p: t.Unknown) -> pc.Expression:
+        if self.unknown is None:
+            raise InvalidInputError(
+                f"cannot evaluate the SQL condition {p.sql!r} with pyarrow; pass "
+                "unknown=True to keep every row it might match"
+            )
+        return pc.scalar(self.unknown)
+
+    def visit_comparison(self, p: t.Comparison) -> pc.Expression:
         field = pc.field(p.term)
         value = self.scalar(p.term, p.value)
         if self.is_float(p.term):
             return _float_comparison(p, field, value)
         return cast(pc.Expression, _OPERATORS[type(p)](field, value))
 
-    def membership(self, p: In | NotIn) -> pc.Expression:
+    def members(self, p: t.SetPredicate) -> pc.Expression:
+        """Whether the column's value is in the set: false (not NULL) on NULL."""
         field = pc.field(p.term)
         dtype = self.dtype(p.term)
         members = list(p.values)
@@ -317,36 +320,49 @@ class _Arrow:
             raise InvalidInputError(
                 f"column {p.term!r}: the IN list {p.values!r} has no Arrow form: {exc}"
             ) from exc
-        found = pc.is_in(field, value_set=values, skip_nulls=True)
-        if isinstance(p, In):
-            return found
-        return ~found & field.is_valid()  # is_in is false (not NULL) on NULL
+        return pc.is_in(field, value_set=values, skip_nulls=True)
+
+    def visit_in(self, p: t.In) -> pc.Expression:
+        return self.members(p)
+
+    def visit_not_in(self, p: t.NotIn) -> pc.Expression:
+        return ~self.members(p) & pc.field(p.term).is_valid()
 
 
-_OPERATORS: dict[type[Comparison], Callable[[Any, Any], Any]] = {
-    EqualTo: lambda a, b: a == b,
-    NotEqualTo: lambda a, b: a != b,
-    LessThan: lambda a, b: a < b,
-    LessThanOrEqual: lambda a, b: a <= b,
-    GreaterThan: lambda a, b: a > b,
-    GreaterThanOrEqual: lambda a, b: a >= b,
+def _balanced(
+    parts: list[pc.Expression], combine: Callable[[pc.Expression, pc.Expression], pc.Expression]
+) -> pc.Expression:
+    """``parts`` combined pairwise as a balanced tree (pyarrow recurses into expressions)."""
+    while len(parts) > 1:
+        pairs = [combine(a, b) for a, b in zip(parts[::2], parts[1::2], strict=False)]
+        parts = pairs + parts[len(pairs) * 2 :]
+    return parts[0]
+
+
+_OPERATORS: dict[type[t.Comparison], Callable[[Any, Any], Any]] = {
+    t.EqualTo: lambda a, b: a == b,
+    t.NotEqualTo: lambda a, b: a != b,
+    t.LessThan: lambda a, b: a < b,
+    t.LessThanOrEqual: lambda a, b: a <= b,
+    t.GreaterThan: lambda a, b: a > b,
+    t.GreaterThanOrEqual: lambda a, b: a >= b,
 }
 
 
-def _float_comparison(p: Comparison, field: pc.Expression, value: pa.Scalar) -> pc.Expression:
+def _float_comparison(p: t.Comparison, field: pc.Expression, value: pa.Scalar) -> pc.Expression:
     """Compare floats in DataFusion's total order: NaN equals NaN and sorts above all."""
     nan = pc.is_nan(field)
     kind = type(p)
     if math.isnan(value.as_py()):
-        if kind is EqualTo or kind is GreaterThanOrEqual:
+        if kind is t.EqualTo or kind is t.GreaterThanOrEqual:
             return nan
-        if kind is NotEqualTo or kind is LessThan:
+        if kind is t.NotEqualTo or kind is t.LessThan:
             return ~nan
-        return field.is_valid() if kind is LessThanOrEqual else nan & ~nan
+        return field.is_valid() if kind is t.LessThanOrEqual else nan & ~nan
     plain = _OPERATORS[kind](field, value)
-    if kind in (GreaterThan, GreaterThanOrEqual):
+    if kind in (t.GreaterThan, t.GreaterThanOrEqual):
         return cast(pc.Expression, plain | nan)
-    if kind in (LessThan, LessThanOrEqual, EqualTo):
+    if kind in (t.LessThan, t.LessThanOrEqual, t.EqualTo):
         return cast(pc.Expression, plain & ~nan)
     return cast(pc.Expression, plain)  # NaN != x is true, as IEEE says
 
@@ -391,7 +407,7 @@ def _size(predicate: Predicate) -> int:
     while stack and count <= _EXPRESSION_LIMIT:
         node = stack.pop()
         count += 1
-        if isinstance(node, (And, Or)):
+        if isinstance(node, (t.And, t.Or)):
             stack += (node.left, node.right)
     return count
 
@@ -400,13 +416,13 @@ def _true_rows(
     data: pa.Table | pa.RecordBatch, row: str, p: Predicate, unknown: bool | None
 ) -> NDArray[np.int64]:
     """The sorted row numbers where ``p`` (NOT-free) is TRUE."""
-    if _size(p) <= _EXPRESSION_LIMIT or not isinstance(p, (And, Or)):
+    if _size(p) <= _EXPRESSION_LIMIT or not isinstance(p, (t.And, t.Or)):
         kept = data.filter(to_arrow(p, data.schema, unknown=unknown))
         return np.asarray(kept.column(row).to_numpy(zero_copy_only=False), dtype=np.int64)
-    combine = and_ if isinstance(p, And) else or_
+    combine = t.and_ if isinstance(p, t.And) else t.or_
     chunks: list[list[Predicate]] = [[]]
     total = 0
-    for part in operands(p, type(p)):  # pieces of at most _EXPRESSION_LIMIT nodes
+    for part in t.operands(p, type(p)):  # pieces of at most _EXPRESSION_LIMIT nodes
         size = _size(part) + 1  # with its connective
         if chunks[-1] and total + size > _EXPRESSION_LIMIT:
             chunks.append([])
@@ -418,7 +434,7 @@ def _true_rows(
         rows = _true_rows(data, row, combine(*chunk), unknown)
         if found is None:
             found = rows
-        elif isinstance(p, And):
+        elif isinstance(p, t.And):
             found = np.intersect1d(found, rows, assume_unique=True)
         else:
             found = np.union1d(found, rows)

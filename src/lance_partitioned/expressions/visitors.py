@@ -5,7 +5,7 @@ under SQL's three-valued logic: ``NOT (x < 5)`` is ``x >= 5``, NULL staying NULL
 :func:`bind` checks the columns and coerces every literal to its column's type, folding what
 the type decides (``int8_col < 1000`` is ``int8_col IS NOT NULL``). Bound predicates are
 NOT-free and their literals have the column's Python type, which is what
-:mod:`~lance_partitioned.expressions.projection` and the renderers expect.
+:mod:`~lance_partitioned.pruning.projection` and the renderers expect.
 
 >>> import pyarrow as pa
 >>> from lance_partitioned.expressions.tree import LessThan, Not, Or, EqualTo
@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_partitioned.errors import InvalidInputError
+from lance_partitioned.expressions import tree as t
 from lance_partitioned.expressions.literals import (
     AboveAll,
     BelowAll,
@@ -31,43 +32,18 @@ from lance_partitioned.expressions.literals import (
     coerce,
     int_domain,
 )
-from lance_partitioned.expressions.tree import (
-    AlwaysFalse,
-    AlwaysTrue,
-    And,
-    Comparison,
-    EqualTo,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    IsNull,
-    LessThan,
-    LessThanOrEqual,
-    Not,
-    NotEqualTo,
-    NotIn,
-    NotNull,
-    NotStartsWith,
-    Or,
-    Predicate,
-    StartsWith,
-    Unknown,
-    and_,
-    operands,
-    or_,
-)
+from lance_partitioned.expressions.tree import Predicate
+from lance_partitioned.expressions.visitor import LeafMapper, PredicateVisitor, visit
 
 __all__ = ["bind", "rewrite_not", "terms"]
 
-_SHORT = 32  # chains up to this length keep their shape through rewrite_not
-
 _NEGATED: dict[type[Predicate], type[Predicate]] = {
-    EqualTo: NotEqualTo,
-    NotEqualTo: EqualTo,
-    LessThan: GreaterThanOrEqual,
-    GreaterThanOrEqual: LessThan,
-    LessThanOrEqual: GreaterThan,
-    GreaterThan: LessThanOrEqual,
+    t.EqualTo: t.NotEqualTo,
+    t.NotEqualTo: t.EqualTo,
+    t.LessThan: t.GreaterThanOrEqual,
+    t.GreaterThanOrEqual: t.LessThan,
+    t.LessThanOrEqual: t.GreaterThan,
+    t.GreaterThan: t.LessThanOrEqual,
 }
 
 
@@ -86,41 +62,72 @@ def rewrite_not(predicate: Predicate) -> Predicate:
     >>> rewrite_not(Not(Unknown("(`x` % 2 = 0)", ("x",))))
     Unknown(sql='NOT ((`x` % 2 = 0))', columns=('x',))
     """
-    return _push(predicate, negate=False)
+    if not _has_not(predicate):
+        return visit(predicate, _Fold())  # the common case: fold constants, balance chains
+    return visit(predicate, _PushNot())[0]
 
 
-def _push(p: Predicate, negate: bool) -> Predicate:
-    if isinstance(p, Not):
-        return _push(p.child, not negate)
-    if isinstance(p, (And, Or)):
-        combine = and_ if isinstance(p, And) != negate else or_
-        parts = operands(p, type(p))
-        if len(parts) > _SHORT:  # a long chain: iterate over it, rebuild it balanced
-            return combine(*(_push(part, negate) for part in parts))
-        return combine(_push(p.left, negate), _push(p.right, negate))
-    if not negate:
+def _has_not(predicate: Predicate) -> bool:
+    stack = [predicate]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is t.Not:
+            return True
+        if kind is t.And or kind is t.Or:
+            stack.append(node.left)  # type: ignore[attr-defined]
+            stack.append(node.right)  # type: ignore[attr-defined]
+    return False
+
+
+class _Fold(LeafMapper):
+    """A NOT-free tree rebuilt: constants folded, long chains balanced."""
+
+    def visit_leaf(self, p: Predicate) -> Predicate:
         return p
-    if isinstance(p, AlwaysTrue):
-        return AlwaysFalse()
-    if isinstance(p, AlwaysFalse):
-        return AlwaysTrue()
-    if isinstance(p, IsNull):
-        return NotNull(p.term)
-    if isinstance(p, NotNull):
-        return IsNull(p.term)
-    if isinstance(p, Comparison):
-        return _NEGATED[type(p)](p.term, p.value)  # type: ignore[call-arg]
-    if isinstance(p, In):
-        return NotIn(p.term, p.values)
-    if isinstance(p, NotIn):
-        return In(p.term, p.values)
-    if isinstance(p, StartsWith):
-        return NotStartsWith(p.term, p.prefix)
-    if isinstance(p, NotStartsWith):
-        return StartsWith(p.term, p.prefix)
-    if isinstance(p, Unknown):
-        return Unknown(f"NOT ({p.sql})", p.columns)
-    raise InvalidInputError(f"not a predicate node: {p!r}")
+
+
+class _PushNot(PredicateVisitor[tuple[Predicate, Predicate]]):
+    """Each node and its negation, both NOT-free (De Morgan at AND and OR)."""
+
+    def visit_and(self, parts: list[tuple[Predicate, Predicate]]) -> tuple[Predicate, Predicate]:
+        return t.and_(*(p for p, _ in parts)), t.or_(*(n for _, n in parts))
+
+    def visit_or(self, parts: list[tuple[Predicate, Predicate]]) -> tuple[Predicate, Predicate]:
+        return t.or_(*(p for p, _ in parts)), t.and_(*(n for _, n in parts))
+
+    def visit_not(self, child: tuple[Predicate, Predicate]) -> tuple[Predicate, Predicate]:
+        return child[1], child[0]
+
+    def visit_true(self, p: t.AlwaysTrue) -> tuple[Predicate, Predicate]:
+        return p, t.AlwaysFalse()
+
+    def visit_false(self, p: t.AlwaysFalse) -> tuple[Predicate, Predicate]:
+        return p, t.AlwaysTrue()
+
+    def visit_is_null(self, p: t.IsNull) -> tuple[Predicate, Predicate]:
+        return p, t.NotNull(p.term)
+
+    def visit_not_null(self, p: t.NotNull) -> tuple[Predicate, Predicate]:
+        return p, t.IsNull(p.term)
+
+    def visit_comparison(self, p: t.Comparison) -> tuple[Predicate, Predicate]:
+        return p, _NEGATED[type(p)](p.term, p.value)  # type: ignore[call-arg]
+
+    def visit_in(self, p: t.In) -> tuple[Predicate, Predicate]:
+        return p, t.NotIn(p.term, p.values)
+
+    def visit_not_in(self, p: t.NotIn) -> tuple[Predicate, Predicate]:
+        return p, t.In(p.term, p.values)
+
+    def visit_starts_with(self, p: t.StartsWith) -> tuple[Predicate, Predicate]:
+        return p, t.NotStartsWith(p.term, p.prefix)
+
+    def visit_not_starts_with(self, p: t.NotStartsWith) -> tuple[Predicate, Predicate]:
+        return p, t.StartsWith(p.term, p.prefix)
+
+    def visit_unknown(self, p: t.Unknown) -> tuple[Predicate, Predicate]:
+        return p, t.Unknown(f"NOT ({p.sql})", p.columns)
 
 
 def terms(predicate: Predicate) -> set[str]:
@@ -130,21 +137,27 @@ def terms(predicate: Predicate) -> set[str]:
     >>> sorted(terms(EqualTo("a", 1) | IsNull("b") | Unknown("c > 1", ("c",))))
     ['a', 'b', 'c']
     """
-    found: set[str] = set()
-    stack = [predicate]
-    while stack:  # iterative: any depth
-        node = stack.pop()
-        if isinstance(node, (And, Or)):
-            stack += (node.left, node.right)
-        elif isinstance(node, Not):
-            stack.append(node.child)
-        elif isinstance(node, Unknown):
-            found.update(node.columns)
-        else:
-            term = getattr(node, "term", None)
-            if isinstance(term, str):
-                found.add(term)
-    return found
+    return visit(predicate, _Terms())
+
+
+class _Terms(PredicateVisitor[set[str]]):
+    flat = True
+
+    def visit_and(self, parts: list[set[str]]) -> set[str]:
+        return set().union(*parts)
+
+    def visit_or(self, parts: list[set[str]]) -> set[str]:
+        return set().union(*parts)
+
+    def visit_not(self, child: set[str]) -> set[str]:
+        return child
+
+    def visit_unknown(self, p: t.Unknown) -> set[str]:
+        return set(p.columns)
+
+    def visit_leaf(self, p: Predicate) -> set[str]:
+        term = getattr(p, "term", None)
+        return {term} if isinstance(term, str) else set()
 
 
 def bind(predicate: Predicate, schema: pa.Schema) -> Predicate:
@@ -189,10 +202,10 @@ def bind(predicate: Predicate, schema: pa.Schema) -> Predicate:
     ...
     lance_partitioned.errors.InvalidInputError: column 'z' is not in the schema ...
     """
-    return _Binder(schema).bind(rewrite_not(predicate))
+    return visit(rewrite_not(predicate), _Binder(schema))
 
 
-class _Binder:
+class _Binder(LeafMapper):
     def __init__(self, schema: pa.Schema) -> None:
         self.schema = schema
 
@@ -206,75 +219,104 @@ class _Binder:
             )
         return self.schema.field(index)
 
-    def bind(self, p: Predicate) -> Predicate:
-        if isinstance(p, (AlwaysTrue, AlwaysFalse)):
-            return p
-        if isinstance(p, And):
-            return and_(self.bind(p.left), self.bind(p.right))
-        if isinstance(p, Or):
-            return or_(self.bind(p.left), self.bind(p.right))
-        if isinstance(p, (IsNull, NotNull)):
-            self.field(p.term)
-            return p
-        if isinstance(p, Comparison):
-            return self.comparison(p)
-        if isinstance(p, (In, NotIn)):
-            return self.set_predicate(p)
-        if isinstance(p, (StartsWith, NotStartsWith)):
-            return self.prefix(p)
-        if isinstance(p, Unknown):
-            for name in p.columns:
-                self.field(name)
-            return p
-        raise InvalidInputError(f"not a predicate node: {p!r}")
+    def visit_true(self, p: t.AlwaysTrue) -> Predicate:
+        return p
 
-    def comparison(self, p: Comparison) -> Predicate:
+    def visit_false(self, p: t.AlwaysFalse) -> Predicate:
+        return p
+
+    def visit_unary(self, p: t.UnaryPredicate) -> Predicate:
+        self.field(p.term)
+        return p
+
+    def visit_unknown(self, p: t.Unknown) -> Predicate:
+        for name in p.columns:
+            self.field(name)
+        return p
+
+    def place(self, p: t.Comparison) -> Predicate | Between | BelowAll | AboveAll:
+        """The bound leaf when the column holds the literal exactly (folded at the edges of
+        an integer domain), else where the literal falls among the column's values."""
         field = self.field(p.term)
         if pa.types.is_null(field.type):
-            return AlwaysFalse()  # every value is NULL
+            return t.AlwaysFalse()  # every value is NULL
         if p.value is None:
             raise InvalidInputError(
                 f"column {p.term!r}: comparing with NULL is never true; use IS NULL"
             )
         placement = coerce(p.value, field.type, p.term)
-        less = isinstance(p, (LessThan, LessThanOrEqual))
-        greater = isinstance(p, (GreaterThan, GreaterThanOrEqual))
         if isinstance(placement, Exact):
             return _at_domain_edge(type(p), p.term, placement.value, field.type)
-        if isinstance(p, EqualTo):
-            return AlwaysFalse()
-        if isinstance(p, NotEqualTo):
-            return NotNull(p.term)
-        if isinstance(placement, Between):
-            if less:
-                return LessThanOrEqual(p.term, placement.below)
-            return GreaterThan(p.term, placement.below)
-        below_all = isinstance(placement, BelowAll)
-        assert isinstance(placement, (BelowAll, AboveAll))
-        if less:
-            return AlwaysFalse() if below_all else NotNull(p.term)
-        assert greater
-        return NotNull(p.term) if below_all else AlwaysFalse()
+        return placement
 
-    def set_predicate(self, p: In | NotIn) -> Predicate:
+    def visit_equal_to(self, p: t.EqualTo) -> Predicate:
+        placed = self.place(p)
+        return placed if isinstance(placed, Predicate) else t.AlwaysFalse()
+
+    def visit_not_equal_to(self, p: t.NotEqualTo) -> Predicate:
+        placed = self.place(p)
+        return placed if isinstance(placed, Predicate) else t.NotNull(p.term)
+
+    def less(self, p: t.LessThan | t.LessThanOrEqual) -> Predicate:
+        placed = self.place(p)
+        if isinstance(placed, Predicate):
+            return placed
+        if isinstance(placed, Between):
+            return t.LessThanOrEqual(p.term, placed.below)
+        return t.AlwaysFalse() if isinstance(placed, BelowAll) else t.NotNull(p.term)
+
+    def greater(self, p: t.GreaterThan | t.GreaterThanOrEqual) -> Predicate:
+        placed = self.place(p)
+        if isinstance(placed, Predicate):
+            return placed
+        if isinstance(placed, Between):
+            return t.GreaterThan(p.term, placed.below)
+        return t.NotNull(p.term) if isinstance(placed, BelowAll) else t.AlwaysFalse()
+
+    def visit_less_than(self, p: t.LessThan) -> Predicate:
+        return self.less(p)
+
+    def visit_less_than_or_equal(self, p: t.LessThanOrEqual) -> Predicate:
+        return self.less(p)
+
+    def visit_greater_than(self, p: t.GreaterThan) -> Predicate:
+        return self.greater(p)
+
+    def visit_greater_than_or_equal(self, p: t.GreaterThanOrEqual) -> Predicate:
+        return self.greater(p)
+
+    def values(self, p: t.SetPredicate) -> tuple[Any, ...] | None:
+        """The IN list the column can hold, coerced (None: the column is all NULL)."""
         field = self.field(p.term)
         if pa.types.is_null(field.type):
-            return AlwaysFalse()
-        values = _members(p.values, field.type, p.term)
-        if isinstance(p, In):
-            if not values:
-                return AlwaysFalse()
-            return EqualTo(p.term, values[0]) if len(values) == 1 else In(p.term, values)
-        if not values:
-            return NotNull(p.term)
-        return NotEqualTo(p.term, values[0]) if len(values) == 1 else NotIn(p.term, values)
+            return None
+        return _members(p.values, field.type, p.term)
 
-    def prefix(self, p: StartsWith | NotStartsWith) -> Predicate:
+    def visit_in(self, p: t.In) -> Predicate:
+        values = self.values(p)
+        if not values:
+            return t.AlwaysFalse()
+        return t.EqualTo(p.term, values[0]) if len(values) == 1 else t.In(p.term, values)
+
+    def visit_not_in(self, p: t.NotIn) -> Predicate:
+        values = self.values(p)
+        if values is None:
+            return t.AlwaysFalse()
+        if not values:
+            return t.NotNull(p.term)
+        return t.NotEqualTo(p.term, values[0]) if len(values) == 1 else t.NotIn(p.term, values)
+
+    def prefix(self, p: t.StartsWith | t.NotStartsWith) -> bool:
+        """Whether the prefix is not empty (False: the column is all NULL or it is empty)."""
         field = self.field(p.term)
-        t = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
-        if pa.types.is_null(t):
-            return AlwaysFalse()
-        if not (pa.types.is_string(t) or pa.types.is_large_string(t) or t == pa.string_view()):
+        dtype = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
+        if pa.types.is_null(dtype):
+            return False
+        if not (
+            pa.types.is_string(dtype)
+            or pa.types.is_large_string(dtype)
+            or dtype == pa.string_view()
+        ):
             raise InvalidInputError(
                 f"column {p.term!r} ({field.type}): a prefix test needs a string column"
             )
@@ -282,9 +324,15 @@ class _Binder:
             raise InvalidInputError(
                 f"column {p.term!r}: the prefix must be a string, got {p.prefix!r}"
             )
-        if p.prefix == "":
-            return NotNull(p.term) if isinstance(p, StartsWith) else AlwaysFalse()
-        return p
+        return True
+
+    def visit_starts_with(self, p: t.StartsWith) -> Predicate:
+        if not self.prefix(p):
+            return t.AlwaysFalse()
+        return t.NotNull(p.term) if p.prefix == "" else p
+
+    def visit_not_starts_with(self, p: t.NotStartsWith) -> Predicate:
+        return p if self.prefix(p) and p.prefix != "" else t.AlwaysFalse()
 
 
 def _members(values: Iterable[Any], dtype: pa.DataType, term: str) -> tuple[Any, ...]:
@@ -304,13 +352,15 @@ def _key(value: Any) -> Any:
     return ("nan",) if isinstance(value, float) and value != value else value
 
 
-def _at_domain_edge(kind: type[Comparison], term: str, value: Any, dtype: pa.DataType) -> Predicate:
+def _at_domain_edge(
+    kind: type[t.Comparison], term: str, value: Any, dtype: pa.DataType
+) -> Predicate:
     """``term <kind> value``, folded when ``value`` is the least or greatest integer."""
     domain = int_domain(dtype)
     if domain is not None:
         low, high = domain
-        if value == low and kind in (LessThan, GreaterThanOrEqual):
-            return AlwaysFalse() if kind is LessThan else NotNull(term)
-        if value == high and kind in (GreaterThan, LessThanOrEqual):
-            return AlwaysFalse() if kind is GreaterThan else NotNull(term)
+        if value == low and kind in (t.LessThan, t.GreaterThanOrEqual):
+            return t.AlwaysFalse() if kind is t.LessThan else t.NotNull(term)
+        if value == high and kind in (t.GreaterThan, t.LessThanOrEqual):
+            return t.AlwaysFalse() if kind is t.GreaterThan else t.NotNull(term)
     return kind(term, value)

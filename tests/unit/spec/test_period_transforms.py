@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from lance_partitioned.errors import PartitionByParseError, TransformError
-from lance_partitioned.expressions import bind, parse_sql, project
+from lance_partitioned.expressions import bind, parse_sql
 from lance_partitioned.expressions.ranges import Interval
 from lance_partitioned.expressions.tree import (
     And,
@@ -22,6 +22,7 @@ from lance_partitioned.expressions.tree import (
     LessThanOrEqual,
     Predicate,
 )
+from lance_partitioned.pruning import project
 from lance_partitioned.spec.partitioning import UnboundPartitionField, bind_spec
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.shorthand import parse_partition_by

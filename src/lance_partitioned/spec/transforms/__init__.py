@@ -11,7 +11,7 @@ source values (:meth:`~Transform.project_range`), and what one partition value p
 the rows of its partition (:meth:`~Transform.preimage`, from which the residual follows).
 Transforms whose values together order their source lexicographically (year, month, day, hour)
 declare it (:attr:`~Transform.joint`), so ranges project through them jointly.
-:mod:`lance_partitioned.expressions` walks predicates and asks the transform; it never asks
+:mod:`lance_partitioned.pruning` walks predicates and asks the transform; it never asks
 which transform it has.
 
 ============================  ============================  ============  ====================

@@ -26,6 +26,7 @@ from lance_partitioned.expressions.tree import (
     Predicate,
     and_,
 )
+from lance_partitioned.expressions.visitor import PredicateVisitor, visit
 from lance_partitioned.spec.evaluate import cast_result, evaluate
 
 _MAX_PARAMETER = (1 << 63) - 1
@@ -211,7 +212,7 @@ class Transform(abc.ABC):
         >>> Year().project("y", IsNull("x"), pa.date32(), pa.int32())
         IsNull(term='y')
         """
-        if isinstance(leaf, IsNull):
+        if is_null_test(leaf):
             return IsNull(name)  # every transform maps NULL to NULL
         projected = self._project_leaf(name, leaf, source, result)
         return NotNull(name) if projected is None else projected
@@ -225,12 +226,8 @@ class Transform(abc.ABC):
     def _by_value(
         self, name: str, leaf: Predicate, source: pa.DataType, result: pa.DataType, equal: bool
     ) -> Predicate | None:
-        values: tuple[Any, ...]
-        if equal and isinstance(leaf, EqualTo):
-            values = (leaf.value,)
-        elif isinstance(leaf, In):
-            values = leaf.values
-        else:
+        values = members(leaf, equal)
+        if values is None:
             return None
         images = self.images(values, source, result)
         return None if images is None else In(name, tuple(images))
@@ -303,3 +300,44 @@ def _cached_literal(
 ) -> Any:
     # ``kind`` keeps 1, 1.0 and True apart (they hash alike)
     return transform._safe_literal(value, source, result)
+
+
+class _IsNullTest(PredicateVisitor[bool]):
+    def visit_leaf(self, p: Predicate) -> bool:
+        return False
+
+    def visit_is_null(self, p: IsNull) -> bool:
+        return True
+
+
+_IS_NULL = _IsNullTest()
+
+
+def is_null_test(leaf: Predicate) -> bool:
+    """Whether ``leaf`` is ``IS NULL`` (which every transform projects as itself)."""
+    return visit(leaf, _IS_NULL)
+
+
+class _Members(PredicateVisitor[tuple[Any, ...] | None]):
+    def __init__(self, equal: bool) -> None:
+        self.equal = equal
+
+    def visit_leaf(self, p: Predicate) -> tuple[Any, ...] | None:
+        return None
+
+    def visit_equal_to(self, p: EqualTo) -> tuple[Any, ...] | None:
+        return (p.value,) if self.equal else None
+
+    def visit_in(self, p: In) -> tuple[Any, ...] | None:
+        return p.values
+
+
+def members(leaf: Predicate, equal: bool = True) -> tuple[Any, ...] | None:
+    """The literals ``leaf`` requires the value to be one of: IN, and ``=`` when ``equal``
+    (None for the other leaves).
+
+    >>> from lance_partitioned.expressions.tree import EqualTo, In
+    >>> members(EqualTo("x", 1)), members(EqualTo("x", 1), equal=False), members(In("x", (2,)))
+    ((1,), None, (2,))
+    """
+    return visit(leaf, _Members(equal))

@@ -10,31 +10,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_partitioned.errors import PartitionSpecError, TransformError
+from lance_partitioned.expressions import tree as t
 from lance_partitioned.expressions.ranges import (
     Interval,
     Preimage,
     truncate_range,
 )
-from lance_partitioned.expressions.tree import (
-    AlwaysFalse,
-    AlwaysTrue,
-    Comparison,
-    EqualTo,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    IsNull,
-    LessThan,
-    LessThanOrEqual,
-    NotEqualTo,
-    NotIn,
-    NotNull,
-    NotStartsWith,
-    Predicate,
-    StartsWith,
-    and_,
-    or_,
-)
+from lance_partitioned.expressions.tree import Predicate
+from lance_partitioned.expressions.visitor import PredicateVisitor, visit
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.fastpath import (
     is_ascii as _is_ascii,
@@ -47,6 +30,8 @@ from lance_partitioned.spec.hashing import bucket_array, bucket_scalar, can_hash
 from lance_partitioned.spec.transforms.base import (
     _MAX_PARAMETER,
     Transform,
+    is_null_test,
+    members,
 )
 
 
@@ -82,20 +67,12 @@ class Identity(Transform):
         self, name: str, leaf: Predicate, source: pa.DataType, result: pa.DataType
     ) -> Predicate | None:
         """The same test on the partition column."""
-        if isinstance(leaf, NotNull):
-            return NotNull(name)
-        if isinstance(leaf, Comparison):
-            return type(leaf)(name, leaf.value)
-        if isinstance(leaf, (In, NotIn)):
-            return type(leaf)(name, leaf.values)
-        if isinstance(leaf, (StartsWith, NotStartsWith)):
-            return type(leaf)(name, leaf.prefix)
-        return None
+        return visit(leaf, _Renamed(name))
 
     def project_range(
         self, name: str, interval: Interval, source: pa.DataType, result: pa.DataType
     ) -> Predicate:
-        return AlwaysTrue()  # each comparison already projects exactly
+        return t.AlwaysTrue()  # each comparison already projects exactly
 
     def preimage(self, value: Any, source: pa.DataType, result: pa.DataType) -> Preimage:
         return Preimage(null=True) if value is None else Preimage(null=False, exact=value)
@@ -210,8 +187,10 @@ class Truncate(Transform):
     def can_apply(self, source: pa.DataType) -> bool:
         if self.string:
             return is_string(source)
-        t = pa.types
-        return bool(t.is_integer(source) or t.is_decimal128(source) or t.is_decimal256(source))
+        types = pa.types
+        return bool(
+            types.is_integer(source) or types.is_decimal128(source) or types.is_decimal256(source)
+        )
 
     def _apply(self, values: pa.Array) -> pa.Array:
         if not self.string:
@@ -245,20 +224,7 @@ class Truncate(Transform):
     ) -> Predicate | None:
         if not self.string:
             return self._by_value(name, leaf, source, result, equal=False)  # ``=`` is a range
-        width = self.width
-        if isinstance(leaf, StartsWith):
-            if len(leaf.prefix) >= width:
-                return EqualTo(name, leaf.prefix[:width])
-            return StartsWith(name, leaf.prefix)
-        if isinstance(leaf, NotStartsWith) and len(leaf.prefix) <= width:
-            return NotStartsWith(name, leaf.prefix)  # left(x, W) starts with p iff x does
-        # A partition value shorter than W is the whole source value.
-        if isinstance(leaf, NotEqualTo) and len(leaf.value) < width:
-            return NotEqualTo(name, leaf.value)
-        if isinstance(leaf, NotIn):
-            short = tuple(v for v in leaf.values if len(v) < width)
-            return NotIn(name, short) if short else None
-        return self._by_value(name, leaf, source, result, equal=False)
+        return visit(leaf, _LeftOf(self, name, source, result))
 
     def project_range(
         self, name: str, interval: Interval, source: pa.DataType, result: pa.DataType
@@ -269,17 +235,19 @@ class Truncate(Transform):
         width = self.width
         low, high = interval.low, interval.high
         if low is not None and low == high and interval.low_inclusive and interval.high_inclusive:
-            return EqualTo(name, low[:width])
+            return t.EqualTo(name, low[:width])
         parts: list[Predicate] = []
         if low is not None:
             strict = not interval.low_inclusive and len(low) < width
             parts.append(
-                GreaterThan(name, low) if strict else GreaterThanOrEqual(name, low[:width])
+                t.GreaterThan(name, low) if strict else t.GreaterThanOrEqual(name, low[:width])
             )
         if high is not None:
             strict = not interval.high_inclusive and len(high) <= width
-            parts.append(LessThan(name, high) if strict else LessThanOrEqual(name, high[:width]))
-        return and_(*parts)
+            parts.append(
+                t.LessThan(name, high) if strict else t.LessThanOrEqual(name, high[:width])
+            )
+        return t.and_(*parts)
 
     def preimage(self, value: Any, source: pa.DataType, result: pa.DataType) -> Preimage:
         if value is None:
@@ -371,22 +339,76 @@ class Opaque(Transform):
     def project(
         self, name: str, leaf: Predicate, source: pa.DataType, result: pa.DataType
     ) -> Predicate:
-        if isinstance(leaf, IsNull):
-            return IsNull(name)
-        if isinstance(leaf, EqualTo):
-            values: tuple[Any, ...] = (leaf.value,)
-        elif isinstance(leaf, In):
-            values = leaf.values
-        else:
-            return AlwaysTrue()
+        if is_null_test(leaf):
+            return t.IsNull(name)
+        values = members(leaf)
+        if values is None:
+            return t.AlwaysTrue()
         images = self.images(values, source, result)
         if images is None:
-            return AlwaysTrue()
+            return t.AlwaysTrue()
         kept = tuple(i for i in images if i is not None)
-        return or_(In(name, kept), IsNull(name) if None in images else AlwaysFalse())
+        return t.or_(t.In(name, kept), t.IsNull(name) if None in images else t.AlwaysFalse())
 
     def preimage(self, value: Any, source: pa.DataType, result: pa.DataType) -> Preimage:
         return Preimage() if value is None else Preimage(image=True)
+
+
+class _Renamed(PredicateVisitor[Predicate | None]):
+    """The same test on column ``name`` (None for a leaf that is not a value test)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def visit_leaf(self, p: Predicate) -> Predicate | None:
+        return None
+
+    def visit_not_null(self, p: t.NotNull) -> Predicate | None:
+        return t.NotNull(self.name)
+
+    def visit_comparison(self, p: t.Comparison) -> Predicate | None:
+        return type(p)(self.name, p.value)
+
+    def visit_set(self, p: t.SetPredicate) -> Predicate | None:
+        return type(p)(self.name, p.values)
+
+    def visit_prefix(self, p: t.StartsWith | t.NotStartsWith) -> Predicate | None:
+        return type(p)(self.name, p.prefix)
+
+
+class _LeftOf(PredicateVisitor[Predicate | None]):
+    """A string leaf projected on ``left(x, width)`` (None: only IS NOT NULL); IN through
+    the images of its literals."""
+
+    def __init__(
+        self, truncate: Truncate, name: str, source: pa.DataType, result: pa.DataType
+    ) -> None:
+        self.truncate = truncate
+        self.width = truncate.width
+        self.name = name
+        self.source = source
+        self.result = result
+
+    def visit_leaf(self, p: Predicate) -> Predicate | None:
+        return self.truncate._by_value(self.name, p, self.source, self.result, equal=False)
+
+    def visit_starts_with(self, p: t.StartsWith) -> Predicate | None:
+        if len(p.prefix) >= self.width:
+            return t.EqualTo(self.name, p.prefix[: self.width])
+        return t.StartsWith(self.name, p.prefix)
+
+    def visit_not_starts_with(self, p: t.NotStartsWith) -> Predicate | None:
+        if len(p.prefix) <= self.width:  # left(x, W) starts with p iff x does
+            return t.NotStartsWith(self.name, p.prefix)
+        return None
+
+    # A partition value shorter than W is the whole source value.
+    def visit_not_equal_to(self, p: t.NotEqualTo) -> Predicate | None:
+        return t.NotEqualTo(self.name, p.value) if len(p.value) < self.width else None
+
+    def visit_not_in(self, p: t.NotIn) -> Predicate | None:
+        short = tuple(v for v in p.values if len(v) < self.width)
+        return t.NotIn(self.name, short) if short else None
 
 
 # ---------------------------------------------------------------------------------- parsing

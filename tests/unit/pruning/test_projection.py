@@ -30,9 +30,9 @@ from lance_partitioned.expressions import (
     bind,
     or_,
     parse_sql,
-    project,
     to_arrow,
 )
+from lance_partitioned.pruning import project
 from lance_partitioned.spec.hashing import bucket_scalar
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema

@@ -7,7 +7,14 @@ import datetime as dt
 import pyarrow as pa
 
 from lance_partitioned.expressions import bind, parse_sql
-from lance_partitioned.expressions.fieldnames import (
+from lance_partitioned.expressions.tree import (
+    AlwaysFalse,
+    AlwaysTrue,
+    EqualTo,
+    IsNull,
+    Predicate,
+)
+from lance_partitioned.pruning.fieldnames import (
     FieldCondition,
     FieldTerm,
     field_schema,
@@ -15,13 +22,6 @@ from lance_partitioned.expressions.fieldnames import (
     on_fields,
     substitute,
     without_fields,
-)
-from lance_partitioned.expressions.tree import (
-    AlwaysFalse,
-    AlwaysTrue,
-    EqualTo,
-    IsNull,
-    Predicate,
 )
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema

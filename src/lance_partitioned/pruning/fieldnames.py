@@ -61,22 +61,13 @@ from typing import Any
 import pyarrow as pa
 
 from lance_partitioned.errors import SchemaError
+from lance_partitioned.expressions import tree as t
 from lance_partitioned.expressions.ranges import FAILED, NOTHING
 from lance_partitioned.expressions.render import to_sql
-from lance_partitioned.expressions.residuals import holds
 from lance_partitioned.expressions.sqltext import deep
-from lance_partitioned.expressions.tree import (
-    AlwaysFalse,
-    AlwaysTrue,
-    And,
-    IsNull,
-    NotNull,
-    Or,
-    Predicate,
-    Unknown,
-    and_,
-    or_,
-)
+from lance_partitioned.expressions.tree import Predicate
+from lance_partitioned.expressions.visitor import LeafMapper, leaves, map_leaves, visit
+from lance_partitioned.pruning.decisions import holds
 from lance_partitioned.spec.evaluate import session_context
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
@@ -120,7 +111,7 @@ class FieldTerm:
 
 
 @dataclass(frozen=True)
-class FieldCondition(Unknown):
+class FieldCondition(t.Unknown):
     """A leaf on a partition field name, in a partition whose values do not decide it.
 
     ``sql`` is the leaf with the field's expression over the source column in place of the
@@ -128,13 +119,13 @@ class FieldCondition(Unknown):
     memory (never pushed into Lance, which lacks functions such as ``hash()``).
     """
 
-    leaf: Predicate = dataclasses.field(default_factory=AlwaysTrue)
+    leaf: Predicate = dataclasses.field(default_factory=t.AlwaysTrue)
     expression: str = "col"
     result_type: pa.DataType = dataclasses.field(default_factory=pa.null)
 
 
 @dataclass(frozen=True)
-class FieldExpression(Unknown):
+class FieldExpression(t.Unknown):
     """SQL the tree cannot express that reads partition field names, in a partition whose
     values do not decide it.
 
@@ -184,15 +175,7 @@ def field_terms(specs: Sequence[PartitionSpec], schema: NamespaceSchema) -> dict
 
 def field_schema(read: pa.Schema, fields: Mapping[str, FieldTerm]) -> pa.Schema:
     """``read`` extended by one column per field name, of the field's result type."""
-    return pa.schema([*read, *(pa.field(t.name, t.result_type) for t in fields.values())])
-
-
-def _map_leaves(predicate: Predicate, leaf: Callable[[Predicate], Predicate]) -> Predicate:
-    if isinstance(predicate, And):
-        return and_(_map_leaves(predicate.left, leaf), _map_leaves(predicate.right, leaf))
-    if isinstance(predicate, Or):
-        return or_(_map_leaves(predicate.left, leaf), _map_leaves(predicate.right, leaf))
-    return leaf(predicate)
+    return pa.schema([*read, *(pa.field(ft.name, ft.result_type) for ft in fields.values())])
 
 
 def _term(p: Predicate) -> str | None:
@@ -204,7 +187,7 @@ def without_fields(predicate: Predicate, fields: Mapping[str, FieldTerm]) -> Pre
     """A NOT-free ``predicate`` with its leaves on field names relaxed to AlwaysTrue."""
     if not fields:
         return predicate
-    return _map_leaves(predicate, lambda p: AlwaysTrue() if _term(p) in fields else p)
+    return map_leaves(predicate, lambda p: t.AlwaysTrue() if _term(p) in fields else p)
 
 
 def on_fields(
@@ -213,7 +196,7 @@ def on_fields(
     """Only the leaves on the field names of ``spec`` (the rest relaxed to AlwaysTrue): a
     condition on the ``__manifest`` columns of those fields."""
     own = {f.name for f in spec.fields} & set(fields)
-    return _map_leaves(predicate, lambda p: p if _term(p) in own else AlwaysTrue())
+    return map_leaves(predicate, lambda p: p if _term(p) in own else t.AlwaysTrue())
 
 
 def substitute(
@@ -229,43 +212,57 @@ def substitute(
     """
     if not fields:
         return predicate
-    own = {f.name for f in spec.fields}
-    known: dict[str, Any] = {}
+    return visit(predicate, _Substitute(spec, fields, values))
 
-    def value(term: FieldTerm) -> Any:
-        if term.name not in known:
-            if term.name in own:
-                known[term.name] = values.get(term.name, NOTHING)
+
+class _Substitute(LeafMapper):
+    def __init__(
+        self, spec: PartitionSpec, fields: Mapping[str, FieldTerm], values: Mapping[str, Any]
+    ) -> None:
+        self.spec = spec
+        self.fields = fields
+        self.values = values
+        self.own = {f.name for f in spec.fields}
+        self.known: dict[str, Any] = {}
+
+    def value(self, term: FieldTerm) -> Any:
+        """The partition's value of ``term`` (None: NULL), NOTHING when not pinned."""
+        if term.name not in self.known:
+            if term.name in self.own:
+                self.known[term.name] = self.values.get(term.name, NOTHING)
             else:
-                known[term.name] = _derive(term, spec, values)
-        return known[term.name]
+                self.known[term.name] = _derive(term, self.spec, self.values)
+        return self.known[term.name]
 
-    def leaf(p: Predicate) -> Predicate:
-        if isinstance(p, Unknown) and not isinstance(p, (FieldCondition, FieldExpression)):
-            return _unknown(p, fields, value)
+    def decide(self, p: Predicate, test: Callable[[Any], bool | None]) -> Predicate:
+        """``p`` decided by ``test`` of its field's value, if it names a field."""
         name = _term(p)
-        if name is None or name not in fields:
+        if name is None or name not in self.fields:
             return p
-        term = fields[name]
-        v = value(term)
-        decided: bool | None
-        if v is NOTHING:
-            decided = None
-        elif v is None:  # NULL: only IS NULL holds
-            decided = isinstance(p, IsNull)
-        elif isinstance(p, (IsNull, NotNull)):
-            decided = isinstance(p, NotNull)
-        else:
-            decided = holds(p, v)
+        term = self.fields[name]
+        v = self.value(term)
+        decided = None if v is NOTHING else test(v)
         if decided is None:
             return _condition(p, term)
-        return AlwaysTrue() if decided else AlwaysFalse()
+        return t.AlwaysTrue() if decided else t.AlwaysFalse()
 
-    return _map_leaves(predicate, leaf)
+    def visit_is_null(self, p: t.IsNull) -> Predicate:
+        return self.decide(p, lambda v: v is None)
+
+    def visit_not_null(self, p: t.NotNull) -> Predicate:
+        return self.decide(p, lambda v: v is not None)
+
+    def visit_unknown(self, p: t.Unknown) -> Predicate:
+        if isinstance(p, (FieldCondition, FieldExpression)):
+            return p  # decided already
+        return _unknown(p, self.fields, self.value)
+
+    def visit_leaf(self, p: Predicate) -> Predicate:
+        return self.decide(p, lambda v: False if v is None else holds(p, v))  # NULL: never
 
 
 def _unknown(
-    p: Unknown, fields: Mapping[str, FieldTerm], value: Callable[[FieldTerm], Any]
+    p: t.Unknown, fields: Mapping[str, FieldTerm], value: Callable[[FieldTerm], Any]
 ) -> Predicate:
     """An Unknown decided when the partition pins every column it reads (all field names),
     else, when it reads field names, a :class:`FieldExpression` over their source columns."""
@@ -274,12 +271,12 @@ def _unknown(
         return p
     others = [c for c in p.columns if c not in fields]
     if not others:
-        known = tuple((t.name, t.result_type, value(t)) for t in named)
+        known = tuple((ft.name, ft.result_type, value(ft)) for ft in named)
         if all(v is not NOTHING for _, _, v in known):
             decided = _decide(p.sql, known)
             if decided is not None:
-                return AlwaysTrue() if decided else AlwaysFalse()
-    columns = tuple(sorted({*others, *(t.source for t in named)}))
+                return t.AlwaysTrue() if decided else t.AlwaysFalse()
+    columns = tuple(sorted({*others, *(ft.source for ft in named)}))
     return FieldExpression(p.sql, columns, tuple(named))
 
 
@@ -304,7 +301,8 @@ _CONSTANTS = "__lp_partition_values__"
 def _decide_uncached(sql: str, known: tuple[tuple[str, pa.DataType, Any], ...]) -> bool | None:
     try:
         row = pa.record_batch(
-            [pa.array([v], type=t) for _, t, v in known], names=[name for name, _, _ in known]
+            [pa.array([v], type=dtype) for _, dtype, v in known],
+            names=[name for name, _, _ in known],
         )
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return None
@@ -365,26 +363,10 @@ def _condition(leaf: Predicate, term: FieldTerm) -> FieldCondition:
 
 
 def field_expressions(predicate: Predicate) -> list[FieldExpression]:
-    """The :class:`FieldExpression` nodes of a predicate (iterative: any depth)."""
-    found: list[FieldExpression] = []
-    stack = [predicate]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, FieldExpression):
-            found.append(node)
-        elif isinstance(node, (And, Or)):
-            stack += (node.left, node.right)
-    return found
+    """The :class:`FieldExpression` nodes of a predicate."""
+    return leaves(predicate, FieldExpression)
 
 
 def field_conditions(predicate: Predicate) -> list[FieldCondition]:
-    """The :class:`FieldCondition` nodes of a predicate (iterative: any depth)."""
-    found: list[FieldCondition] = []
-    stack = [predicate]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, FieldCondition):
-            found.append(node)
-        elif isinstance(node, (And, Or)):
-            stack += (node.left, node.right)
-    return found
+    """The :class:`FieldCondition` nodes of a predicate."""
+    return leaves(predicate, FieldCondition)

@@ -6,7 +6,7 @@ losing a leaf. The visitor groups the leaves of each conjunction by column and a
 partition field on that column: :meth:`~lance_partitioned.spec.transforms.Transform.project`
 for each leaf, :meth:`~lance_partitioned.spec.transforms.Transform.project_range` for the
 interval the comparisons allow, and, for fields that declare a joint order (year, month, day,
-hour), :func:`~lance_partitioned.expressions.joint.lexicographic` over them together. What
+hour), :func:`~lance_partitioned.pruning.joint.lexicographic` over them together. What
 each transform projects is written on its class.
 
 Comparisons (and ranges) within one conjunction are first merged into one interval per
@@ -30,39 +30,21 @@ And(left=EqualTo(term='year', value=2025), right=EqualTo(term='month', value=6))
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import pyarrow as pa
 
 from lance_partitioned.errors import InvalidInputError, SchemaError
-from lance_partitioned.expressions import joint
+from lance_partitioned.expressions import tree as t
 from lance_partitioned.expressions.ranges import Interval
-from lance_partitioned.expressions.tree import (
-    AlwaysFalse,
-    AlwaysTrue,
-    And,
-    Comparison,
-    EqualTo,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    LessThan,
-    LessThanOrEqual,
-    NotIn,
-    NotNull,
-    NotStartsWith,
-    Or,
-    Predicate,
-    StartsWith,
-    Unknown,
-    and_,
-    or_,
-)
+from lance_partitioned.expressions.tree import Predicate
+from lance_partitioned.expressions.visitor import PredicateVisitor, visit
 from lance_partitioned.expressions.visitors import bind, rewrite_not
+from lance_partitioned.pruning import joint
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 
 __all__ = ["conjuncts", "project", "source_fields", "term_interval"]
-
-_RANGE = (EqualTo, LessThan, LessThanOrEqual, GreaterThan, GreaterThanOrEqual)
 
 
 def project(predicate: Predicate, spec: PartitionSpec, schema: NamespaceSchema) -> Predicate:
@@ -97,7 +79,7 @@ def project(predicate: Predicate, spec: PartitionSpec, schema: NamespaceSchema) 
     And(left=NotNull(term='id_b'), right=LessThanOrEqual(term='id_t', value=20))
     """
     projector = _Projector(spec, schema)
-    return projector.visit(rewrite_not(predicate))
+    return projector.project(visit(rewrite_not(predicate), projector))
 
 
 def conjuncts(predicate: Predicate) -> list[Predicate]:
@@ -107,9 +89,7 @@ def conjuncts(predicate: Predicate) -> list[Predicate]:
     >>> conjuncts(IsNull("a") & IsNull("b") & IsNull("c"))
     [IsNull(term='a'), IsNull(term='b'), IsNull(term='c')]
     """
-    if isinstance(predicate, And):
-        return conjuncts(predicate.left) + conjuncts(predicate.right)
-    return [predicate]
+    return t.operands(predicate, t.And)
 
 
 def source_fields(
@@ -145,28 +125,22 @@ def term_interval(leaves: list[Predicate], source: pa.DataType) -> Interval | No
     >>> term_interval([GreaterThan("x", 1), LessThanOrEqual("x", 5)], pa.int32())
     Interval(low=2, low_inclusive=True, high=5, high_inclusive=True)
     """
-    t = pa.types
+    types = pa.types
     ordered = (
-        t.is_integer(source)
-        or t.is_decimal(source)
-        or t.is_date(source)
-        or t.is_timestamp(source)
-        or t.is_string(source)
-        or t.is_large_string(source)
+        types.is_integer(source)
+        or types.is_decimal(source)
+        or types.is_date(source)
+        or types.is_timestamp(source)
+        or types.is_string(source)
+        or types.is_large_string(source)
     )
     if not ordered:
         return None
     interval: Interval | None = None
     for leaf in leaves:
-        if not isinstance(leaf, _RANGE):
+        bound = visit(leaf, _BOUND)
+        if bound is None:
             continue
-        value = leaf.value
-        if isinstance(leaf, EqualTo):
-            bound = Interval(value, True, value, True)
-        elif isinstance(leaf, (LessThan, LessThanOrEqual)):
-            bound = Interval(high=value, high_inclusive=isinstance(leaf, LessThanOrEqual))
-        else:
-            bound = Interval(low=value, low_inclusive=isinstance(leaf, GreaterThanOrEqual))
         try:
             interval = bound if interval is None else interval.intersect(bound)
         except TypeError:  # literals of mixed types: an unbound predicate
@@ -174,69 +148,129 @@ def term_interval(leaves: list[Predicate], source: pa.DataType) -> Interval | No
     return None if interval is None else interval.closed(source)
 
 
-class _Projector:
+class _Bound(PredicateVisitor[Interval | None]):
+    """The interval a comparison allows (None for the other leaves)."""
+
+    def visit_leaf(self, p: Predicate) -> Interval | None:
+        return None
+
+    def visit_equal_to(self, p: t.EqualTo) -> Interval | None:
+        return Interval(p.value, True, p.value, True)
+
+    def visit_less_than(self, p: t.LessThan) -> Interval | None:
+        return Interval(high=p.value, high_inclusive=False)
+
+    def visit_less_than_or_equal(self, p: t.LessThanOrEqual) -> Interval | None:
+        return Interval(high=p.value, high_inclusive=True)
+
+    def visit_greater_than(self, p: t.GreaterThan) -> Interval | None:
+        return Interval(low=p.value, low_inclusive=False)
+
+    def visit_greater_than_or_equal(self, p: t.GreaterThanOrEqual) -> Interval | None:
+        return Interval(low=p.value, low_inclusive=True)
+
+
+_BOUND = _Bound()
+
+
+class _NotNullTerm(PredicateVisitor[str | None]):
+    """The column a leaf proves not NULL by testing its value (None for the others)."""
+
+    def visit_and(self, parts: list[str | None]) -> str | None:
+        return None
+
+    def visit_or(self, parts: list[str | None]) -> str | None:
+        return None
+
+    def visit_leaf(self, p: Predicate) -> str | None:
+        return None
+
+    def visit_comparison(self, p: t.Comparison) -> str | None:
+        return p.term
+
+    def visit_set(self, p: t.SetPredicate) -> str | None:
+        return p.term
+
+    def visit_prefix(self, p: t.StartsWith | t.NotStartsWith) -> str | None:
+        return p.term
+
+
+@dataclass
+class _Conjunction:
+    """A conjunction being projected: parts already projected (constants, ORs) and the
+    leaves on each column, projected together by :meth:`_Projector.term`."""
+
+    parts: list[Predicate] = field(default_factory=list)
+    leaves: dict[str, list[Predicate]] = field(default_factory=dict)
+
+
+class _Projector(PredicateVisitor[_Conjunction]):
     def __init__(self, spec: PartitionSpec, schema: NamespaceSchema) -> None:
         self.spec = spec
         self.schema = schema
         self.partition_schema = pa.schema([(f.name, f.result_type) for f in spec.fields])
 
-    def visit(self, p: Predicate) -> Predicate:
-        if isinstance(p, Or):
-            return or_(self.visit(p.left), self.visit(p.right))
-        groups: dict[str, list[Predicate]] = {}
-        parts: list[Predicate] = []
-        for leaf in conjuncts(p):
-            if isinstance(leaf, (AlwaysTrue, AlwaysFalse)):
-                parts.append(leaf)
-            elif isinstance(leaf, Or):
-                parts.append(self.visit(leaf))
-            elif isinstance(leaf, Unknown):
-                continue
-            else:
-                term = getattr(leaf, "term", None)
-                if not isinstance(term, str):
-                    raise InvalidInputError(f"cannot project {leaf!r}: not a bound predicate")
-                groups.setdefault(term, []).append(leaf)
-        for term, leaves in groups.items():
-            parts.append(self.term(term, leaves))
-        return and_(*parts)
+    def project(self, c: _Conjunction) -> Predicate:
+        return t.and_(*c.parts, *(self.term(term, leaves) for term, leaves in c.leaves.items()))
+
+    def visit_and(self, parts: list[_Conjunction]) -> _Conjunction:
+        merged = _Conjunction()
+        for part in parts:
+            merged.parts += part.parts
+            for term, leaves in part.leaves.items():
+                merged.leaves.setdefault(term, []).extend(leaves)
+        return merged
+
+    def visit_or(self, parts: list[_Conjunction]) -> _Conjunction:
+        return _Conjunction([t.or_(*(self.project(part) for part in parts))])
+
+    def visit_true(self, p: t.AlwaysTrue) -> _Conjunction:
+        return _Conjunction([p])
+
+    def visit_false(self, p: t.AlwaysFalse) -> _Conjunction:
+        return _Conjunction([p])
+
+    def visit_unknown(self, p: t.Unknown) -> _Conjunction:
+        return _Conjunction()  # projects to AlwaysTrue
+
+    def visit_leaf(self, p: Predicate) -> _Conjunction:
+        term = getattr(p, "term", None)
+        if not isinstance(term, str):
+            raise InvalidInputError(f"cannot project {p!r}: not a bound predicate")
+        return _Conjunction(leaves={term: [p]})
 
     def bound(self, p: Predicate) -> Predicate:
         """``p`` with literals coerced to the partition columns' types (AlwaysTrue if not)."""
         try:
             return bind(p, self.partition_schema)
         except InvalidInputError:
-            return AlwaysTrue()
+            return t.AlwaysTrue()
 
     def term(self, term: str, leaves: list[Predicate]) -> Predicate:
         fields, source = source_fields(self.spec, self.schema, term)
         if not fields or source is None:
-            return AlwaysTrue()
+            return t.AlwaysTrue()
         interval = term_interval(leaves, source)
         if interval is not None and interval.is_empty():
-            return AlwaysFalse()
+            return t.AlwaysFalse()
         chain = joint.chain(fields)
         parts: dict[Predicate, None] = {}
         if interval is not None and chain:
             parts[self.bound(joint.lexicographic(chain, interval, source))] = None
         for f in fields:
-            t, name, result = f.transform, f.name, f.result_type
+            transform, name, result = f.transform, f.name, f.result_type
             for leaf in leaves:
-                parts[self.bound(t.project(name, leaf, source, result))] = None
+                parts[self.bound(transform.project(name, leaf, source, result))] = None
             if interval is not None and f not in chain:
-                parts[self.bound(t.project_range(name, interval, source, result))] = None
+                parts[self.bound(transform.project_range(name, interval, source, result))] = None
         return _without_implied(list(parts))
 
 
 def _without_implied(parts: list[Predicate]) -> Predicate:
     """The conjunction of ``parts`` without ``NotNull(c)`` where a test of ``c`` implies it."""
     flat = [leaf for part in parts for leaf in conjuncts(part)]
-    tested = {
-        leaf.term
-        for leaf in flat
-        if isinstance(leaf, (Comparison, In, NotIn, StartsWith, NotStartsWith))
+    implied = {
+        t.NotNull(term) for leaf in flat if (term := visit(leaf, _NotNullTerm())) is not None
     }
-    kept = dict.fromkeys(
-        leaf for leaf in flat if not (isinstance(leaf, NotNull) and leaf.term in tested)
-    )
-    return and_(*kept)
+    kept = dict.fromkeys(leaf for leaf in flat if leaf not in implied)
+    return t.and_(*kept)

@@ -16,18 +16,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from lance_partitioned.expressions import tree as t
 from lance_partitioned.expressions.ranges import Interval
-from lance_partitioned.expressions.tree import (
-    AlwaysTrue,
-    EqualTo,
-    GreaterThan,
-    GreaterThanOrEqual,
-    LessThan,
-    LessThanOrEqual,
-    Predicate,
-    and_,
-    or_,
-)
+from lance_partitioned.expressions.tree import Predicate
 from lance_partitioned.spec.calendar import wall_clock_bounds, widened
 from lance_partitioned.spec.partitioning import PartitionField
 from lance_partitioned.spec.transforms import Lexicographic
@@ -108,25 +99,27 @@ class _Lex:
     def between(self, low: Any, high: Any, i: int) -> Predicate:
         names = self.names
         if i == len(names):
-            return AlwaysTrue()
+            return t.AlwaysTrue()
         name = names[i]
         if low is not None and high is not None and low[i] == high[i]:
-            return and_(EqualTo(name, low[i]), self.between(low, high, i + 1))
+            return t.and_(t.EqualTo(name, low[i]), self.between(low, high, i + 1))
         whole_low = low is None or self.keys.is_first(low, i)
         if i > 0 and whole_low and (high is None or self.keys.is_last(high, i)):
-            return AlwaysTrue()  # every cell within the enclosing prefix: no further constraint
+            return t.AlwaysTrue()  # every cell within the enclosing prefix: no further constraint
         parts = []
         if low is not None:
             parts.append(self.bound(low, i, lower=True))
         if high is not None:
             parts.append(self.bound(high, i, lower=False))
-        return and_(*parts)
+        return t.and_(*parts)
 
     def bound(self, parts: tuple[Any, ...], i: int, lower: bool) -> Predicate:
         """(names[i:]) >= parts[i:] (or <=), given equal leading parts."""
         name = self.names[i]
         edge = self.keys.is_first if lower else self.keys.is_last
         if i + 1 == len(self.names) or edge(parts, i + 1):
-            return GreaterThanOrEqual(name, parts[i]) if lower else LessThanOrEqual(name, parts[i])
-        beyond = GreaterThan(name, parts[i]) if lower else LessThan(name, parts[i])
-        return or_(beyond, and_(EqualTo(name, parts[i]), self.bound(parts, i + 1, lower)))
+            return (
+                t.GreaterThanOrEqual(name, parts[i]) if lower else t.LessThanOrEqual(name, parts[i])
+            )
+        beyond = t.GreaterThan(name, parts[i]) if lower else t.LessThan(name, parts[i])
+        return t.or_(beyond, t.and_(t.EqualTo(name, parts[i]), self.bound(parts, i + 1, lower)))

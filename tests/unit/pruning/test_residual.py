@@ -17,8 +17,8 @@ from lance_partitioned.expressions import (
     and_,
     bind,
     parse_sql,
-    residual,
 )
+from lance_partitioned.pruning import residual
 from lance_partitioned.spec.hashing import bucket_scalar
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
