@@ -29,7 +29,8 @@ from lance_partitioned.spark.reader import (
     make_reader,
     pack_splits,
 )
-from lance_partitioned.spark.source import LancePartitionedDataSource, SourceOptions
+from lance_partitioned.spark.options import SourceOptions
+from lance_partitioned.spark.source import LancePartitionedDataSource
 from lance_partitioned.write import WriteOptions
 from tests.spark.helpers import assert_same_rows
 

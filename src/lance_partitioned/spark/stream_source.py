@@ -92,7 +92,7 @@ from lance_partitioned.spark.reader import (
     ReadJob,
     pack_splits,
 )
-from lance_partitioned.spark.source import STREAM_OPTIONS, SourceOptions
+from lance_partitioned.spark.options import STREAM_OPTIONS, SourceOptions
 from lance_partitioned.spark.types import spark_arrow_schema, spark_type_for
 from lance_partitioned.spark.workers import freeze_worker_heap
 from lance_partitioned.spec.schema import NamespaceSchema
