@@ -1,23 +1,24 @@
 """Print every import cycle between the modules of ``src/lance_partitioned``.
 
-Usage: ``python scripts/import_cycles.py [package_dir]``; exits 1 when a cycle exists.
+Usage: ``python scripts/import_cycles.py [--type-checking] [package_dir]``; prints each cycle
+and exits 1 when there is one.
 
 Every ``import`` and ``from ... import`` statement counts, at module level or inside a
-function (a lazy import still ties two modules together), ``TYPE_CHECKING`` blocks excepted
-(they never run). Relative imports are resolved; importing a package imports its
-``__init__``, and ``from package import name`` imports the submodule ``package.name`` when
-one exists. A cycle is a strongly connected component of more than one module.
+function (a lazy import still ties two modules together); imports under
+``if TYPE_CHECKING:`` never run and count only with ``--type-checking``. Relative imports are
+resolved; importing a package imports its ``__init__``, and ``from package import name``
+imports the submodule ``package.name`` when one exists. A cycle is a strongly connected
+component of more than one module.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import os
-ALL = bool(os.environ.get("ALL"))
 ROOT = Path(__file__).resolve().parent.parent / "src" / "lance_partitioned"
 
 
@@ -39,12 +40,13 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement of ``tree`` outside ``if TYPE_CHECKING:`` blocks."""
+def _imports(tree: ast.AST, type_checking: bool) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement of ``tree`` (but those under ``if TYPE_CHECKING:`` unless
+    ``type_checking``)."""
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node.test) and not ALL:
+        if isinstance(node, ast.If) and _is_type_checking(node.test) and not type_checking:
             stack.extend(node.orelse)
             continue
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -89,7 +91,7 @@ def _targets(
     return out
 
 
-def import_graph(package_dir: Path) -> dict[str, set[str]]:
+def import_graph(package_dir: Path, type_checking: bool = False) -> dict[str, set[str]]:
     """Module → the project modules it imports (at any level of the file)."""
     modules = _modules(package_dir)
     known = set(modules)
@@ -98,7 +100,7 @@ def import_graph(package_dir: Path) -> dict[str, set[str]]:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         is_package = path.name == "__init__.py"
         edges: set[str] = set()
-        for node in _imports(tree):
+        for node in _imports(tree, type_checking):
             edges |= _targets(name, is_package, node, known)
         graph[name] = edges
     return graph
@@ -155,8 +157,13 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def main(argv: list[str]) -> int:
-    package_dir = Path(argv[1]) if len(argv) > 1 else ROOT
-    graph = import_graph(package_dir)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("package_dir", nargs="?", type=Path, default=ROOT)
+    parser.add_argument(
+        "--type-checking", action="store_true", help="count imports under TYPE_CHECKING too"
+    )
+    args = parser.parse_args(argv)
+    graph = import_graph(args.package_dir, args.type_checking)
     found = cycles(graph)
     for component in found:
         members = set(component)
@@ -171,4 +178,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv[1:]))
