@@ -18,7 +18,6 @@ import datetime as dt
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
@@ -27,11 +26,13 @@ from lance_partitioned import dml, engines, errors, evolution, history, scan
 from lance_partitioned.adapter import PartitionedLanceNamespace
 from lance_partitioned.consistency import leaf_schema
 from lance_partitioned.dml import DeleteResult, MergeBuilder, UpdateResult
+from lance_partitioned.dml.results import WriteResult
 from lance_partitioned.expressions import Predicate
 from lance_partitioned.maintenance import cleanup, optimize
 from lance_partitioned.maintenance.cleanup import CleanupProgress, CleanupResult
 from lance_partitioned.maintenance.optimize import OptimizeProgress, OptimizeResult
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
+from lance_partitioned.manifest.creation import create_manifest
 from lance_partitioned.scan import ScanTask
 from lance_partitioned.sizes import list_partitions, partition_sizes
 from lance_partitioned.spec.metadata import NamespaceMetadata, check_column_names
@@ -56,37 +57,6 @@ if TYPE_CHECKING:
 __all__ = ["PartitionedNamespace", "WriteResult"]
 
 _MODES = ("append", "overwrite", "overwrite_partitions")
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    """What :meth:`PartitionedNamespace.write` did.
-
-    Attributes
-    ----------
-    version : int
-        The ``__manifest`` version that made the write visible.
-    rows_written : int
-        Rows committed.
-    partitions_created : int
-        Leaf tables that did not exist before.
-    partitions_touched : int
-        Leaf tables written (created ones included).
-    partitions_removed : int
-        Leaf tables dropped from the manifest by ``mode="overwrite"``.
-    attempts : int
-        Manifest commit attempts (more than 1 when concurrent writers conflicted).
-    seconds : float
-        Wall time of the whole write.
-    """
-
-    version: int
-    rows_written: int
-    partitions_created: int
-    partitions_touched: int
-    partitions_removed: int
-    attempts: int
-    seconds: float
 
 
 class PartitionedNamespace:
@@ -148,32 +118,7 @@ class PartitionedNamespace:
             check_authored(spec, ns_schema)
             warn_ambiguous_date_parts(spec.fields, ns_schema)
         metadata = NamespaceMetadata(ns_schema, (spec,))
-        manifest = Manifest(str(uri), storage_options)
-        if manifest.exists():
-            if manifest.is_unfinished():
-                if not exist_ok:
-                    raise errors.NamespaceAlreadyExistsError(
-                        f"an unfinished create left a __manifest without partition specs at "
-                        f"{uri!r}: pass exist_ok=True to finish it"
-                    )
-                with errors.typed_storage_errors(manifest.root, "create"):
-                    manifest.finish_create(metadata)
-                return cls(str(uri), storage_options=storage_options)
-            if not exist_ok:
-                raise errors.NamespaceAlreadyExistsError(f"a namespace already exists at {uri!r}")
-            try:
-                existing = cls(str(uri), storage_options=storage_options)
-            except errors.NotAPartitionedNamespaceError as exc:
-                raise errors.NamespaceAlreadyExistsError(
-                    f"a directory namespace with content (not a partitioned one) exists at {uri!r}"
-                ) from exc
-            if existing.metadata.to_table_metadata() != metadata.to_table_metadata():
-                raise errors.NamespaceAlreadyExistsError(
-                    f"a namespace with another schema or partition spec exists at {uri!r}"
-                )
-            return existing
-        with errors.typed_storage_errors(manifest.root, "create"):
-            Manifest.create(str(uri), metadata, storage_options)
+        create_manifest(str(uri), metadata, storage_options, exist_ok=exist_ok)
         return cls(str(uri), storage_options=storage_options)
 
     @classmethod
@@ -572,16 +517,13 @@ class PartitionedNamespace:
     @contextmanager
     def _committed(self, operation: str) -> Iterator[Callable[[int], None]]:
         """Run a change: refused when this object was opened at a version (time travel is
-        read-only), a raw storage failure inside becomes a typed
-        :class:`~lance_partitioned.errors.StorageError` naming the root, and this object
-        moves to the ``__manifest`` version passed to the callable yielded (the version the
-        change committed; a change that commits nothing does not call it)."""
+        read-only); a raw storage failure inside becomes a typed
+        :class:`~lance_partitioned.errors.StorageError` naming the root; the callable yielded
+        moves this object to the version the change committed (a change that commits no
+        version does not call it)."""
         self._require_writable(operation)
         with errors.typed_storage_errors(self.uri, operation):
-            committed: list[int] = []
-            yield committed.append
-            if committed:
-                self._snapshot = self._manifest.snapshot(committed[-1])
+            yield self._moved_to
 
     def _evolve(self, operation: str, change: Callable[[Manifest], int]) -> None:
         with self._committed(operation) as moved_to:
