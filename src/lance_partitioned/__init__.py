@@ -24,7 +24,8 @@ from lance_partitioned.runtime import configure_lance
 
 if TYPE_CHECKING:
     from lance_partitioned.adapter import PartitionedLanceNamespace
-    from lance_partitioned.namespace import PartitionedNamespace, WriteResult
+    from lance_partitioned.dml.results import WriteResult
+    from lance_partitioned.namespace import PartitionedNamespace
     from lance_partitioned.sizes import UnreadableLeafWarning
     from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
     from lance_partitioned.spec.schema import NamespaceSchema
@@ -52,7 +53,7 @@ _LAZY = {
     "UnreadableLeafWarning": "lance_partitioned.sizes",
     "PartitionedNamespace": "lance_partitioned.namespace",
     "PartitionedLanceNamespace": "lance_partitioned.adapter",
-    "WriteResult": "lance_partitioned.namespace",
+    "WriteResult": "lance_partitioned.dml.results",
     "WriteOptions": "lance_partitioned.write",
     "WriteProgress": "lance_partitioned.write",
     "PartitionField": "lance_partitioned.spec.partitioning",

@@ -23,8 +23,9 @@ namespaces and leaf tables itself when data is written.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import lance_namespace as ln
 import pyarrow as pa
@@ -34,15 +35,62 @@ from lance_partitioned.manifest import (
     BASE_COLUMNS,
     DELIMITER,
     TABLE,
+    Manifest,
+    ManifestSnapshot,
     row_properties,
     row_read_version,
 )
-from lance_partitioned.namespace import PartitionedNamespace
 from lance_partitioned.spec.evaluate import evaluate
 
 __all__ = ["PartitionedLanceNamespace"]
 
 _STORAGE_PREFIX = "storage."
+
+
+class Readable(Protocol):
+    """What the adapter reads of the namespace it wraps: its root, storage options and the
+    ``__manifest`` snapshot it reads now (a :class:`PartitionedNamespace
+    <lance_partitioned.PartitionedNamespace>` is one)."""
+
+    @property
+    def uri(self) -> str: ...
+
+    @property
+    def storage_options(self) -> dict[str, str]: ...
+
+    @property
+    def snapshot(self) -> ManifestSnapshot: ...
+
+
+class _Opened:
+    """A namespace opened from its root at its latest ``__manifest`` version, read-only."""
+
+    def __init__(self, manifest: Manifest) -> None:
+        self._manifest = manifest
+        self._snapshot = manifest.snapshot()
+
+    @property
+    def uri(self) -> str:
+        """The root URI."""
+        return self._manifest.root
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        """Storage options used for every Lance call."""
+        return dict(self._manifest.storage_options)
+
+    @property
+    def snapshot(self) -> ManifestSnapshot:
+        """The ``__manifest`` snapshot read when the namespace was opened."""
+        return self._snapshot
+
+    @property
+    def version(self) -> int:
+        """The ``__manifest`` version read."""
+        return self._snapshot.version
+
+    def __repr__(self) -> str:
+        return f"PartitionedNamespace({self.uri!r}, version={self.version})"
 
 
 class PartitionedLanceNamespace(ln.LanceNamespace):
@@ -51,8 +99,9 @@ class PartitionedLanceNamespace(ln.LanceNamespace):
     Parameters
     ----------
     root : str or PartitionedNamespace
-        The namespace's root URI (as ``lance_namespace.connect`` passes it), or an open
-        namespace to wrap (its ``__manifest`` version is the one answered from).
+        The namespace's root URI (as ``lance_namespace.connect`` passes it: read at its
+        latest ``__manifest`` version), or an open namespace to wrap (the ``__manifest``
+        version it reads is the one answered from, as it moves).
     **properties : str
         ``storage.<key>`` properties become storage options; others are ignored.
 
@@ -64,20 +113,23 @@ class PartitionedLanceNamespace(ln.LanceNamespace):
     properties with one ``partition.<name>`` entry per non-NULL partition value.
     """
 
-    def __init__(self, root: str | PartitionedNamespace, **properties: str) -> None:
-        if isinstance(root, PartitionedNamespace):
+    def __init__(self, root: str | os.PathLike[str] | Readable, **properties: str) -> None:
+        self._ns: Readable
+        if isinstance(root, (str, os.PathLike)):
+            options = {
+                key[len(_STORAGE_PREFIX) :]: value
+                for key, value in properties.items()
+                if key.startswith(_STORAGE_PREFIX)
+            }
+            self._manifest = Manifest(os.fspath(root), options)
+            self._ns = _Opened(self._manifest)
+        else:
             self._ns = root
-            return
-        options = {
-            key[len(_STORAGE_PREFIX) :]: value
-            for key, value in properties.items()
-            if key.startswith(_STORAGE_PREFIX)
-        }
-        self._ns = PartitionedNamespace.open(str(root), storage_options=options)
+            self._manifest = Manifest(root.uri, root.storage_options)
 
     @property
-    def namespace(self) -> PartitionedNamespace:
-        """The wrapped partitioned namespace."""
+    def namespace(self) -> Readable:
+        """The wrapped partitioned namespace (opened read-only when connected by root)."""
         return self._ns
 
     def namespace_id(self) -> str:
@@ -156,7 +208,7 @@ class PartitionedLanceNamespace(ln.LanceNamespace):
 
     def describe_table(self, request: ln.DescribeTableRequest) -> ln.DescribeTableResponse:
         row = self._table_row(request.id)
-        uri = self._ns._manifest.table_uri(row["location"])
+        uri = self._manifest.table_uri(row["location"])
         return ln.DescribeTableResponse(
             location=uri,
             table_uri=uri,

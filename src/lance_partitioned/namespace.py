@@ -16,24 +16,25 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
-from lance_partitioned import dml, errors, scan
+from lance_partitioned import dml, engines, errors, evolution, history, scan
+from lance_partitioned.adapter import PartitionedLanceNamespace
 from lance_partitioned.consistency import leaf_schema
 from lance_partitioned.dml import DeleteResult, MergeBuilder, UpdateResult
+from lance_partitioned.dml.results import WriteResult
 from lance_partitioned.expressions import Predicate
+from lance_partitioned.maintenance import cleanup, optimize
 from lance_partitioned.maintenance.cleanup import CleanupProgress, CleanupResult
-from lance_partitioned.manifest import (
-    BASE_COLUMNS,
-    DELIMITER,
-    Manifest,
-    ManifestSnapshot,
-)
+from lance_partitioned.maintenance.optimize import OptimizeProgress, OptimizeResult
+from lance_partitioned.manifest import Manifest, ManifestSnapshot
+from lance_partitioned.manifest.creation import create_manifest
 from lance_partitioned.scan import ScanTask
+from lance_partitioned.sizes import list_partitions, partition_sizes
 from lance_partitioned.spec.metadata import NamespaceMetadata, check_column_names
 from lance_partitioned.spec.partitioning import (
     PartitionField,
@@ -49,60 +50,13 @@ from lance_partitioned.write import WriteOptions, WriteProgress, stage
 if TYPE_CHECKING:
     import polars as pl
 
-    from lance_partitioned.adapter import PartitionedLanceNamespace
     from lance_partitioned.engines import OnScan
     from lance_partitioned.engines.dataset import PartitionedDataset
     from lance_partitioned.history import Tags
-    from lance_partitioned.maintenance.optimize import OptimizeProgress, OptimizeResult
 
 __all__ = ["PartitionedNamespace", "WriteResult"]
 
 _MODES = ("append", "overwrite", "overwrite_partitions")
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    """What :meth:`PartitionedNamespace.write` did.
-
-    Attributes
-    ----------
-    version : int
-        The ``__manifest`` version that made the write visible.
-    rows_written : int
-        Rows committed.
-    partitions_created : int
-        Leaf tables that did not exist before.
-    partitions_touched : int
-        Leaf tables written (created ones included).
-    partitions_removed : int
-        Leaf tables dropped from the manifest by ``mode="overwrite"``.
-    attempts : int
-        Manifest commit attempts (more than 1 when concurrent writers conflicted).
-    seconds : float
-        Wall time of the whole write.
-    """
-
-    version: int
-    rows_written: int
-    partitions_created: int
-    partitions_touched: int
-    partitions_removed: int
-    attempts: int
-    seconds: float
-
-
-_T = TypeVar("_T")
-
-
-def _storage(action: Callable[[], _T], path: str, what: str) -> _T:
-    """Run ``action``; a raw storage failure (no space, read-only, a file in the way) becomes
-    the typed error of :func:`lance_partitioned.errors.storage_error`."""
-    with errors.typed_storage_errors(path, what):
-        return action()
-
-
-def _spec_version(object_id: str) -> int:
-    return int(object_id.split(DELIMITER, 1)[0][1:])
 
 
 class PartitionedNamespace:
@@ -115,6 +69,7 @@ class PartitionedNamespace:
     the version it commits and :meth:`refresh` to the latest.
     """
 
+    # ------------------------------------------------------------------ opening
     def __init__(
         self,
         root: str,
@@ -126,7 +81,6 @@ class PartitionedNamespace:
         self._pinned = version
         self._snapshot = self._manifest.snapshot(version)
 
-    # ------------------------------------------------------------------ lifecycle
     @classmethod
     def create(
         cls,
@@ -164,32 +118,7 @@ class PartitionedNamespace:
             check_authored(spec, ns_schema)
             warn_ambiguous_date_parts(spec.fields, ns_schema)
         metadata = NamespaceMetadata(ns_schema, (spec,))
-        manifest = Manifest(str(uri), storage_options)
-        if manifest.exists():
-            if manifest.is_unfinished():
-                if not exist_ok:
-                    raise errors.NamespaceAlreadyExistsError(
-                        f"an unfinished create left a __manifest without partition specs at "
-                        f"{uri!r}: pass exist_ok=True to finish it"
-                    )
-                _storage(lambda: manifest.finish_create(metadata), manifest.root, "create")
-                return cls(str(uri), storage_options=storage_options)
-            if not exist_ok:
-                raise errors.NamespaceAlreadyExistsError(f"a namespace already exists at {uri!r}")
-            try:
-                existing = cls(str(uri), storage_options=storage_options)
-            except errors.NotAPartitionedNamespaceError as exc:
-                raise errors.NamespaceAlreadyExistsError(
-                    f"a directory namespace with content (not a partitioned one) exists at {uri!r}"
-                ) from exc
-            if existing.metadata.to_table_metadata() != metadata.to_table_metadata():
-                raise errors.NamespaceAlreadyExistsError(
-                    f"a namespace with another schema or partition spec exists at {uri!r}"
-                )
-            return existing
-        _storage(
-            lambda: Manifest.create(str(uri), metadata, storage_options), manifest.root, "create"
-        )
+        create_manifest(str(uri), metadata, storage_options, exist_ok=exist_ok)
         return cls(str(uri), storage_options=storage_options)
 
     @classmethod
@@ -204,8 +133,6 @@ class PartitionedNamespace:
         (read-only): a version number, a tag name, or a time, which opens the latest version
         committed at or before it (a naive datetime is taken to be UTC). Errors: see
         :func:`lance_partitioned.history.resolve_version`."""
-        from lance_partitioned import history
-
         number = history.resolve_version(Manifest(str(uri), storage_options), version)
         return cls(str(uri), storage_options=storage_options, version=number)
 
@@ -215,7 +142,7 @@ class PartitionedNamespace:
             self._snapshot = self._manifest.snapshot()
         return self
 
-    # ------------------------------------------------------------------ properties
+    # ------------------------------------------------------------------ what it reads
     @property
     def uri(self) -> str:
         """The root URI."""
@@ -265,7 +192,7 @@ class PartitionedNamespace:
         spec = ", ".join(f.name for f in self.current_spec.fields) or "unpartitioned"
         return f"PartitionedNamespace({self.uri!r}, version={self.version}, spec=[{spec}])"
 
-    # ------------------------------------------------------------------ writes
+    # ------------------------------------------------------------------ data in
     def write(
         self,
         data: Any,
@@ -303,37 +230,26 @@ class PartitionedNamespace:
             raise errors.InvalidInputError(
                 f"where= replaces the rows matching it and needs mode='overwrite', not {mode!r}"
             )
-        self._require_writable("write")
+        options = options or WriteOptions()
         started = time.perf_counter()
-        self.refresh()
-        snapshot = self._snapshot
-        target = leaf_schema(snapshot.metadata.schema)
-        if where is not None:
-            data = dml.require_matching(data, where, snapshot)
-        pending = _storage(
-            lambda: stage(
+        with self._committed("write") as moved_to:
+            self.refresh()
+            snapshot = self._snapshot
+            if where is not None:
+                data = dml.require_matching(data, where, snapshot)
+            pending = stage(
                 self._manifest,
                 snapshot,
                 data,
                 mode="append" if where is not None else mode,
-                target=target,
-                options=options or WriteOptions(),
+                target=leaf_schema(snapshot.metadata.schema),
+                options=options,
                 progress=progress,
-            ),
-            self.uri,
-            "write",
-        )
-        result = _storage(
-            lambda: dml.commit_staged(
-                self._manifest,
-                pending,
-                where=where,
-                leaf_threads=(options or WriteOptions()).threads,
-            ),
-            self.uri,
-            "write",
-        )
-        self._snapshot = self._manifest.snapshot(result.version)
+            )
+            result = dml.commit_staged(
+                self._manifest, pending, where=where, leaf_threads=options.threads
+            )
+            moved_to(result.version)
         return WriteResult(
             version=result.version,
             rows_written=result.rows,
@@ -344,7 +260,7 @@ class PartitionedNamespace:
             seconds=time.perf_counter() - started,
         )
 
-    # ------------------------------------------------------------------ partitions
+    # ------------------------------------------------------------------ reads
     def partitions(self, filter: str | None = None, *, sizes: bool = True) -> pa.Table:
         """One row per leaf table, in object-id order: ``object_id``, ``location``,
         ``spec_version``, the partition columns, ``read_version``, then the leaf's size at
@@ -385,29 +301,9 @@ class PartitionedNamespace:
         ['k', 'read_version']
         """
         if sizes:
-            from lance_partitioned.sizes import partition_sizes
+            return partition_sizes(self._manifest, self._snapshot, filter)
+        return list_partitions(self._snapshot, filter)
 
-            return partition_sizes(self, filter)
-        tables = self._snapshot.tables
-        partition_names = [n for n in tables.column_names if n not in BASE_COLUMNS]
-        spec_versions = pa.array(
-            [_spec_version(oid) for oid in tables.column("object_id").to_pylist()], pa.int32()
-        )
-        out = pa.table(
-            {
-                "object_id": tables.column("object_id"),
-                "location": tables.column("location"),
-                "spec_version": spec_versions,
-                **{name: tables.column(name) for name in partition_names},
-                "read_version": tables.column("read_version"),
-            }
-        )
-        out = out.sort_by([("object_id", "ascending")])
-        if filter is None:
-            return out
-        return scan.sql_filter(out, filter, what="partition filter")
-
-    # ------------------------------------------------------------------ reads
     def plan_scan(
         self, filter: str | Predicate | None = None, columns: Sequence[str] | None = None
     ) -> list[ScanTask]:
@@ -480,56 +376,20 @@ class PartitionedNamespace:
         the ``__manifest`` without opening them."""
         return scan.count_rows(self.plan_scan(filter, []), self.namespace_schema)
 
-    # ------------------------------------------------------------------ evolution
-    def _require_writable(self, operation: str) -> None:
-        if self._pinned is not None:
-            raise errors.UnsupportedOperationError(
-                f"{operation}: this namespace was opened at __manifest version {self._pinned} "
-                "(time travel) and is read-only; open it without version= to change it"
-            )
+    def to_pyarrow_dataset(
+        self, filter: str | Predicate | None = None, *, on_scan: OnScan | None = None
+    ) -> PartitionedDataset:
+        """This version as a lazy ``pyarrow.dataset.Dataset``: DuckDB queries it (``FROM ds``)
+        with our pruning and projection (see :mod:`lance_partitioned.engines`)."""
+        return engines.to_pyarrow_dataset(self._manifest, self._snapshot, filter, on_scan=on_scan)
 
-    def _evolve(self, operation: str, change: Callable[[Manifest], int]) -> None:
-        self._require_writable(operation)
-        version = _storage(lambda: change(self._manifest), self.uri, operation)
-        self._snapshot = self._manifest.snapshot(version)
+    def scan_polars(
+        self, filter: str | Predicate | None = None, *, on_scan: OnScan | None = None
+    ) -> pl.LazyFrame:
+        """This version as a Polars ``LazyFrame`` read by an IO plugin that prunes with the
+        query's predicate, projection and limit (see :mod:`lance_partitioned.engines`)."""
+        return engines.scan_polars(self._manifest, self._snapshot, filter, on_scan=on_scan)
 
-    def update_partition_spec(self, partition_by: str | Sequence[PartitionField]) -> PartitionSpec:
-        """Start a new partition spec version for new data (see :mod:`.evolution`)."""
-        from lance_partitioned import evolution
-
-        if not isinstance(partition_by, str):  # the shorthand's parser warns itself
-            warn_ambiguous_date_parts(partition_by, self.namespace_schema)
-        self._evolve(
-            "update_partition_spec",
-            lambda m: evolution.update_partition_spec(m, partition_by),
-        )
-        return self.current_spec
-
-    def add_columns(self, fields: Sequence[pa.Field]) -> None:
-        """Add nullable columns with new field ids (see :mod:`.evolution`)."""
-        from lance_partitioned import evolution
-
-        self._evolve("add_columns", lambda m: evolution.add_columns(m, fields))
-
-    def drop_columns(self, names: Sequence[str]) -> None:
-        """Deprecate columns: kept in the schema and on disk, gone from reads and writes."""
-        from lance_partitioned import evolution
-
-        self._evolve("drop_columns", lambda m: evolution.drop_columns(m, names))
-
-    def rename_column(self, old: str, new: str) -> None:
-        """Rename a column; its field id, partition fields and data stay the same."""
-        from lance_partitioned import evolution
-
-        self._evolve("rename_column", lambda m: evolution.rename_column(m, old, new))
-
-    def alter_column_type(self, name: str, new_type: pa.DataType) -> None:
-        """Promote a column's type (widening only)."""
-        from lance_partitioned import evolution
-
-        self._evolve("alter_column_type", lambda m: evolution.alter_column_type(m, name, new_type))
-
-    # ------------------------------------------------------------------ LanceNamespace
     def as_lance_namespace(self) -> PartitionedLanceNamespace:
         """This namespace as a :class:`lance_namespace.LanceNamespace` (list and describe its
         namespaces and leaf tables), as ``lance_namespace.connect("partitioned", {"root":
@@ -542,11 +402,64 @@ class PartitionedNamespace:
         >>> ns.as_lance_namespace().list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces
         ['v1']
         """
-        from lance_partitioned.adapter import PartitionedLanceNamespace
-
         return PartitionedLanceNamespace(self)
 
-    # --- optimize18 ---
+    # ------------------------------------------------------------------ changes
+    def delete(self, where: str | Predicate) -> DeleteResult:
+        """Delete the rows matching ``where`` in one commit (see :mod:`lance_partitioned.dml`).
+
+        A leaf whose partition values decide that every row matches is dropped from the
+        ``__manifest`` without reading it; others get Lance deletion files.
+        """
+        with self._committed("delete") as moved_to:
+            result = dml.delete(self._manifest, where)
+            moved_to(result.version)
+        return result
+
+    def update(self, where: str | Predicate, set: Mapping[str, str]) -> UpdateResult:
+        """Set columns of the rows matching ``where``: ``set`` maps each column to DataFusion
+        SQL over the row (``{"amount": "amount * 2"}``). Rows whose partition changes move
+        to their new leaf in the same commit (see :mod:`lance_partitioned.dml.update`)."""
+        with self._committed("update") as moved_to:
+            result = dml.update(self._manifest, where, set)
+            moved_to(result.version)
+        return result
+
+    def merge(self, data: Any, on: str | Sequence[str]) -> MergeBuilder:
+        """An upsert of ``data`` keyed by ``on`` (pylance's ``merge_insert``): configure it
+        with ``when_matched_update_all``, ``when_not_matched_insert_all`` and
+        ``when_not_matched_by_source_delete``, then ``execute()`` it in one commit."""
+        self._require_writable("merge")
+        return dml.MergeBuilder(self._manifest, data, on, after=self._moved_to)
+
+    # ------------------------------------------------------------------ evolution
+    def update_partition_spec(self, partition_by: str | Sequence[PartitionField]) -> PartitionSpec:
+        """Start a new partition spec version for new data (see :mod:`.evolution`)."""
+        if not isinstance(partition_by, str):  # the shorthand's parser warns itself
+            warn_ambiguous_date_parts(partition_by, self.namespace_schema)
+        self._evolve(
+            "update_partition_spec",
+            lambda m: evolution.update_partition_spec(m, partition_by),
+        )
+        return self.current_spec
+
+    def add_columns(self, fields: Sequence[pa.Field]) -> None:
+        """Add nullable columns with new field ids (see :mod:`.evolution`)."""
+        self._evolve("add_columns", lambda m: evolution.add_columns(m, fields))
+
+    def drop_columns(self, names: Sequence[str]) -> None:
+        """Deprecate columns: kept in the schema and on disk, gone from reads and writes."""
+        self._evolve("drop_columns", lambda m: evolution.drop_columns(m, names))
+
+    def rename_column(self, old: str, new: str) -> None:
+        """Rename a column; its field id, partition fields and data stay the same."""
+        self._evolve("rename_column", lambda m: evolution.rename_column(m, old, new))
+
+    def alter_column_type(self, name: str, new_type: pa.DataType) -> None:
+        """Promote a column's type (widening only)."""
+        self._evolve("alter_column_type", lambda m: evolution.alter_column_type(m, name, new_type))
+
+    # ------------------------------------------------------------------ maintenance
     def optimize(
         self,
         filter: str | Predicate | None = None,
@@ -556,14 +469,19 @@ class PartitionedNamespace:
         progress: Callable[[OptimizeProgress], None] | None = None,
     ) -> OptimizeResult:
         """Compact the leaves ``filter`` selects (as a scan would) and the ``__manifest``, in
-        one atomic commit (see :mod:`lance_partitioned.maintenance.optimize`)."""
-        from lance_partitioned.maintenance import optimize
+        one atomic commit (see :mod:`lance_partitioned.maintenance.optimize`); this object then
+        reads the version it committed."""
+        with self._committed("optimize") as moved_to:
+            result = optimize.optimize(
+                self._manifest,
+                filter,
+                target_rows_per_fragment=target_rows_per_fragment,
+                compact_manifest=compact_manifest,
+                progress=progress,
+            )
+            moved_to(result.version)
+        return result
 
-        return optimize.optimize_namespace(
-            self, filter, target_rows_per_fragment, compact_manifest, progress
-        )
-
-    # --- cleanup18 ---
     def cleanup(
         self,
         older_than: dt.timedelta = dt.timedelta(days=7),
@@ -572,74 +490,44 @@ class PartitionedNamespace:
         progress: Callable[[CleanupProgress], None] | None = None,
     ) -> CleanupResult:
         """Remove what no retained version needs (see :mod:`.maintenance.cleanup`)."""
-        from lance_partitioned.maintenance import cleanup
+        with self._committed("cleanup"):  # commits no version: this object stays where it is
+            return cleanup.cleanup(self._manifest, older_than, dry_run=dry_run, progress=progress)
 
-        self._require_writable("cleanup")
-        return cleanup.cleanup(self._manifest, older_than, dry_run=dry_run, progress=progress)
-
-    # --- history18 ---
+    # ------------------------------------------------------------------ history
     def versions(self) -> pa.Table:
         """One row per ``__manifest`` version, oldest first: version, timestamp (UTC),
         operation, mode, rows added and removed, partitions touched, tags, and the commit's
         transaction properties (see :func:`lance_partitioned.history.versions`)."""
-        from lance_partitioned import history
-
         return history.versions(self._manifest)
 
     @property
     def tags(self) -> Tags:
         """The tags of the namespace: ``create(name, version=None)`` (None: :attr:`version`),
         ``delete(name)``, ``list()`` (see :class:`lance_partitioned.history.Tags`)."""
-        from lance_partitioned import history
-
         return history.Tags(self._manifest, self.version)
 
-    # --- engines20 ---
-    def to_pyarrow_dataset(
-        self, filter: str | Predicate | None = None, *, on_scan: OnScan | None = None
-    ) -> PartitionedDataset:
-        """This version as a lazy ``pyarrow.dataset.Dataset``: DuckDB queries it (``FROM ds``)
-        with our pruning and projection (see :mod:`lance_partitioned.engines`)."""
-        from lance_partitioned import engines
+    # ------------------------------------------------------------------ commits
+    def _require_writable(self, operation: str) -> None:
+        if self._pinned is not None:
+            raise errors.UnsupportedOperationError(
+                f"{operation}: this namespace was opened at __manifest version {self._pinned} "
+                "(time travel) and is read-only; open it without version= to change it"
+            )
 
-        return engines.to_pyarrow_dataset(self, filter, on_scan=on_scan)
+    @contextmanager
+    def _committed(self, operation: str) -> Iterator[Callable[[int], None]]:
+        """Run a change: refused when this object was opened at a version (time travel is
+        read-only); a raw storage failure inside becomes a typed
+        :class:`~lance_partitioned.errors.StorageError` naming the root; the callable yielded
+        moves this object to the version the change committed (a change that commits no
+        version does not call it)."""
+        self._require_writable(operation)
+        with errors.typed_storage_errors(self.uri, operation):
+            yield self._moved_to
 
-    def scan_polars(
-        self, filter: str | Predicate | None = None, *, on_scan: OnScan | None = None
-    ) -> pl.LazyFrame:
-        """This version as a Polars ``LazyFrame`` read by an IO plugin that prunes with the
-        query's predicate, projection and limit (see :mod:`lance_partitioned.engines`)."""
-        from lance_partitioned import engines
-
-        return engines.scan_polars(self, filter, on_scan=on_scan)
-
-    # --- dml19 ---
-    def delete(self, where: str | Predicate) -> DeleteResult:
-        """Delete the rows matching ``where`` in one commit (see :mod:`lance_partitioned.dml`).
-
-        A leaf whose partition values decide that every row matches is dropped from the
-        ``__manifest`` without reading it; others get Lance deletion files.
-        """
-        self._require_writable("delete")
-        result = _storage(lambda: dml.delete(self._manifest, where), self.uri, "delete")
-        self._snapshot = self._manifest.snapshot(result.version)
-        return result
-
-    def update(self, where: str | Predicate, set: Mapping[str, str]) -> UpdateResult:
-        """Set columns of the rows matching ``where``: ``set`` maps each column to DataFusion
-        SQL over the row (``{"amount": "amount * 2"}``). Rows whose partition changes move
-        to their new leaf in the same commit (see :mod:`lance_partitioned.dml.update`)."""
-        self._require_writable("update")
-        result = _storage(lambda: dml.update(self._manifest, where, set), self.uri, "update")
-        self._snapshot = self._manifest.snapshot(result.version)
-        return result
-
-    def merge(self, data: Any, on: str | Sequence[str]) -> MergeBuilder:
-        """An upsert of ``data`` keyed by ``on`` (pylance's ``merge_insert``): configure it
-        with ``when_matched_update_all``, ``when_not_matched_insert_all`` and
-        ``when_not_matched_by_source_delete``, then ``execute()`` it in one commit."""
-        self._require_writable("merge")
-        return dml.MergeBuilder(self._manifest, data, on, after=self._moved_to)
+    def _evolve(self, operation: str, change: Callable[[Manifest], int]) -> None:
+        with self._committed(operation) as moved_to:
+            moved_to(change(self._manifest))
 
     def _moved_to(self, version: int) -> None:
         self._snapshot = self._manifest.snapshot(version)

@@ -15,7 +15,9 @@ on 2 shared CPUs: 1,000 local leaves in 75 ms; 136 ms with a session per leaf).
 ...     tempfile.mkdtemp(), schema=pa.schema([("id", pa.int64()), ("country", pa.string())]),
 ...     partition_by="country")
 >>> _ = ns.write(pa.table({"id": [1, 2, 3], "country": ["US", "FR", "US"]}))
->>> sizes = partition_sizes(ns)
+>>> from lance_partitioned.manifest import Manifest
+>>> manifest = Manifest(ns.uri)
+>>> sizes = partition_sizes(manifest, manifest.snapshot())
 >>> sizes.select(["country", "rows", "fragments"]).to_pylist()
 [{'country': 'FR', 'rows': 1, 'fragments': 1}, {'country': 'US', 'rows': 2, 'fragments': 1}]
 >>> sizes.column("bytes")[0].as_py() > 0
@@ -36,11 +38,12 @@ import lance
 import pyarrow as pa
 
 from lance_partitioned import errors
+from lance_partitioned.manifest import BASE_COLUMNS, DELIMITER
 from lance_partitioned.runtime import DEFAULT_THREADS
-from lance_partitioned.scan import missing_leaf_message
+from lance_partitioned.scan import missing_leaf_message, sql_filter
 
 if TYPE_CHECKING:
-    from lance_partitioned.namespace import PartitionedNamespace
+    from lance_partitioned.manifest import Manifest, ManifestSnapshot
 
 __all__ = [
     "SIZE_COLUMNS",
@@ -49,6 +52,7 @@ __all__ = [
     "UnreadableLeafWarning",
     "leaf_size",
     "leaf_sizes",
+    "list_partitions",
     "partition_sizes",
 ]
 
@@ -199,22 +203,53 @@ def leaf_sizes(
     return [parts[i % width][i // width] for i in range(len(leaves))]
 
 
+def list_partitions(snapshot: ManifestSnapshot, filter: str | None = None) -> pa.Table:
+    """:meth:`~lance_partitioned.PartitionedNamespace.partitions` without the sizes: one row
+    per leaf of ``snapshot`` (matching ``filter``, SQL over the partition columns), in
+    object-id order: ``object_id``, ``location``, ``spec_version``, the partition columns,
+    ``read_version``. Reads the ``__manifest`` rows alone."""
+    tables = snapshot.tables
+    partition_names = [n for n in tables.column_names if n not in BASE_COLUMNS]
+    spec_versions = pa.array(
+        [_spec_version(oid) for oid in tables.column("object_id").to_pylist()], pa.int32()
+    )
+    out = pa.table(
+        {
+            "object_id": tables.column("object_id"),
+            "location": tables.column("location"),
+            "spec_version": spec_versions,
+            **{name: tables.column(name) for name in partition_names},
+            "read_version": tables.column("read_version"),
+        }
+    )
+    out = out.sort_by([("object_id", "ascending")])
+    if filter is None:
+        return out
+    return sql_filter(out, filter, what="partition filter")
+
+
+def _spec_version(object_id: str) -> int:
+    return int(object_id.split(DELIMITER, 1)[0][1:])
+
+
 def partition_sizes(
-    ns: PartitionedNamespace,
+    manifest: Manifest,
+    snapshot: ManifestSnapshot,
     filter: str | None = None,
     *,
     threads: int | None = None,
     small_rows: int = SMALL_FRAGMENT_ROWS,
     unreadable: Literal["warn", "raise"] = "warn",
 ) -> pa.Table:
-    """:meth:`~lance_partitioned.PartitionedNamespace.partitions` with four more int64 columns:
-    ``rows``, ``bytes``, ``fragments`` and ``small_fragments`` of each leaf at its
-    ``read_version``.
+    """:func:`list_partitions` with four more int64 columns: ``rows``, ``bytes``,
+    ``fragments`` and ``small_fragments`` of each leaf at its ``read_version``.
 
     Parameters
     ----------
-    ns : PartitionedNamespace
-        The namespace, read at its current ``__manifest`` version.
+    manifest : Manifest
+        The namespace's ``__manifest`` (leaf locations are relative to its root).
+    snapshot : ManifestSnapshot
+        The ``__manifest`` version whose leaves are measured.
     filter : str, optional
         SQL over the partition columns, as for ``partitions()``.
     threads : int, optional
@@ -236,10 +271,10 @@ def partition_sizes(
     StorageError
         The storage failed (permissions, no space...).
     """
-    parts = ns.partitions(filter, sizes=False)
-    options = tuple(sorted(ns.storage_options.items()))
+    parts = list_partitions(snapshot, filter)
+    options = tuple(sorted(manifest.storage_options.items()))
     leaves = [
-        _Leaf(object_id, ns._manifest.table_uri(location), read_version, options)
+        _Leaf(object_id, manifest.table_uri(location), read_version, options)
         for object_id, location, read_version in zip(
             parts.column("object_id").to_pylist(),
             parts.column("location").to_pylist(),
@@ -252,8 +287,8 @@ def partition_sizes(
     if failed:
         shown = "; ".join(str(e) for e in failed[:3])
         more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
-        what = f"{len(failed)} of {len(measured)} leaves of {ns.uri!r} could not be opened"
-        advice = f"Run `lance-partitioned verify {ns.uri}` to list every problem."
+        what = f"{len(failed)} of {len(measured)} leaves of {manifest.root!r} could not be opened"
+        advice = f"Run `lance-partitioned verify {manifest.root}` to list every problem."
         if unreadable == "raise":
             raise errors.CorruptNamespaceError(f"{what}: {shown}{more}. {advice}")
         warnings.warn(

@@ -359,6 +359,22 @@ def test_a_storage_failure_is_a_typed_error(tmp_path: Path) -> None:
         _run(root, older_than=ZERO)
 
 
+def test_a_raw_storage_failure_of_namespace_cleanup_is_typed(tmp_path: Path) -> None:
+    """``ns.cleanup`` types what Lance raises raw, as ``write`` and ``delete`` do."""
+    ns = _history(str(tmp_path))
+
+    def read_only(detail: str) -> None:  # Lance's error once the file system is read-only
+        raise OSError("LanceError(IO): Read-only file system (os error 30)")
+
+    with (
+        on_step("manifest_versions", read_only),
+        pytest.raises(errors.PermissionDeniedError, match="cleanup") as raised,
+    ):
+        ns.cleanup(dt.timedelta(0))
+    assert ns.uri in str(raised.value)
+    assert isinstance(raised.value.__cause__, OSError)
+
+
 def test_cutoffs_are_utc(tmp_path: Path) -> None:
     root = str(tmp_path)
     _history(root)

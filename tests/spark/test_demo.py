@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import lance_partitioned as lp
-from lance_partitioned import demo
+from lance_partitioned.examples import demo
 from lance_partitioned.spark import FILTER_PUSHDOWN_CONF
 
 

@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 
 import lance_partitioned as lp
 from lance_partitioned import errors
-from lance_partitioned.spark.source import SourceOptions
+from lance_partitioned.spark.options import SourceOptions
 from tests.spark.test_writer import SPARK_SCHEMA, batch, plan
 
 

@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 
 import lance_partitioned as lp
 from lance_partitioned import errors
-from lance_partitioned.spark.source import OPTIONS, SourceOptions
+from lance_partitioned.spark.options import OPTIONS, SourceOptions
 
 
 def test_unknown_options_are_refused_with_the_supported_ones() -> None:

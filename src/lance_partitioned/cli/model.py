@@ -151,9 +151,12 @@ Leaf = dict[str, Any]
 def leaves(ns: PartitionedNamespace, filter: str | None = None) -> list[Leaf]:
     """Every leaf (matching ``filter``) with its partition values and sizes, ordered by spec
     version then partition values."""
+    from lance_partitioned.manifest import Manifest
     from lance_partitioned.sizes import partition_sizes
 
-    table_ = partition_sizes(ns, filter, unreadable="raise")  # no leaf is shown without sizes
+    manifest = Manifest(ns.uri, ns.storage_options)
+    # no leaf is shown without sizes
+    table_ = partition_sizes(manifest, ns.snapshot, filter, unreadable="raise")
     specs = {spec.version: spec for spec in ns.partition_specs}
     out = []
     for row in table_.to_pylist():

@@ -1,10 +1,41 @@
-"""What a row-level change did: the result objects of delete, update, merge."""
+"""What a change of the rows did: the result objects of write, delete, update, merge."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DeleteResult", "MergeResult", "UpdateResult"]
+__all__ = ["DeleteResult", "MergeResult", "UpdateResult", "WriteResult"]
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What :meth:`PartitionedNamespace.write` did.
+
+    Attributes
+    ----------
+    version : int
+        The ``__manifest`` version that made the write visible.
+    rows_written : int
+        Rows committed.
+    partitions_created : int
+        Leaf tables that did not exist before.
+    partitions_touched : int
+        Leaf tables written (created ones included).
+    partitions_removed : int
+        Leaf tables dropped from the manifest by ``mode="overwrite"``.
+    attempts : int
+        Manifest commit attempts (more than 1 when concurrent writers conflicted).
+    seconds : float
+        Wall time of the whole write.
+    """
+
+    version: int
+    rows_written: int
+    partitions_created: int
+    partitions_touched: int
+    partitions_removed: int
+    attempts: int
+    seconds: float
 
 
 @dataclass(frozen=True)

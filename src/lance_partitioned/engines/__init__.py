@@ -20,32 +20,34 @@ if TYPE_CHECKING:
 
     from lance_partitioned.engines.dataset import PartitionedDataset
     from lance_partitioned.expressions import Predicate
-    from lance_partitioned.namespace import PartitionedNamespace
+    from lance_partitioned.manifest import Manifest, ManifestSnapshot
 
 __all__ = ["EngineScan", "OnScan", "Source", "scan_polars", "to_pyarrow_dataset"]
 
 
 def to_pyarrow_dataset(
-    namespace: PartitionedNamespace,
+    manifest: Manifest,
+    snapshot: ManifestSnapshot,
     filter: str | Predicate | None = None,
     *,
     on_scan: OnScan | None = None,
 ) -> PartitionedDataset:
-    """The namespace, at its current ``__manifest`` version, as a lazy pyarrow dataset
+    """The namespace of ``manifest``, at ``snapshot``, as a lazy pyarrow dataset
     (see :mod:`lance_partitioned.engines.dataset`)."""
     from lance_partitioned.engines.dataset import PartitionedDataset
 
-    return PartitionedDataset(Source(namespace, filter, on_scan=on_scan))
+    return PartitionedDataset(Source(manifest, snapshot, filter, on_scan=on_scan))
 
 
 def scan_polars(
-    namespace: PartitionedNamespace,
+    manifest: Manifest,
+    snapshot: ManifestSnapshot,
     filter: str | Predicate | None = None,
     *,
     on_scan: OnScan | None = None,
 ) -> pl.LazyFrame:
-    """The namespace, at its current ``__manifest`` version, as a Polars ``LazyFrame``
+    """The namespace of ``manifest``, at ``snapshot``, as a Polars ``LazyFrame``
     (see :mod:`lance_partitioned.engines.polars_scan`)."""
     from lance_partitioned.engines.polars_scan import scan
 
-    return scan(Source(namespace, filter, on_scan=on_scan))
+    return scan(Source(manifest, snapshot, filter, on_scan=on_scan))

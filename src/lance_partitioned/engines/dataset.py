@@ -15,7 +15,8 @@ way (it also subclasses ``pyarrow.dataset.Dataset`` and overrides every method).
 ...     partition_by="country")
 >>> _ = ns.write(pa.table({"id": [1, 2, 3], "country": ["US", "FR", "US"]}))
 >>> scans = []
->>> ds = PartitionedDataset(Source(ns, on_scan=scans.append))
+>>> manifest = Manifest(ns.uri)
+>>> ds = PartitionedDataset(Source(manifest, manifest.snapshot(), on_scan=scans.append))
 >>> duckdb.sql("SELECT sum(id) AS s FROM ds WHERE country = 'US'").fetchall()
 [(4,)]
 >>> [(len(s.tasks), s.columns) for s in scans]
@@ -38,6 +39,7 @@ from lance_partitioned.engines.arrow_filter import translate_arrow
 from lance_partitioned.engines.nodes import EXACT_TRUE, Translation
 from lance_partitioned.engines.source import EngineScan, Source
 from lance_partitioned.expressions import Predicate, and_
+from lance_partitioned.manifest import Manifest
 
 __all__ = ["PartitionedDataset", "PartitionedScanner"]
 
@@ -119,13 +121,13 @@ class PartitionedDataset(pads.Dataset):  # type: ignore[misc]
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as what reopens it: the namespace URI, version and filters."""
         source = self._source
-        namespace = source.namespace
-        state = (namespace.uri, namespace.storage_options, namespace.version, source.base)
+        manifest = source.manifest
+        state = (manifest.root, manifest.storage_options, source.snapshot.version, source.base)
         return _restore, (*state, source.on_scan, self._filters)
 
     def __repr__(self) -> str:
-        namespace = self._source.namespace
-        return f"PartitionedDataset({namespace.uri!r}, version={namespace.version})"
+        source = self._source
+        return f"PartitionedDataset({source.manifest.root!r}, version={source.snapshot.version})"
 
     def _unsupported(self, name: str) -> NoReturn:
         raise errors.UnsupportedOperationError(
@@ -222,7 +224,7 @@ class PartitionedScanner(pads.Scanner):  # type: ignore[misc]
         """Plan now and read every batch into one table."""
         plan = self._plan()
         if plan.exact and plan.output:
-            schema = self._source.namespace.namespace_schema
+            schema = self._source.namespace_schema
             return scan.to_table(plan.tasks, schema, list(plan.output))
         return _table(self._batches(plan), self.projected_schema)
 
@@ -241,7 +243,7 @@ class PartitionedScanner(pads.Scanner):  # type: ignore[misc]
         """Rows matching the filter; the ``__manifest`` counts leaves the filter keeps whole."""
         plan = self._plan()
         if plan.exact:
-            return scan.count_rows(plan.tasks, self._source.namespace.namespace_schema)
+            return scan.count_rows(plan.tasks, self._source.namespace_schema)
         return sum(batch.num_rows for batch in self._batches(plan))
 
     def take(self, indices: Any) -> pa.Table:
@@ -278,10 +280,9 @@ def _restore(
     filters: tuple[Filter, ...],
 ) -> PartitionedDataset:
     """A pickled :class:`PartitionedDataset`, reopened."""
-    from lance_partitioned.namespace import PartitionedNamespace
-
-    namespace = PartitionedNamespace.open(uri, storage_options=storage_options, version=version)
-    return PartitionedDataset(Source(namespace, base, on_scan=on_scan), filters)
+    manifest = Manifest(uri, storage_options)
+    source = Source(manifest, manifest.snapshot(version), base, on_scan=on_scan)
+    return PartitionedDataset(source, filters)
 
 
 def _table(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> pa.Table:

@@ -17,7 +17,9 @@ then read one at a time, each with the rows still missing as its Lance limit.
 ...     partition_by="country")
 >>> _ = ns.write(pa.table({"id": [1, 2, 3], "country": ["US", "FR", "US"]}))
 >>> scans = []
->>> frame = scan(Source(ns, on_scan=scans.append))
+>>> from lance_partitioned.manifest import Manifest
+>>> manifest = Manifest(ns.uri)
+>>> frame = scan(Source(manifest, manifest.snapshot(), on_scan=scans.append))
 >>> frame.filter(pl.col("country") == "US").select("id").collect()["id"].to_list()
 [1, 3]
 >>> [(len(s.tasks), s.columns, s.exact) for s in scans]

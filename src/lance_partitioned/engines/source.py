@@ -8,7 +8,9 @@ of one scan (:class:`EngineScan`, with the leaves it opened) and the batches it 
 ...     tempfile.mkdtemp(), schema=pa.schema([("id", pa.int64()), ("country", pa.string())]),
 ...     partition_by="country")
 >>> _ = ns.write(pa.table({"id": [1, 2, 3], "country": ["US", "FR", "US"]}))
->>> source = Source(ns, "country = 'US'")
+>>> from lance_partitioned.manifest import Manifest
+>>> manifest = Manifest(ns.uri)
+>>> source = Source(manifest, manifest.snapshot(), "country = 'US'")
 >>> plan = source.plan("example", EXACT_TRUE, ["id"], limit=None)
 >>> [task.partition_values for task in plan.tasks]
 [(('country', 'US'),)]
@@ -36,7 +38,7 @@ from lance_partitioned.pruning.fieldnames import field_terms
 from lance_partitioned.scan import ScanTask
 
 if TYPE_CHECKING:
-    from lance_partitioned.namespace import PartitionedNamespace
+    from lance_partitioned.manifest import Manifest, ManifestSnapshot
     from lance_partitioned.spec.partitioning import PartitionField
 
 __all__ = ["EngineScan", "OnScan", "Source"]
@@ -101,8 +103,10 @@ class Source:
 
     Parameters
     ----------
-    namespace : PartitionedNamespace
-        Read at its current version (later writes to it are not seen).
+    manifest : Manifest
+        The namespace's ``__manifest``.
+    snapshot : ManifestSnapshot
+        The version every scan reads (later commits are not seen).
     filter : str or Predicate, optional
         Applied to every scan, with the engine's own filter.
     on_scan : callable, optional
@@ -111,18 +115,18 @@ class Source:
 
     def __init__(
         self,
-        namespace: PartitionedNamespace,
+        manifest: Manifest,
+        snapshot: ManifestSnapshot,
         filter: str | Predicate | None = None,
         *,
         on_scan: OnScan | None = None,
     ) -> None:
-        from lance_partitioned.namespace import PartitionedNamespace
-
-        self.namespace = PartitionedNamespace.open(
-            namespace.uri, storage_options=namespace.storage_options, version=namespace.version
-        )
-        self.schema: pa.Schema = self.namespace.schema
-        self._fields = field_terms(self.namespace.partition_specs, self.namespace.namespace_schema)
+        self.manifest = manifest
+        self.snapshot = snapshot
+        self.namespace_schema = snapshot.metadata.schema
+        self.schema: pa.Schema = self.namespace_schema.read_schema()
+        self._specs = snapshot.metadata.specs
+        self._fields = field_terms(self._specs, self.namespace_schema)
         self.base = self.bind(filter)
         self.on_scan = on_scan
 
@@ -137,7 +141,7 @@ class Source:
             raise errors.InvalidInputError(
                 f"columns must be a list of column names, got {type(columns).__name__}"
             )
-        return [f.name for f in scan.output_fields(self.namespace.namespace_schema, columns)]
+        return [f.name for f in scan.output_fields(self.namespace_schema, columns)]
 
     def plan(
         self,
@@ -164,7 +168,7 @@ class Source:
             needed = set(output) | (translation.columns & set(self.schema.names))
         read = [name for name in self.schema.names if name in needed]
         predicate = and_(self.base, translation.predicate)
-        tasks = self.namespace.plan_scan(predicate, read)
+        tasks = scan.plan_scan(self.manifest, self.snapshot, predicate, read)
         fixed = self._constants(tasks, read) if constants else {}
         if len(fixed) == len(read):  # Lance reads one column to count rows: keep them
             fixed = {}
@@ -196,8 +200,8 @@ class Source:
         or any field whose value proves the column's)."""
         if not tasks:
             return {}
-        schema = self.namespace.namespace_schema
-        specs = {spec.version: spec for spec in self.namespace.partition_specs}
+        schema = self.namespace_schema
+        specs = {spec.version: spec for spec in self._specs}
         candidates = [name for name in read if _exact_type(self.schema.field(name).type)]
         found: dict[str, pa.Scalar] | None = None
         for task in tasks:
@@ -228,7 +232,7 @@ class Source:
         rows still missing as its Lance limit, so a small limit opens few leaves; otherwise
         leaves are read in parallel (stop iterating to stop reading).
         """
-        schema = self.namespace.namespace_schema
+        schema = self.namespace_schema
         columns = list(plan.columns) or self.schema.names[:1]  # Lance needs a column to count
         if plan.limit is None:
             reader = scan.to_batches(plan.tasks, schema, columns, batch_size)

@@ -50,7 +50,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lance import LanceDataset, LanceOperation
 from lance.optimize import Compaction, CompactionOptions
@@ -63,15 +63,11 @@ from lance_partitioned.runtime import DEFAULT_THREADS
 from lance_partitioned.scan import Filter, ScanTask, plan_scan
 from lance_partitioned.transaction import ChangePlan, LeafChange, commit_changes
 
-if TYPE_CHECKING:
-    from lance_partitioned.namespace import PartitionedNamespace
-
 __all__ = [
     "LeafCompaction",
     "OptimizeProgress",
     "OptimizeResult",
     "optimize",
-    "optimize_namespace",
 ]
 
 log = logging.getLogger(__name__)
@@ -459,28 +455,3 @@ def optimize(
         seconds=time.perf_counter() - started,
         leaves=tuple(leaves),
     )
-
-
-def optimize_namespace(
-    ns: PartitionedNamespace,
-    filter: Filter = None,
-    target_rows_per_fragment: int = 1_048_576,
-    compact_manifest: bool = True,
-    progress: Callable[[OptimizeProgress], None] | None = None,
-) -> OptimizeResult:
-    """:meth:`PartitionedNamespace.optimize`: :func:`optimize` on the namespace's
-    ``__manifest``; the namespace then reads the version the optimize left.
-
-    Raises :class:`~lance_partitioned.errors.UnsupportedOperationError` on a namespace opened
-    at a fixed version (time travel is read-only).
-    """
-    ns._require_writable("optimize")
-    result = optimize(
-        ns._manifest,
-        filter,
-        target_rows_per_fragment=target_rows_per_fragment,
-        compact_manifest=compact_manifest,
-        progress=progress,
-    )
-    ns._snapshot = ns._manifest.snapshot(result.version)
-    return result

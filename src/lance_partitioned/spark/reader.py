@@ -36,7 +36,7 @@ from lance_partitioned.expressions.tree import AlwaysTrue, Predicate, and_
 from lance_partitioned.namespace import PartitionedNamespace
 from lance_partitioned.scan import ScanTask, bound_filter, to_batches
 from lance_partitioned.spark.filters import pushable_columns, to_predicate
-from lance_partitioned.spark.source import SourceOptions
+from lance_partitioned.spark.options import SourceOptions
 from lance_partitioned.spark.types import spark_arrow_schema, spark_type_for, to_spark_batch
 from lance_partitioned.spark.workers import freeze_worker_heap
 from lance_partitioned.spec.schema import NamespaceSchema

@@ -85,6 +85,7 @@ from lance_partitioned.changes import (
 from lance_partitioned.manifest import Manifest
 from lance_partitioned.manifest.versions import list_versions
 from lance_partitioned.scan import ScanTask
+from lance_partitioned.spark.options import STREAM_OPTIONS, SourceOptions
 from lance_partitioned.spark.reader import (
     OPEN_COST_BYTES,
     LancePartitionedReader,
@@ -92,7 +93,6 @@ from lance_partitioned.spark.reader import (
     ReadJob,
     pack_splits,
 )
-from lance_partitioned.spark.source import STREAM_OPTIONS, SourceOptions
 from lance_partitioned.spark.types import spark_arrow_schema, spark_type_for
 from lance_partitioned.spark.workers import freeze_worker_heap
 from lance_partitioned.spec.schema import NamespaceSchema

@@ -51,7 +51,7 @@ from lance_partitioned import dml, errors
 from lance_partitioned.consistency import conform_for_write, leaf_schema
 from lance_partitioned.manifest import Manifest, ManifestSnapshot, manifest_schema
 from lance_partitioned.namespace import PartitionedNamespace
-from lance_partitioned.spark.source import SourceOptions
+from lance_partitioned.spark.options import SourceOptions
 from lance_partitioned.spark.staging import (
     StagingJournal,
     data_files,

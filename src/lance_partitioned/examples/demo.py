@@ -1,7 +1,7 @@
 """The demo pipeline: a PySpark job writing an event stream into a partitioned namespace.
 
-Run it with ``scripts/demo`` or ``python -m lance_partitioned.demo --rows N --out DIR``. On
-``local[*]`` it
+Run it with ``scripts/demo`` or ``python -m lance_partitioned.examples.demo --rows N --out
+DIR``. On ``local[*]`` it
 
 1. generates a realistic event stream in Spark (timestamps over two years, countries,
    users, amounts, a free-text note) and writes it partitioned by ``year(ts), country``;
@@ -57,7 +57,7 @@ class DemoError(Exception):
 def parser() -> argparse.ArgumentParser:
     """The command line: ``--rows``, ``--out``, ``--master``."""
     p = argparse.ArgumentParser(
-        prog="python -m lance_partitioned.demo",
+        prog="python -m lance_partitioned.examples.demo",
         description="Write an event stream into a Lance partitioned namespace with PySpark.",
     )
     p.add_argument("--rows", type=int, default=2_000_000, help="events in the first batch")
