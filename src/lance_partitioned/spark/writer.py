@@ -17,9 +17,9 @@ the ``__manifest``.
 
 The driver's :meth:`~LancePartitionedWriter.commit` merges the messages Spark hands it (one
 per successful task: retried and speculative attempts never count twice) and calls
-:func:`lance_partitioned.transaction.commit_changes` with the write's plan
-(:func:`lance_partitioned.history.write_plan`, which records the write on the commit), the
-same leaf commits and single CAS ``__manifest`` commit as the Python API: the job is
+:func:`lance_partitioned.dml.commit_staged`, as the Python API's ``write`` does: the write's
+plan (:func:`lance_partitioned.transaction.write.write_plan`, which records the write on the
+commit), the same leaf commits and single CAS ``__manifest`` commit: the job is
 all-or-nothing.
 Every task attempt records what it staged in a journal (:mod:`.staging`): the commit deletes
 what attempts whose message it did not use staged (retried, speculative, or failed after
