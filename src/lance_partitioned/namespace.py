@@ -34,16 +34,13 @@ from lance_partitioned.manifest import (
     ManifestSnapshot,
 )
 from lance_partitioned.scan import ScanTask
-from lance_partitioned.spec.metadata import NamespaceMetadata, check_column_names
+from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import (
     PartitionField,
     PartitionSpec,
-    bind_spec,
-    check_authored,
-    validate_specs,
 )
 from lance_partitioned.spec.schema import NamespaceSchema
-from lance_partitioned.spec.shorthand import parse_partition_by, warn_ambiguous_date_parts
+from lance_partitioned.spec.shorthand import warn_ambiguous_date_parts
 from lance_partitioned.write import WriteOptions, WriteProgress, stage
 
 if TYPE_CHECKING:
@@ -152,18 +149,7 @@ class PartitionedNamespace:
             Return the existing namespace when it has the same schema and spec instead of
             raising :class:`~lance_partitioned.errors.NamespaceAlreadyExistsError`.
         """
-        ns_schema = NamespaceSchema.from_arrow(schema)
-        check_column_names(ns_schema)
-        if isinstance(partition_by, str):
-            spec = bind_spec(
-                parse_partition_by(partition_by, ns_schema), existing=(), schema=ns_schema
-            )
-        else:
-            spec = PartitionSpec(1, tuple(partition_by))
-            validate_specs([spec], ns_schema)
-            check_authored(spec, ns_schema)
-            warn_ambiguous_date_parts(spec.fields, ns_schema)
-        metadata = NamespaceMetadata(ns_schema, (spec,))
+        metadata = NamespaceMetadata.create(schema, partition_by)
         manifest = Manifest(str(uri), storage_options)
         if manifest.exists():
             if manifest.is_unfinished():

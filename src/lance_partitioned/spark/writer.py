@@ -60,8 +60,6 @@ from lance_partitioned.spark.staging import (
 from lance_partitioned.spark.types import arrow_schema_for
 from lance_partitioned.spark.workers import freeze_worker_heap
 from lance_partitioned.spec.metadata import NamespaceMetadata
-from lance_partitioned.spec.partitioning import bind_spec, validate_specs
-from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.shorthand import parse_partition_by
 from lance_partitioned.transaction import (
     PendingWrite,
@@ -283,11 +281,7 @@ def _new_metadata(options: SourceOptions, arrow_schema: pa.Schema) -> NamespaceM
             "the option partition_by (e.g. .option('partition_by', 'event_date, "
             "bucket(16, user_id)'), or '' for an unpartitioned namespace)"
         )
-    schema = NamespaceSchema.from_arrow(arrow_schema)
-    unbound = parse_partition_by(options.partition_by, schema)
-    spec = bind_spec(unbound, existing=(), schema=schema)
-    validate_specs([spec], schema)
-    return NamespaceMetadata(schema, (spec,))
+    return NamespaceMetadata.create(arrow_schema, options.partition_by)
 
 
 def plan_write(
