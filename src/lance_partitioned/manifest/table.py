@@ -108,7 +108,9 @@ class Manifest:
             return open_leaf(
                 self.uri, version, self.storage_options, session=self._session, action="read"
             )
-        except errors.TableNotFoundError as exc:
+        except (errors.TableNotFoundError, errors.StorageError) as exc:
+            if not isinstance(exc.__cause__, ValueError):
+                raise  # Lance's OSError: a storage failure, typed
             if version is not None and "not found" in str(exc.__cause__).lower():
                 raise errors.TableVersionNotFoundError(
                     f"__manifest version {version} does not exist at {self.root!r}"
