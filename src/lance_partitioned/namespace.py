@@ -18,7 +18,7 @@ import datetime as dt
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
@@ -41,6 +41,7 @@ from lance_partitioned.spec.partitioning import (
 )
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.shorthand import warn_ambiguous_date_parts
+from lance_partitioned.transaction import WRITE_MODES, WriteMode
 from lance_partitioned.write import WriteOptions, WriteProgress, stage
 
 if TYPE_CHECKING:
@@ -53,8 +54,6 @@ if TYPE_CHECKING:
     from lance_partitioned.maintenance.optimize import OptimizeProgress, OptimizeResult
 
 __all__ = ["PartitionedNamespace", "WriteResult"]
-
-_MODES = ("append", "overwrite", "overwrite_partitions")
 
 
 @dataclass(frozen=True)
@@ -256,7 +255,7 @@ class PartitionedNamespace:
         self,
         data: Any,
         *,
-        mode: Literal["append", "overwrite", "overwrite_partitions"] = "append",
+        mode: WriteMode = "append",
         options: WriteOptions | None = None,
         progress: Callable[[WriteProgress], None] | None = None,
         where: str | Predicate | None = None,
@@ -283,8 +282,8 @@ class PartitionedNamespace:
             ``where`` by ``data``, every row of which must satisfy it
             (:class:`~lance_partitioned.errors.PredicateViolationError` otherwise).
         """
-        if mode not in _MODES:
-            raise errors.InvalidInputError(f"mode {mode!r} is not one of {list(_MODES)}")
+        if mode not in WRITE_MODES:
+            raise errors.InvalidInputError(f"mode {mode!r} is not one of {list(WRITE_MODES)}")
         if where is not None and mode != "overwrite":
             raise errors.InvalidInputError(
                 f"where= replaces the rows matching it and needs mode='overwrite', not {mode!r}"

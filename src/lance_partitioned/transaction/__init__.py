@@ -70,7 +70,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pyarrow as pa
 
@@ -109,6 +109,7 @@ from lance_partitioned.transaction.rebase import (
 from lance_partitioned.transaction.restage import current_names, promoted_schema, restage_fragments
 
 __all__ = [
+    "WRITE_MODES",
     "Backoff",
     "ChangePlan",
     "CommitResult",
@@ -116,6 +117,7 @@ __all__ = [
     "LeafCommit",
     "LeafWrite",
     "PendingWrite",
+    "WriteMode",
     "commit_change",
     "commit_changes",
     "commit_leaf",
@@ -126,6 +128,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 WriteMode = Literal["append", "overwrite", "overwrite_partitions"]
+"""How a write meets the data there: the one definition of the write modes."""
+#: The write modes, in order (the values of :data:`WriteMode`).
+WRITE_MODES: tuple[WriteMode, ...] = get_args(WriteMode)
 _SPEC_ID = re.compile(r"v[0-9]+")
 
 
