@@ -24,18 +24,13 @@ True
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import lance
 import pyarrow as pa
 
 from lance_partitioned import errors
 from lance_partitioned.manifest.operations import Operation
-from lance_partitioned.manifest.properties import LeafStats
 from lance_partitioned.manifest.versions import (
     Tag,
     check_tag_name,
@@ -45,25 +40,18 @@ from lance_partitioned.manifest.versions import (
     list_versions,
     tag_version,
 )
-from lance_partitioned.transaction import ChangePlan
 
 if TYPE_CHECKING:
-    from lance_partitioned.manifest import Manifest, ManifestSnapshot
-    from lance_partitioned.transaction import LeafWrite, PendingWrite
+    from lance_partitioned.manifest import Manifest
 
 __all__ = [
     "VERSIONS_SCHEMA",
     "Tag",
     "Tags",
-    "Tally",
     "VersionLike",
-    "leaf_rows",
-    "replaced_rows",
     "resolve_version",
     "version_at",
     "versions",
-    "write_operation",
-    "write_plan",
 ]
 
 VersionLike = int | str | dt.datetime
@@ -204,131 +192,6 @@ def _not_a_tag(manifest: Manifest, name: str) -> str:
         return f"{text}; pass version={int(stripped)} (an int) for __manifest version {stripped}"
     names = sorted(list_tags(manifest))
     return f"{text}; its tags are {names}" if names else f"{text}; it has no tags"
-
-
-def leaf_rows(
-    manifest: Manifest, snapshot: ManifestSnapshot, object_ids: Iterable[str] | None = None
-) -> dict[str, int]:
-    """Rows of the leaves ``object_ids`` of ``snapshot`` (None: every leaf; an id it does not
-    list is left out) at their ``read_version``: the count the ``__manifest`` records, else
-    (another client's leaf) the leaf's own, read from its Lance manifest."""
-    tables = snapshot.tables
-    wanted = None if object_ids is None else set(object_ids)
-    found: dict[str, int] = {}
-    for object_id, location, metadata, read_version in zip(
-        tables.column("object_id").to_pylist(),
-        tables.column("location").to_pylist(),
-        tables.column("metadata").to_pylist(),
-        tables.column("read_version").to_pylist(),
-        strict=True,
-    ):
-        if wanted is not None and object_id not in wanted:
-            continue
-        count = None if read_version is None else LeafStats.num_rows_at(metadata, read_version)
-        if count is None:
-            count = _count_rows(manifest, location, read_version)
-        found[object_id] = count
-    return found
-
-
-def _count_rows(manifest: Manifest, location: str, read_version: int | None) -> int:
-    uri = manifest.table_uri(location)
-    options = manifest.storage_options or None
-    try:
-        return int(lance.dataset(uri, version=read_version, storage_options=options).count_rows())
-    except (OSError, ValueError) as exc:
-        typed = errors.storage_error(exc, uri, "count the rows of a leaf table")
-        raise typed or errors.CorruptNamespaceError(
-            f"the leaf table at {uri!r} (version {read_version}), which the __manifest lists, "
-            f"cannot be read: {exc}"
-        ) from exc
-
-
-@dataclass
-class Tally:
-    """What one commit attempt does, counted for its history row: its ``properties``
-    (:class:`~lance_partitioned.manifest.operations.Operation` with its counts) are a
-    :class:`~lance_partitioned.transaction.ChangePlan`'s, resolved after the attempt's leaf
-    commits, so a retried commit records what the attempt that committed did.
-
-    Attributes
-    ----------
-    operation : Operation
-        What is recorded besides the counts.
-    written : sequence of LeafWrite
-        The staged leaf writes: their rows are added.
-    removed : dict of str to int
-        Leaves whose every row goes (dropped from the ``__manifest``, or overwritten whole),
-        with their rows.
-    deleted : callable, optional
-        Leaf object id to the rows its Lance delete removed, read when the properties are:
-        the counts that the ``LeafChange.prepare`` of the attempt wrote.
-    updated : int
-        Rows the operation replaces by new values (an update's, a merge's): each is one row
-        deleted and one staged, recorded as one row updated instead.
-
-    A leaf counts as touched when it is written, dropped, overwritten, or has rows deleted.
-
-    >>> Tally(Operation("delete"), removed={"v1$a": 4}).properties()[
-    ...     "lance_partitioned.rows_removed"]
-    '4'
-    """
-
-    operation: Operation
-    written: Sequence[LeafWrite] = ()
-    removed: Mapping[str, int] = dataclasses.field(default_factory=dict)
-    deleted: Callable[[], Mapping[str, int]] | None = None
-    updated: int = 0
-
-    def properties(self) -> dict[str, str]:
-        """The transaction properties of the commit: the operation with its counts."""
-        gone = dict(self.removed)
-        for object_id, rows in (self.deleted() if self.deleted is not None else {}).items():
-            if rows:
-                gone[object_id] = gone.get(object_id, 0) + rows
-        added = sum(leaf.rows for leaf in self.written)
-        removed = sum(gone.values())
-        updated = min(self.updated, added, removed)
-        leaves = {leaf.object_id for leaf in self.written} | set(gone)
-        counted = self.operation.counted(added - updated, removed - updated, updated, len(leaves))
-        return counted.to_properties()
-
-
-def write_operation(pending: PendingWrite, details: Mapping[str, str] | None = None) -> Operation:
-    """A write recorded as operation ``write``, its mode and ``details``."""
-    return Operation("write", mode=pending.mode, details=dict(details or {}))
-
-
-def replaced_rows(
-    manifest: Manifest, snapshot: ManifestSnapshot, pending: PendingWrite
-) -> dict[str, int]:
-    """The leaves of ``snapshot`` whose every row ``pending`` replaces, with their rows: none
-    for an ``append``, every leaf for an ``overwrite``, the written leaves that exist for an
-    ``overwrite_partitions`` (rows of its partitions under older specs are deleted by a
-    separate change, see :func:`lance_partitioned.dml.commit_staged`)."""
-    if pending.mode == "append":
-        return {}
-    if pending.mode == "overwrite":
-        return leaf_rows(manifest, snapshot)
-    return leaf_rows(manifest, snapshot, [leaf.object_id for leaf in pending.leaves])
-
-
-def write_plan(
-    manifest: Manifest, pending: PendingWrite, details: Mapping[str, str] | None = None
-) -> Callable[[ManifestSnapshot], ChangePlan]:
-    """The :func:`~lance_partitioned.transaction.commit_changes` planner of a write that
-    records it as operation ``write``: its mode, the rows it adds, and, on the ``__manifest``
-    snapshot each attempt commits on, the rows it replaces (an ``overwrite`` every leaf's,
-    an ``overwrite_partitions`` those of the leaves it overwrites), the leaves it writes and
-    replaces."""
-    operation = write_operation(pending, details)
-
-    def plan(snapshot: ManifestSnapshot) -> ChangePlan:
-        removed = replaced_rows(manifest, snapshot, pending)
-        tally = Tally(operation, written=pending.leaves, removed=removed)
-        return ChangePlan(writes=pending, properties=tally.properties)
-
-    return plan
 
 
 class Tags:

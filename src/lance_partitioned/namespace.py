@@ -18,7 +18,7 @@ import datetime as dt
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -35,16 +35,14 @@ from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.creation import create_manifest
 from lance_partitioned.scan import ScanTask
 from lance_partitioned.sizes import list_partitions, partition_sizes
-from lance_partitioned.spec.metadata import NamespaceMetadata, check_column_names
+from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import (
     PartitionField,
     PartitionSpec,
-    bind_spec,
-    check_authored,
-    validate_specs,
 )
 from lance_partitioned.spec.schema import NamespaceSchema
-from lance_partitioned.spec.shorthand import parse_partition_by, warn_ambiguous_date_parts
+from lance_partitioned.spec.shorthand import warn_ambiguous_date_parts
+from lance_partitioned.transaction import WRITE_MODES, WriteMode
 from lance_partitioned.write import WriteOptions, WriteProgress, stage
 
 if TYPE_CHECKING:
@@ -55,8 +53,6 @@ if TYPE_CHECKING:
     from lance_partitioned.history import Tags
 
 __all__ = ["PartitionedNamespace", "WriteResult"]
-
-_MODES = ("append", "overwrite", "overwrite_partitions")
 
 
 class PartitionedNamespace:
@@ -106,18 +102,7 @@ class PartitionedNamespace:
             Return the existing namespace when it has the same schema and spec instead of
             raising :class:`~lance_partitioned.errors.NamespaceAlreadyExistsError`.
         """
-        ns_schema = NamespaceSchema.from_arrow(schema)
-        check_column_names(ns_schema)
-        if isinstance(partition_by, str):
-            spec = bind_spec(
-                parse_partition_by(partition_by, ns_schema), existing=(), schema=ns_schema
-            )
-        else:
-            spec = PartitionSpec(1, tuple(partition_by))
-            validate_specs([spec], ns_schema)
-            check_authored(spec, ns_schema)
-            warn_ambiguous_date_parts(spec.fields, ns_schema)
-        metadata = NamespaceMetadata(ns_schema, (spec,))
+        metadata = NamespaceMetadata.create(schema, partition_by)
         create_manifest(str(uri), metadata, storage_options, exist_ok=exist_ok)
         return cls(str(uri), storage_options=storage_options)
 
@@ -197,7 +182,7 @@ class PartitionedNamespace:
         self,
         data: Any,
         *,
-        mode: Literal["append", "overwrite", "overwrite_partitions"] = "append",
+        mode: WriteMode = "append",
         options: WriteOptions | None = None,
         progress: Callable[[WriteProgress], None] | None = None,
         where: str | Predicate | None = None,
@@ -224,8 +209,8 @@ class PartitionedNamespace:
             ``where`` by ``data``, every row of which must satisfy it
             (:class:`~lance_partitioned.errors.PredicateViolationError` otherwise).
         """
-        if mode not in _MODES:
-            raise errors.InvalidInputError(f"mode {mode!r} is not one of {list(_MODES)}")
+        if mode not in WRITE_MODES:
+            raise errors.InvalidInputError(f"mode {mode!r} is not one of {list(WRITE_MODES)}")
         if where is not None and mode != "overwrite":
             raise errors.InvalidInputError(
                 f"where= replaces the rows matching it and needs mode='overwrite', not {mode!r}"

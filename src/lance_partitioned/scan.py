@@ -61,6 +61,7 @@ from lance_partitioned.manifest import (
     LeafStats,
     Manifest,
     ManifestSnapshot,
+    open_leaf,
     row_read_version,
 )
 from lance_partitioned.manifest.versions import list_versions
@@ -161,20 +162,15 @@ class ScanTask:
             version that pins it is (naming both): the namespace is damaged.
         """
         try:
-            return lance.dataset(
-                self.uri,
-                version=self.read_version,
-                storage_options=dict(self.storage_options) or None,
-            )
-        except (OSError, ValueError) as exc:
-            typed = errors.storage_error(exc, self.uri, "read")
-            if typed is not None:
-                raise typed from exc
+            return open_leaf(self.uri, self.read_version, dict(self.storage_options), action="read")
+        except errors.TableNotFoundError as exc:
             gone = self.removed_by_cleanup()
             if gone is not None:
                 raise gone from exc
             raise errors.CorruptNamespaceError(
-                missing_leaf_message(self.object_id, self.uri, self.read_version, exc)
+                missing_leaf_message(
+                    self.object_id, self.uri, self.read_version, exc.__cause__ or exc
+                )
             ) from exc
 
     def removed_by_cleanup(self) -> errors.TableVersionNotFoundError | None:

@@ -38,7 +38,7 @@ import lance
 import pyarrow as pa
 
 from lance_partitioned import errors
-from lance_partitioned.manifest import BASE_COLUMNS, DELIMITER
+from lance_partitioned.manifest import BASE_COLUMNS, DELIMITER, open_leaf
 from lance_partitioned.runtime import DEFAULT_THREADS
 from lance_partitioned.scan import missing_leaf_message, sql_filter
 
@@ -142,18 +142,12 @@ def leaf_size(
         The storage failed (permissions, no space...).
     """
     try:
-        dataset = lance.dataset(
-            leaf.uri,
-            version=leaf.read_version,
-            storage_options=dict(leaf.storage_options) or None,
-            session=session,
+        dataset = open_leaf(
+            leaf.uri, leaf.read_version, dict(leaf.storage_options), session=session, action="read"
         )
-    except (OSError, ValueError) as exc:
-        typed = errors.storage_error(exc, leaf.uri, "read")
-        if typed is not None:
-            raise typed from exc
+    except errors.TableNotFoundError as exc:
         raise errors.CorruptNamespaceError(
-            missing_leaf_message(leaf.object_id, leaf.uri, leaf.read_version, exc)
+            missing_leaf_message(leaf.object_id, leaf.uri, leaf.read_version, exc.__cause__ or exc)
         ) from exc
     rows = total_bytes = small = 0
     fragments = dataset.get_fragments()

@@ -9,7 +9,7 @@ uncommitted Lance fragments in the partition's leaf directory on the same pool, 
 grows past ``flush_bytes`` or when all of them together reach ``max_buffer_bytes``; while the
 bytes buffered or still being staged exceed it, reading waits for staging to catch up, so
 memory stays bounded whatever the input size. The staged fragments are then committed by
-:func:`lance_partitioned.transaction.commit_write`.
+:func:`lance_partitioned.transaction.write.commit_write`.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import lance_partitioned as lp
 from lance_partitioned import transaction
 from lance_partitioned.consistency import leaf_schema
 from lance_partitioned.manifest import WriterTransactions
+from lance_partitioned.transaction.write import commit_write
 from lance_partitioned.write import WriteOptions, stage
 
 SCHEMA = pa.schema([("id", pa.int64()), ("key", pa.string())])
@@ -33,15 +34,15 @@ def ids(ns: lp.PartitionedNamespace) -> list[int]:
 
 def test_a_committed_transaction_is_not_written_again(tmp_path: Path) -> None:
     ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="key")
-    first = transaction.commit_write(ns._manifest, pending(ns, range(4)), txn=("etl", 0))
+    first = commit_write(ns._manifest, pending(ns, range(4)), txn=("etl", 0))
     assert not first.skipped
-    again = transaction.commit_write(ns._manifest, pending(ns, range(4)), txn=("etl", 0))
+    again = commit_write(ns._manifest, pending(ns, range(4)), txn=("etl", 0))
     assert again.skipped
     assert again.version == first.version  # nothing committed
-    older = transaction.commit_write(ns._manifest, pending(ns, range(9, 10)), txn=("etl", -1))
+    older = commit_write(ns._manifest, pending(ns, range(9, 10)), txn=("etl", -1))
     assert older.skipped
-    other = transaction.commit_write(ns._manifest, pending(ns, range(4, 6)), txn=("other", 0))
-    later = transaction.commit_write(ns._manifest, pending(ns, range(6, 8)), txn=("etl", 1))
+    other = commit_write(ns._manifest, pending(ns, range(4, 6)), txn=("other", 0))
+    later = commit_write(ns._manifest, pending(ns, range(6, 8)), txn=("etl", 1))
     assert not other.skipped
     assert not later.skipped
     assert ids(ns) == list(range(8))
@@ -53,9 +54,9 @@ def test_a_committed_transaction_is_not_written_again(tmp_path: Path) -> None:
 
 def test_the_transaction_survives_partition_evolution(tmp_path: Path) -> None:
     ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="key")
-    transaction.commit_write(ns._manifest, pending(ns, range(2)), txn=("etl", 5))
+    commit_write(ns._manifest, pending(ns, range(2)), txn=("etl", 5))
     ns.update_partition_spec("bucket(2, id)")
-    assert transaction.commit_write(ns._manifest, pending(ns, range(2)), txn=("etl", 5)).skipped
+    assert commit_write(ns._manifest, pending(ns, range(2)), txn=("etl", 5)).skipped
     assert ids(ns) == [0, 1]
 
 
@@ -68,9 +69,9 @@ def test_a_retry_after_a_conflict_checks_the_new_base(tmp_path: Path) -> None:
 
     def race(_: dict[str, int]) -> None:  # our leaves are committed, our manifest is not
         if not raced:
-            raced.append(transaction.commit_write(ns._manifest, theirs, txn=("etl", 7)))
+            raced.append(commit_write(ns._manifest, theirs, txn=("etl", 7)))
 
-    result = transaction.commit_write(ns._manifest, ours, txn=("etl", 7), on_leaves_committed=race)
+    result = commit_write(ns._manifest, ours, txn=("etl", 7), on_leaves_committed=race)
     assert not raced[0].skipped
     assert result.skipped
     assert result.attempts == 2

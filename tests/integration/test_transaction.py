@@ -14,6 +14,7 @@ import pytest
 import lance_partitioned as lp
 from lance_partitioned import errors, transaction
 from lance_partitioned.transaction import leaves
+from lance_partitioned.transaction.write import commit_write
 from tests.integration.helpers import Boom, crash_after_leaf_commits, read_leaves
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("k", pa.string())])
@@ -105,7 +106,7 @@ def test_commit_gives_up_with_a_typed_error(
 
     monkeypatch.setattr(manifest.Manifest, "commit_rows", always_conflict)
     with pytest.raises(errors.ConcurrentModificationError, match="gave up"):
-        transaction.commit_write(
+        commit_write(
             ns._manifest,
             _pending(ns),
             backoff=transaction.Backoff(attempts=3, base=0.001),
@@ -175,7 +176,7 @@ def test_a_leaf_commit_looks_past_an_orphan(
     if mode == "overwrite_partitions":
         pending = dataclasses.replace(pending, mode="overwrite_partitions")
     looks = _count_looks(monkeypatch)
-    transaction.commit_write(ns._manifest, pending)
+    commit_write(ns._manifest, pending)
     assert looks, "the orphan went unnoticed"
     ids = sorted(read_leaves(ns.refresh())["id"].to_pylist())
     assert ids == (sorted([*range(10), *range(5)]) if mode == "append" else list(range(5)))

@@ -14,6 +14,7 @@ import lance_partitioned as lp
 from lance_partitioned import errors, transaction
 from lance_partitioned.consistency import leaf_schema
 from lance_partitioned.manifest import ManifestSnapshot
+from lance_partitioned.transaction.write import commit_write
 from lance_partitioned.write import WriteOptions, stage
 
 SCHEMA = pa.schema([("id", pa.int64()), ("key", pa.string())])
@@ -314,8 +315,8 @@ def test_a_new_leaf_row_without_its_partition_values_is_refused(tmp_path: Path) 
     assert [leaf.values for leaf in staged.leaves if leaf is not k2] == [{"key": None}]
     k2.values = {}
     with pytest.raises(errors.InternalError, match="without a value for its partition fields"):
-        transaction.commit_write(ns._manifest, staged)
+        commit_write(ns._manifest, staged)
     assert ns._manifest.latest_version() == before
     k2.values = {"key": "k2"}  # the other leaf's NULL value is one, the data's
-    transaction.commit_write(ns._manifest, staged)
+    commit_write(ns._manifest, staged)
     assert ns.refresh().to_table(filter="key IS NULL").column("id").to_pylist() == [21]

@@ -499,3 +499,21 @@ def test_foreach_batch_replay_after_a_crash_writes_once(
     assert len(ids(lp.PartitionedNamespace.open(uri))) == 200  # batches 0 and 1
     run()  # restarts from the checkpoint: batch 1 again, then batch 2
     assert ids(lp.PartitionedNamespace.open(uri)) == list(range(300))
+
+
+@pytest.mark.spark
+def test_a_job_creating_a_namespace_checks_column_names(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A first write through Spark builds the namespace metadata as ``create`` does
+    (``NamespaceMetadata.create``): a column Lance cannot store is refused with the Python
+    API's SchemaError before anything is staged, not by Lance's raw error at the first write."""
+    uri = str(tmp_path / "ns")
+    arrow = pa.schema([("id", pa.int64()), ("dot.ted", pa.string())])
+    with pytest.raises(errors.SchemaError) as python_api:
+        lp.PartitionedNamespace.create(str(tmp_path / "py"), schema=arrow, partition_by="id")
+    df = spark.range(0, 4, numPartitions=1).select(F.col("id"), F.lit("x").alias("dot.ted"))
+    with pytest.raises(Exception, match="SchemaError") as job:
+        save(df, uri, partition_by="id")
+    assert str(python_api.value) in str(job.value)
+    assert not (tmp_path / "ns" / "__manifest").exists()

@@ -7,7 +7,7 @@ import pyarrow as pa
 from lance.schema import LanceSchema
 
 from lance_partitioned.consistency import LEAF_FIELD_ID_KEY
-from lance_partitioned.leafplan import field_id_map, plan_leaf
+from lance_partitioned.transaction.leafplan import field_id_map, plan_leaf
 
 
 def f(name: str, dtype: pa.DataType, key: int | None, nullable: bool = True) -> pa.Field:

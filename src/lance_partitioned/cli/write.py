@@ -7,7 +7,7 @@ import re
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import (
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.dataset as pads
 
+
 __all__ = ["input_dataset", "parse_schema", "parse_type"]
 
 _SUFFIXES = {
@@ -49,8 +50,6 @@ _SUFFIXES = {
     ".ndjson": "json",
 }
 FORMATS = ("auto", "parquet", "csv", "json")
-MODES = ("append", "overwrite", "overwrite_partitions")
-_Mode = Literal["append", "overwrite", "overwrite_partitions"]
 
 
 # ----------------------------------------------------------------------------- schemas
@@ -356,8 +355,12 @@ def write(
     debug: DebugOpt = False,
 ) -> None:
     """Stream files into the namespace in one atomic commit, with bounded memory."""
-    if mode not in MODES:
-        raise typer.BadParameter(f"{mode!r} is not one of {', '.join(MODES)}", param_hint="--mode")
+    from lance_partitioned.transaction import WRITE_MODES
+
+    if mode not in WRITE_MODES:
+        raise typer.BadParameter(
+            f"{mode!r} is not one of {', '.join(WRITE_MODES)}", param_hint="--mode"
+        )
     if input_format not in FORMATS:
         raise typer.BadParameter(
             f"{input_format!r} is not one of {', '.join(FORMATS)}", param_hint="--format"
@@ -388,7 +391,7 @@ def write(
                 task, completed=report.rows, partitions=report.partitions, bytes=seen["bytes"]
             )
 
-        result = ns.write(reader, mode=cast(_Mode, mode), progress=progress)
+        result = ns.write(reader, mode=mode, progress=progress)
         bar.update(
             task, completed=result.rows_written, bytes=seen["bytes"], description="committed"
         )

@@ -27,12 +27,12 @@ from lance_partitioned.dml.plan import (
 )
 from lance_partitioned.dml.results import DeleteResult
 from lance_partitioned.expressions import Predicate, to_sql
-from lance_partitioned.history import Tally
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.scan import ScanTask
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.transaction import ChangePlan, LeafChange, commit_changes
+from lance_partitioned.transaction.write import Tally
 
 __all__ = [
     "PreparedDelete",

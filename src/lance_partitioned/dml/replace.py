@@ -12,7 +12,7 @@ does) and appends the data, every row of which must satisfy ``where``
 (:class:`~lance_partitioned.errors.PredicateViolationError` otherwise; nothing is written).
 
 Both commit once, the staged data and the deletes together, through
-:func:`lance_partitioned.transaction.commit_changes`.
+:func:`lance_partitioned.transaction.write.commit_write`, as every write does.
 """
 
 from __future__ import annotations
@@ -34,18 +34,11 @@ from lance_partitioned.expressions import (
     and_,
     or_,
 )
-from lance_partitioned.history import Tally, replaced_rows, write_operation, write_plan
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.pruning.fieldnames import field_terms, substitute
 from lance_partitioned.spec.partitioning import PartitionSpec
-from lance_partitioned.transaction import (
-    ChangePlan,
-    CommitResult,
-    LeafChange,
-    LeafWrite,
-    PendingWrite,
-    commit_changes,
-)
+from lance_partitioned.transaction import CommitResult, LeafChange, LeafWrite, PendingWrite
+from lance_partitioned.transaction.write import RowDeletes, commit_write, write_operation
 from lance_partitioned.write import as_reader
 
 __all__ = ["commit_staged", "partitions_predicate", "require_matching"]
@@ -93,24 +86,24 @@ def commit_staged(
     txn: tuple[str, int] | None = None,
     details: Mapping[str, str] | None = None,
 ) -> CommitResult:
-    """Commit a staged write, recorded as operation ``write`` on the commit
-    (:func:`~lance_partitioned.history.write_plan`, with ``details``): an append or whole
-    overwrite as such; ``overwrite_partitions`` with the rows of the written partitions
-    deleted from leaves of older spec versions; with ``where`` (pending staged as an append),
-    the rows matching ``where`` deleted first (recorded as mode ``replace_where``). The rows
-    those deletes remove count in the commit's ``rows_removed``, their leaves in its
-    ``partitions_touched``. ``txn`` makes the commit idempotent, as for ``commit_write``."""
+    """Commit a staged write, recorded as operation ``write`` (with ``details``), through
+    :func:`~lance_partitioned.transaction.write.commit_write`: an append or whole overwrite as
+    such; ``overwrite_partitions`` with the rows of the written partitions deleted from leaves
+    of older spec versions; with ``where`` (pending staged as an append), the rows matching
+    ``where`` deleted first (recorded as mode ``replace_where``). The rows those deletes
+    remove count in the commit's ``rows_removed``, their leaves in its
+    ``partitions_touched``. ``txn`` = (application id, version) makes the commit idempotent."""
+    operation = write_operation(pending, details)
     if where is None and pending.mode != "overwrite_partitions":
-        return commit_changes(
-            manifest, write_plan(manifest, pending, details), leaf_threads=leaf_threads, txn=txn
+        return commit_write(
+            manifest, pending, operation=operation, leaf_threads=leaf_threads, txn=txn
         )
     cache: dict[str, PreparedDelete] = {}
-    operation = write_operation(pending, details)
     if where is not None:
         mode = dataclasses.replace(operation, mode="replace_where")
         operation = mode.with_details(predicate=describe(where))
 
-    def plan(snapshot: ManifestSnapshot) -> ChangePlan:
+    def deletes(snapshot: ManifestSnapshot) -> RowDeletes:
         changes: list[LeafChange] = []
         drops: dict[str, int] = {}
         if where is not None:
@@ -127,22 +120,16 @@ def commit_staged(
             if older and pending.leaves:
                 predicate = partitions_predicate(spec, pending.leaves)
                 changes, drops = delete_changes(manifest, snapshot, predicate, cache, older)
-        removed = {**replaced_rows(manifest, snapshot, pending), **drops}
-        tally = Tally(
-            operation,
-            written=pending.leaves,
-            removed=removed,
-            deleted=deleted_rows(changes, cache),
-        )
-        return ChangePlan(
-            changes=changes,
-            drops=list(drops),
-            writes=pending,
-            properties=tally.properties,
-            serializable=True,
-        )
+        return RowDeletes(changes, drops, deleted_rows(changes, cache))
 
-    return commit_changes(manifest, plan, leaf_threads=leaf_threads, txn=txn)
+    return commit_write(
+        manifest,
+        pending,
+        operation=operation,
+        deletes=deletes,
+        leaf_threads=leaf_threads,
+        txn=txn,
+    )
 
 
 def require_matching(

@@ -33,7 +33,6 @@ from lance_partitioned.dml.plan import (
 from lance_partitioned.dml.results import UpdateResult
 from lance_partitioned.expressions import Predicate
 from lance_partitioned.expressions.sqltext import deep
-from lance_partitioned.history import Tally
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.scan import ScanTask
@@ -45,6 +44,7 @@ from lance_partitioned.transaction import (
     commit_changes,
     merge_pending,
 )
+from lance_partitioned.transaction.write import Tally
 from lance_partitioned.write import WriteOptions, stage
 
 __all__ = ["assign", "check_assignments", "update"]

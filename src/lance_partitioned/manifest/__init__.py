@@ -1,7 +1,7 @@
 """The ``__manifest`` table: its columns, object ids, derived names, snapshots and CAS commits.
 
 This is the only module that reads or writes the ``__manifest`` Lance table. Its layout
-(spec 000 and DESIGN.md):
+(spec 000; ``docs/design.md`` explains it):
 
 - columns ``object_id`` (primary key), ``object_type``, ``location``, ``metadata``,
   ``base_objects`` typed exactly as pylance's ``DirectoryNamespace`` writes them, then
@@ -13,12 +13,15 @@ This is the only module that reads or writes the ``__manifest`` Lance table. Its
 - one row per spec version namespace (``v1``), per partition namespace (``v1$<name>``, …) and
   per leaf table (``…$dataset``), each with the partition values inherited from its ancestors.
 
-The package is that one module, in four parts: :mod:`~lance_partitioned.manifest.layout` (the
+The package is that one module, in five parts: :mod:`~lance_partitioned.manifest.layout` (the
 columns, object ids and derived names), :mod:`~lance_partitioned.manifest.properties` (the
-rows' ``metadata`` JSON), :mod:`~lance_partitioned.manifest.snapshot` (one version read) and
-:mod:`~lance_partitioned.manifest.table` (the Lance table and its commits).
+rows' ``metadata`` JSON), :mod:`~lance_partitioned.manifest.snapshot` (one version read),
+:mod:`~lance_partitioned.manifest.table` (the Lance table and its commits) and
+:mod:`~lance_partitioned.manifest.datasets` (:func:`open_leaf`, which opens the Lance tables of
+a namespace, leaves and ``__manifest`` alike, with one mapping of Lance's errors).
 """
 
+from lance_partitioned.manifest.datasets import open_leaf
 from lance_partitioned.manifest.layout import (
     BASE_COLUMNS,
     DELIMITER,
@@ -75,6 +78,7 @@ __all__ = [
     "leaf_object_id",
     "local_path",
     "manifest_schema",
+    "open_leaf",
     "partition_name",
     "properties_error",
     "row_properties",

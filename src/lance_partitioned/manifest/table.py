@@ -28,6 +28,7 @@ from lance.optimize import Compaction, CompactionOptions
 from lance.schema import LanceSchema
 
 from lance_partitioned import errors
+from lance_partitioned.manifest.datasets import open_leaf
 from lance_partitioned.manifest.layout import (
     BASE_COLUMNS,
     DELIMITER,
@@ -104,19 +105,19 @@ class Manifest:
         if self._session is None:
             self._session = Session()
         try:
-            return lance.dataset(
-                self.uri,
-                version=version,
-                storage_options=self.storage_options or None,
-                session=self._session,
+            return open_leaf(
+                self.uri, version, self.storage_options, session=self._session, action="read"
             )
-        except ValueError as exc:
-            if version is not None and "not found" in str(exc).lower():
+        except (errors.TableNotFoundError, errors.StorageError) as exc:
+            if not isinstance(exc.__cause__, ValueError):
+                raise  # Lance's OSError: a storage failure, typed
+            if version is not None and "not found" in str(exc.__cause__).lower():
                 raise errors.TableVersionNotFoundError(
                     f"__manifest version {version} does not exist at {self.root!r}"
                 ) from exc
             raise errors.NamespaceNotFoundError(
-                f"no partitioned namespace at {self.root!r}: cannot open {self.uri!r} ({exc})"
+                f"no partitioned namespace at {self.root!r}: cannot open {self.uri!r} "
+                f"({exc.__cause__})"
             ) from exc
 
     def read_raw(self, version: int | None = None) -> RawManifest:

@@ -17,9 +17,9 @@ the ``__manifest``.
 
 The driver's :meth:`~LancePartitionedWriter.commit` merges the messages Spark hands it (one
 per successful task: retried and speculative attempts never count twice) and calls
-:func:`lance_partitioned.transaction.commit_changes` with the write's plan
-(:func:`lance_partitioned.history.write_plan`, which records the write on the commit), the
-same leaf commits and single CAS ``__manifest`` commit as the Python API: the job is
+:func:`lance_partitioned.dml.commit_staged`, as the Python API's ``write`` does: the write's
+plan (:func:`lance_partitioned.transaction.write.write_plan`, which records the write on the
+commit), the same leaf commits and single CAS ``__manifest`` commit: the job is
 all-or-nothing.
 Every task attempt records what it staged in a journal (:mod:`.staging`): the commit deletes
 what attempts whose message it did not use staged (retried, speculative, or failed after
@@ -60,8 +60,6 @@ from lance_partitioned.spark.staging import (
 from lance_partitioned.spark.types import arrow_schema_for
 from lance_partitioned.spark.workers import freeze_worker_heap
 from lance_partitioned.spec.metadata import NamespaceMetadata
-from lance_partitioned.spec.partitioning import bind_spec, validate_specs
-from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.shorthand import parse_partition_by
 from lance_partitioned.transaction import (
     PendingWrite,
@@ -283,11 +281,7 @@ def _new_metadata(options: SourceOptions, arrow_schema: pa.Schema) -> NamespaceM
             "the option partition_by (e.g. .option('partition_by', 'event_date, "
             "bucket(16, user_id)'), or '' for an unpartitioned namespace)"
         )
-    schema = NamespaceSchema.from_arrow(arrow_schema)
-    unbound = parse_partition_by(options.partition_by, schema)
-    spec = bind_spec(unbound, existing=(), schema=schema)
-    validate_specs([spec], schema)
-    return NamespaceMetadata(schema, (spec,))
+    return NamespaceMetadata.create(arrow_schema, options.partition_by)
 
 
 def plan_write(

@@ -34,8 +34,15 @@ import pyarrow as pa
 
 from lance_partitioned import errors
 from lance_partitioned.spec.evaluate import valid_time_zone
-from lance_partitioned.spec.partitioning import PartitionSpec, check_authored, validate_specs
+from lance_partitioned.spec.partitioning import (
+    PartitionField,
+    PartitionSpec,
+    bind_spec,
+    check_authored,
+    validate_specs,
+)
 from lance_partitioned.spec.schema import NamespaceSchema
+from lance_partitioned.spec.shorthand import parse_partition_by, warn_ambiguous_date_parts
 
 __all__ = [
     "LANCE_RESERVED_COLUMNS",
@@ -215,6 +222,38 @@ class NamespaceMetadata:
 
     schema: NamespaceSchema
     specs: tuple[PartitionSpec, ...]
+
+    @classmethod
+    def create(
+        cls, schema: pa.Schema, partition_by: str | Sequence[PartitionField]
+    ) -> NamespaceMetadata:
+        """The metadata of a new namespace: ``schema`` (field ids assigned depth-first unless
+        every field carries one) and its first partition spec, ``partition_by`` as the
+        shorthand or as bound fields. Every client that creates a namespace (the Python API,
+        the Spark writer) builds it here, held to the rules this package authors to.
+
+        Raises
+        ------
+        SchemaError
+            A column name that Lance cannot store (:func:`check_column_names`).
+        PartitionSpecError
+            A spec that breaks a rule of spec 000.
+
+        >>> meta = NamespaceMetadata.create(pa.schema([("k", pa.utf8())]), "k")
+        >>> [f.name for f in meta.current_spec.fields]
+        ['k']
+        """
+        ns_schema = NamespaceSchema.from_arrow(schema)
+        check_column_names(ns_schema)
+        if isinstance(partition_by, str):
+            unbound = parse_partition_by(partition_by, ns_schema)
+            spec = bind_spec(unbound, existing=(), schema=ns_schema)
+        else:
+            spec = PartitionSpec(1, tuple(partition_by))
+            validate_specs([spec], ns_schema)
+            check_authored(spec, ns_schema)
+            warn_ambiguous_date_parts(spec.fields, ns_schema)
+        return cls(ns_schema, (spec,))
 
     def __post_init__(self) -> None:
         if not isinstance(self.schema, NamespaceSchema):

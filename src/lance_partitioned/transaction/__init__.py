@@ -1,13 +1,18 @@
 """The commit protocol: every change of data becomes visible in one ``__manifest`` commit.
 
-This package is the only place that commits data (:mod:`.leaves` holds the leaf-level
-commits). Every operation hands :func:`commit_changes` a planner that returns a
-:class:`ChangePlan` for a ``__manifest`` snapshot: changes of existing leaves computed from
+This package is the only place that commits data. Its modules: :mod:`.leaves` (the
+leaf-level commits), :mod:`.leafplan` (how staged fragments meet a leaf's schema),
+:mod:`.restage` (staged data converted to a type promoted meanwhile), :mod:`.rebase` (moving a
+plan over concurrent commits) and :mod:`.write` (the planner of every write).
+
+Every operation hands :func:`commit_changes` a planner that returns a :class:`ChangePlan` for
+a ``__manifest`` snapshot: changes of existing leaves computed from
 the leaf at its ``read_version`` (:class:`LeafChange`: row-level deletes, updates,
-compactions), leaves dropped from the ``__manifest``, and staged new data. Writes (the Python
-API, the Spark driver, the CLI) use :func:`commit_write`, a plan that only writes: a
+compactions), leaves dropped from the ``__manifest``, and staged new data: a
 :class:`PendingWrite` (fragments already staged, invisible, with the field ids of a new leaf in
-the leaf schema). For each attempt the protocol:
+the leaf schema). Writes (the Python API, the Spark driver, the CLI) commit through
+:func:`lance_partitioned.transaction.write.commit_write`, whose planner (:mod:`.write`) adds the
+rows an overwrite replaces and records the write. For each attempt the protocol:
 
 1. reads the latest ``__manifest`` snapshot and checks that the write still means what it
    meant when staged: an ``overwrite`` or ``overwrite_partitions`` staged under a partition
@@ -25,7 +30,7 @@ the leaf schema). For each attempt the protocol:
    ``Append`` goes on a leaf version whose schema takes the staged columns: when the
    ``__manifest`` does not record the staged schema for that version, the leaf is opened,
    brought to take them with Lance's metadata-only schema changes (leaf commits too, see
-   :mod:`lance_partitioned.leafplan`), and the fragments' field ids are mapped to the leaf's
+   :mod:`.leafplan`), and the fragments' field ids are mapped to the leaf's
    and checked column by column, so a commit never publishes fragments that the leaf would
    misread. The first attempt does not open a leaf that is as the manifest says: it commits
    on the manifest's view, and Lance's rebase, conflict or "not found" is what sends the next
@@ -65,7 +70,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pyarrow as pa
 
@@ -82,7 +87,6 @@ from lance_partitioned.manifest import (
     rows_table,
     spec_namespace_id,
 )
-from lance_partitioned.restage import current_names, promoted_schema, restage_fragments
 from lance_partitioned.transaction.leaves import (
     _ABSENT,
     _NULL,
@@ -102,8 +106,10 @@ from lance_partitioned.transaction.rebase import (
     moved_leaves,
     same_objects,
 )
+from lance_partitioned.transaction.restage import current_names, promoted_schema, restage_fragments
 
 __all__ = [
+    "WRITE_MODES",
     "Backoff",
     "ChangePlan",
     "CommitResult",
@@ -111,10 +117,10 @@ __all__ = [
     "LeafCommit",
     "LeafWrite",
     "PendingWrite",
+    "WriteMode",
     "commit_change",
     "commit_changes",
     "commit_leaf",
-    "commit_write",
     "merge_pending",
     "pause_at",
 ]
@@ -122,6 +128,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 WriteMode = Literal["append", "overwrite", "overwrite_partitions"]
+"""How a write meets the data there: the one definition of the write modes."""
+#: The write modes, in order (the values of :data:`WriteMode`).
+WRITE_MODES: tuple[WriteMode, ...] = get_args(WriteMode)
 _SPEC_ID = re.compile(r"v[0-9]+")
 
 
@@ -230,7 +239,7 @@ def _check_base(
 ) -> PendingWrite:
     """``pending`` as it can be committed on ``snapshot``: with the current names of the
     columns renamed meanwhile (leaves keep the namespace's names), re-staged when a column it
-    staged was promoted meanwhile (:mod:`lance_partitioned.restage`); refused with
+    staged was promoted meanwhile (:mod:`.restage`); refused with
     ``ConcurrentSchemaChangeError`` when it was staged for an overwrite under a partition
     spec that is no longer current."""
     current = snapshot.metadata.current_spec.version
@@ -717,33 +726,6 @@ def _result(
             if step.change is not None and commit is not None
         },
         dropped=list(plan.drops),
-    )
-
-
-def commit_write(
-    manifest: Manifest,
-    pending: PendingWrite,
-    *,
-    backoff: Backoff | None = None,
-    leaf_threads: int = 8,
-    on_leaves_committed: Callable[[dict[str, int]], None] | None = None,
-    txn: tuple[str, int] | None = None,
-    properties: Mapping[str, str] | None = None,
-) -> CommitResult:
-    """Make a pending write visible atomically: :func:`commit_changes` with a plan that only
-    writes (see the module docstring).
-
-    ``txn`` = (application id, version) makes the write idempotent (see
-    :func:`commit_changes`); ``properties`` are recorded on the ``__manifest`` commit.
-    """
-    plan = ChangePlan(writes=pending, properties=dict(properties or {}))
-    return commit_changes(
-        manifest,
-        lambda _snapshot: plan,
-        backoff=backoff,
-        leaf_threads=leaf_threads,
-        on_leaves_committed=on_leaves_committed,
-        txn=txn,
     )
 
 

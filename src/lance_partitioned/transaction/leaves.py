@@ -23,14 +23,14 @@ from lance import LanceDataset, LanceOperation
 from lance.commit import CommitConflictError
 
 from lance_partitioned import errors
-from lance_partitioned.leafplan import (
+from lance_partitioned.manifest import Manifest
+from lance_partitioned.transaction.leafplan import (
     field_id_map,
     leaf_fingerprint,
     plan_leaf,
     remap,
     staged_fingerprint,
 )
-from lance_partitioned.manifest import Manifest
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ class LeafWrite:
 @dataclass(frozen=True)
 class LeafCommit:
     """A committed leaf: its new Lance version, its row count and its schema fingerprint
-    (:func:`~lance_partitioned.leafplan.leaf_fingerprint`) at that version."""
+    (:func:`~lance_partitioned.transaction.leafplan.leaf_fingerprint`) at that version."""
 
     version: int
     num_rows: int

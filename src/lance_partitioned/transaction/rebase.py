@@ -33,8 +33,8 @@ from typing import Any
 import lance
 from lance import LanceOperation
 
-from lance_partitioned.leafplan import leaf_fingerprint
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
+from lance_partitioned.transaction.leafplan import leaf_fingerprint
 from lance_partitioned.transaction.leaves import _ABSENT, _NULL
 
 __all__ = ["REBASABLE", "Prepared", "appended_only", "moved_leaves", "same_objects"]
