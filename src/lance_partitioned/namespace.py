@@ -634,12 +634,16 @@ class PartitionedNamespace:
         self._snapshot = self._manifest.snapshot(result.version)
         return result
 
-    def merge(self, data: Any, on: str | Sequence[str]) -> MergeBuilder:
+    def merge(self, data: Any, on: str | Sequence[str], *, null_safe: bool = False) -> MergeBuilder:
         """An upsert of ``data`` keyed by ``on`` (pylance's ``merge_insert``): configure it
         with ``when_matched_update_all``, ``when_not_matched_insert_all`` and
-        ``when_not_matched_by_source_delete``, then ``execute()`` it in one commit."""
+        ``when_not_matched_by_source_delete``, then ``execute()`` it in one commit.
+
+        Keys that are partition source columns match NULL-safely (``IS NOT DISTINCT
+        FROM``: a NULL matches a NULL); ``null_safe=True`` matches every key so, else a
+        NULL in another key never matches."""
         self._require_writable("merge")
-        return dml.MergeBuilder(self._manifest, data, on, after=self._moved_to)
+        return dml.MergeBuilder(self._manifest, data, on, after=self._moved_to, null_safe=null_safe)
 
     def _moved_to(self, version: int) -> None:
         self._snapshot = self._manifest.snapshot(version)
