@@ -359,7 +359,9 @@ class PartitionedNamespace:
         Parameters
         ----------
         filter : str, optional
-            SQL over the partition columns (``"country = 'US' AND year >= 2025"``).
+            SQL over the partition columns (``"country = 'US' AND year >= 2025"``), or a
+            filter over the namespace's columns (``"ts >= TIMESTAMP '2025-06-01 00:00:00'"``):
+            the leaves a scan with it reads.
         sizes : bool, default True
             Add the four size columns.
 
@@ -405,7 +407,7 @@ class PartitionedNamespace:
         out = out.sort_by([("object_id", "ascending")])
         if filter is None:
             return out
-        return scan.sql_filter(out, filter, what="partition filter")
+        return scan.filter_partitions(self._manifest, self._snapshot, out, filter)
 
     # ------------------------------------------------------------------ reads
     def plan_scan(

@@ -216,7 +216,7 @@ def partition_sizes(
     ns : PartitionedNamespace
         The namespace, read at its current ``__manifest`` version.
     filter : str, optional
-        SQL over the partition columns, as for ``partitions()``.
+        SQL over the partition columns or the namespace's columns, as for ``partitions()``.
     threads : int, optional
         Leaves opened in parallel.
     small_rows : int
