@@ -260,7 +260,9 @@ class PartitionedNamespace:
         Parameters
         ----------
         filter : str, optional
-            SQL over the partition columns (``"country = 'US' AND year >= 2025"``).
+            SQL over the partition columns (``"country = 'US' AND year >= 2025"``), or a
+            filter over the namespace's columns (``"ts >= TIMESTAMP '2025-06-01 00:00:00'"``):
+            the leaves a scan with it reads.
         sizes : bool, default True
             Add the four size columns.
 
@@ -287,7 +289,7 @@ class PartitionedNamespace:
         """
         if sizes:
             return partition_sizes(self._manifest, self._snapshot, filter)
-        return list_partitions(self._snapshot, filter)
+        return list_partitions(self._manifest, self._snapshot, filter)
 
     def plan_scan(
         self, filter: str | Predicate | None = None, columns: Sequence[str] | None = None
@@ -410,12 +412,16 @@ class PartitionedNamespace:
             moved_to(result.version)
         return result
 
-    def merge(self, data: Any, on: str | Sequence[str]) -> MergeBuilder:
+    def merge(self, data: Any, on: str | Sequence[str], *, null_safe: bool = False) -> MergeBuilder:
         """An upsert of ``data`` keyed by ``on`` (pylance's ``merge_insert``): configure it
         with ``when_matched_update_all``, ``when_not_matched_insert_all`` and
-        ``when_not_matched_by_source_delete``, then ``execute()`` it in one commit."""
+        ``when_not_matched_by_source_delete``, then ``execute()`` it in one commit.
+
+        Keys that are partition source columns match NULL-safely (``IS NOT DISTINCT
+        FROM``: a NULL matches a NULL); ``null_safe=True`` matches every key so, else a
+        NULL in another key never matches."""
         self._require_writable("merge")
-        return dml.MergeBuilder(self._manifest, data, on, after=self._moved_to)
+        return dml.MergeBuilder(self._manifest, data, on, after=self._moved_to, null_safe=null_safe)
 
     # ------------------------------------------------------------------ evolution
     def update_partition_spec(self, partition_by: str | Sequence[PartitionField]) -> PartitionSpec:

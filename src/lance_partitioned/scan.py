@@ -515,6 +515,30 @@ def sql_filter(table: pa.Table, condition: str, what: str = "filter") -> pa.Tabl
     return result.cast(table.schema) if result.num_rows else table.slice(0, 0)
 
 
+def filter_partitions(
+    manifest: Manifest, snapshot: ManifestSnapshot, listing: pa.Table, condition: str
+) -> pa.Table:
+    """The rows of a partitions ``listing`` (one per leaf of ``snapshot``, with its
+    ``object_id``) that ``condition`` keeps: SQL over the listing's own columns (partition
+    columns, ``spec_version``...), else a filter over the namespace's columns, which keeps
+    the leaves a scan with it reads (pruned as :func:`plan_scan` does).
+
+    Raises
+    ------
+    InvalidInputError
+        A condition that is neither, with the error of the listing's SQL.
+    """
+    try:
+        return sql_filter(listing, condition, what="partition filter")
+    except errors.InvalidInputError as exc:
+        try:
+            tasks = plan_scan(manifest, snapshot, condition, columns=[])
+        except errors.InvalidInputError:
+            raise exc from exc.__cause__
+        kept = pa.array([task.object_id for task in tasks], pa.string())
+        return listing.filter(pc.is_in(listing.column("object_id"), kept))
+
+
 def post_filter(batch: pa.RecordBatch, predicate: Predicate) -> pa.RecordBatch:
     """Filter a batch conformed to the namespace read schema in memory: residuals Lance
     cannot evaluate in the leaf (over renamed or cast columns), and conditions on partition

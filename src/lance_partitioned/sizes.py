@@ -40,7 +40,7 @@ import pyarrow as pa
 from lance_partitioned import errors
 from lance_partitioned.manifest import BASE_COLUMNS, DELIMITER, open_leaf
 from lance_partitioned.runtime import DEFAULT_THREADS
-from lance_partitioned.scan import missing_leaf_message, sql_filter
+from lance_partitioned.scan import filter_partitions, missing_leaf_message
 
 if TYPE_CHECKING:
     from lance_partitioned.manifest import Manifest, ManifestSnapshot
@@ -197,9 +197,12 @@ def leaf_sizes(
     return [parts[i % width][i // width] for i in range(len(leaves))]
 
 
-def list_partitions(snapshot: ManifestSnapshot, filter: str | None = None) -> pa.Table:
+def list_partitions(
+    manifest: Manifest, snapshot: ManifestSnapshot, filter: str | None = None
+) -> pa.Table:
     """:meth:`~lance_partitioned.PartitionedNamespace.partitions` without the sizes: one row
-    per leaf of ``snapshot`` (matching ``filter``, SQL over the partition columns), in
+    per leaf of ``snapshot`` (matching ``filter``: SQL over the partition columns, or a
+    filter over the namespace's columns, see :func:`~lance_partitioned.scan.filter_partitions`), in
     object-id order: ``object_id``, ``location``, ``spec_version``, the partition columns,
     ``read_version``. Reads the ``__manifest`` rows alone."""
     tables = snapshot.tables
@@ -219,7 +222,7 @@ def list_partitions(snapshot: ManifestSnapshot, filter: str | None = None) -> pa
     out = out.sort_by([("object_id", "ascending")])
     if filter is None:
         return out
-    return sql_filter(out, filter, what="partition filter")
+    return filter_partitions(manifest, snapshot, out, filter)
 
 
 def _spec_version(object_id: str) -> int:
@@ -245,7 +248,7 @@ def partition_sizes(
     snapshot : ManifestSnapshot
         The ``__manifest`` version whose leaves are measured.
     filter : str, optional
-        SQL over the partition columns, as for ``partitions()``.
+        SQL over the partition columns or the namespace's columns, as for ``partitions()``.
     threads : int, optional
         Leaves opened in parallel.
     small_rows : int
@@ -265,7 +268,7 @@ def partition_sizes(
     StorageError
         The storage failed (permissions, no space...).
     """
-    parts = list_partitions(snapshot, filter)
+    parts = list_partitions(manifest, snapshot, filter)
     options = tuple(sorted(manifest.storage_options.items()))
     leaves = [
         _Leaf(object_id, manifest.table_uri(location), read_version, options)

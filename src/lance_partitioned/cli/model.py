@@ -40,7 +40,12 @@ __all__ = [
 UriArg = Annotated[str, typer.Argument(help="The namespace root: a directory or object-store URI.")]
 FilterOpt = Annotated[
     str | None,
-    typer.Option("--filter", "-f", help="SQL over the partition columns, e.g. \"country = 'US'\"."),
+    typer.Option(
+        "--filter",
+        "-f",
+        help="SQL over the partition columns, e.g. \"country = 'US'\", or over the "
+        "namespace's columns: the leaves a scan with it reads.",
+    ),
 ]
 
 

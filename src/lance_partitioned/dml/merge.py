@@ -5,14 +5,15 @@ alone: for each partition spec version, the partition values that the key column
 (the fields whose source column is a key) are computed for every source row, and only leaves
 with one of those value combinations are searched — when ``on`` includes every partition
 source column, exactly the leaves the source rows belong to. In each searched leaf the key
-columns are read at its ``read_version`` and joined with the source (DataFusion; NULL keys
-never match). Matched target rows are deleted there (Lance deletion files) and their new
-version (the source row, with the target's values of the columns the source lacks) is
-staged, with the inserted rows, into the leaves of the partitions they belong to under the
-current spec: a row whose new values belong to another partition moves. The condition of
-``when_not_matched_by_source_delete`` is planned as a delete's predicate is (partition
-pruning, partition field names, the residual per leaf). Everything is one ``__manifest``
-commit.
+columns are read at its ``read_version`` and joined with the source (DataFusion): a NULL
+key matches a NULL key (``IS NOT DISTINCT FROM``) on a partition source column, or on every
+key with ``null_safe=True``; elsewhere a NULL key never matches. Matched target rows are
+deleted there (Lance deletion files) and their new version (the source row, with the
+target's values of the columns the source lacks) is staged, with the inserted rows, into
+the leaves of the partitions they belong to under the current spec: a row whose new values
+belong to another partition moves. The condition of ``when_not_matched_by_source_delete``
+is planned as a delete's predicate is (partition pruning, partition field names, the
+residual per leaf). Everything is one ``__manifest`` commit.
 """
 
 from __future__ import annotations
@@ -80,7 +81,11 @@ class MergeBuilder:
 
     Like pylance's ``merge_insert`` (and deltalake's ``merge``):
 
-    - a NULL key never matches;
+    - a NULL key matches a NULL key (``IS NOT DISTINCT FROM``) when the key is a partition
+      source column (of any partition spec version), or for every key with
+      ``null_safe=True``; otherwise a NULL key never matches (as in SQL's ``=``). So an
+      upsert keyed on partition columns that hold NULLs, run twice, changes nothing the
+      second time;
     - columns the source lacks: an updated row keeps the target's values of them (partition
       source columns included, so it stays in its partition); an inserted row gets NULL, and
       an insert into a column that is not nullable is an
@@ -113,6 +118,7 @@ class MergeBuilder:
         *,
         after: Callable[[int], None] | None = None,
         options: WriteOptions | None = None,
+        null_safe: bool = False,
     ) -> None:
         keys = [on] if isinstance(on, str) else list(on)
         if not keys or not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys):
@@ -122,6 +128,7 @@ class MergeBuilder:
         self._manifest = manifest
         self._data = data
         self._on = keys
+        self._null_safe = bool(null_safe)
         self._after = after
         self._options = options or WriteOptions()
         self._update: tuple[bool, str | None] = (False, None)
@@ -182,6 +189,7 @@ class MergeBuilder:
         if self._delete[0] and self._delete[1] is not None:
             leaf_tasks(manifest, first, self._delete[1])  # a bad condition fails first
         cache: dict[str, _LeafMatches] = {}
+        safe = [self._safe_keys(first)]
         counts: dict[str, DeleteCount] = {}
         used: list[_LeafMatches] = []
         inserted = [0]
@@ -203,10 +211,14 @@ class MergeBuilder:
                     ) from exc
                 read = snapshot.metadata.schema.read_schema()
                 cache.clear()
+            if self._safe_keys(snapshot) != safe[0]:
+                # the partition source columns changed meanwhile: NULL keys match otherwise
+                safe[0] = self._safe_keys(snapshot)
+                cache.clear()
             used.clear()
             changes: list[LeafChange] = []
             reads: dict[str, int] = {}
-            for task, rows, deleting in self._candidates(snapshot, source):
+            for task, rows, deleting in self._candidates(snapshot, source, safe[0]):
                 found = cache.get(task.object_id)
                 if found is None or found.read_version != task.read_version:
                     # (a search at the manifest's version is reused without opening the leaf)
@@ -214,7 +226,7 @@ class MergeBuilder:
                     if found is None or found.read_version != ds.version:
                         subset = source if rows is None else source.take(pa.array(rows))
                         schema_now = snapshot.metadata.schema
-                        found = self._search(ds, task, schema_now, subset, deleting)
+                        found = self._search(ds, task, schema_now, subset, deleting, safe[0])
                         cache[task.object_id] = found
                 used.append(found)
                 if task.read_version is not None:  # (a foreign leaf without one: its latest)
@@ -269,6 +281,21 @@ class MergeBuilder:
         )
 
     # ------------------------------------------------------------------------- steps
+    def _safe_keys(self, snapshot: ManifestSnapshot) -> frozenset[str]:
+        """The keys matched NULL-safely (``IS NOT DISTINCT FROM``): every key with
+        ``null_safe``, else those that are a partition source column of a spec version."""
+        if self._null_safe:
+            return frozenset(self._on)
+        metadata = snapshot.metadata
+        schema = metadata.schema
+        sources = {
+            schema.name_of(f.source_id)
+            for spec in metadata.specs
+            for f in spec.fields
+            if not schema.is_deprecated(f.source_id)
+        }
+        return frozenset(k for k in self._on if k in sources)
+
     def _source(self, schema: NamespaceSchema, table: pa.Table) -> pa.Table:
         """The source ``table``'s columns in the namespace's types (read-schema order), with
         its row index; the namespace columns it lacks are noted in ``self._absent``."""
@@ -294,7 +321,7 @@ class MergeBuilder:
         return table.append_column(_SOURCE_ROW, pa.array(np.arange(table.num_rows)))
 
     def _candidates(
-        self, snapshot: ManifestSnapshot, source: pa.Table
+        self, snapshot: ManifestSnapshot, source: pa.Table, safe: frozenset[str]
     ) -> list[tuple[scan.ScanTask, np.ndarray | None, Predicate]]:
         """The leaves to search, each with the source rows that can match its rows (None:
         every source row) and the residual of the delete-by-source condition there
@@ -313,7 +340,7 @@ class MergeBuilder:
         undetermined: set[int] = set()
         metadata = snapshot.metadata
         for spec in metadata.specs:
-            found = _source_groups(snapshot, spec, metadata.schema, source, self._on)
+            found = _source_groups(snapshot, spec, metadata.schema, source, self._on, safe)
             if found is None:
                 undetermined.add(spec.version)
             else:
@@ -337,6 +364,7 @@ class MergeBuilder:
         schema: NamespaceSchema,
         source: pa.Table,
         deleting: Predicate,
+        safe: frozenset[str],
     ) -> _LeafMatches:
         """Join the leaf's rows with the source on the keys (DataFusion); the unmatched rows
         for which ``deleting`` (the delete-by-source condition's residual here) holds go."""
@@ -363,7 +391,11 @@ class MergeBuilder:
         target = matched_rows(ds, whole, schema, columns)
         # the columns the source lacks stay out of DataFusion (taken by row address below)
         joined = target if columns is None else target.select([*self._on, ROW_ADDRESS])
-        keys = " AND ".join(f"target.{_quoted(k)} = source.{_quoted(k)}" for k in self._on)
+        keys = " AND ".join(
+            f"(target.{_quoted(k)} {'IS NOT DISTINCT FROM' if k in safe else '='} "
+            f"source.{_quoted(k)})"
+            for k in self._on
+        )
 
         def run() -> tuple[pa.Table, pa.Table, pa.Table]:
             ctx = datafusion.SessionContext()
@@ -511,10 +543,12 @@ def _source_groups(
     schema: NamespaceSchema,
     source: pa.Table,
     on: Sequence[str],
+    safe: frozenset[str],
 ) -> dict[str, np.ndarray] | None:
-    """For each leaf of ``spec`` that a source row with non-NULL keys can match, the
-    positions of those source rows: a key match means equal partition source values, so
-    equal values of every field whose source column is a key (None: no field is).
+    """For each leaf of ``spec`` that a source row can match (one with no NULL in the keys
+    that are not NULL-safe, ``safe``), the positions of those source rows: a key match
+    means equal (or, NULL-safely, both NULL) partition source values, so equal values of
+    every field whose source column is a key (None: no field is).
 
     The source rows are grouped by those values (NULL is a value) and each group is looked
     up among the leaves' partition values in the ``__manifest``.
@@ -535,6 +569,8 @@ def _source_groups(
         leaves.setdefault(tuple(row[n] for n in names), []).append(row["object_id"])
     valid = np.ones(source.num_rows, dtype=bool)
     for name in on:
+        if name in safe:
+            continue
         valid &= ~np.asarray(source.column(name).is_null().to_numpy(zero_copy_only=False))
     positions = np.flatnonzero(valid)
     if not len(positions) or not leaves:

@@ -10,8 +10,9 @@ turns the placement into a comparison with a literal of the column's own type.
 Time zones follow DataFusion: a naive timestamp against a time-zone-aware column is a
 wall-clock time in the column's zone (``TIMESTAMP '2025-01-01 05:00'`` against an
 ``America/New_York`` column is 10:00 UTC), while a date is its midnight UTC; an aware
-``datetime`` is its instant. Values of time-zone-aware columns are returned as aware
-``datetime`` in UTC.
+``datetime`` is its instant, and so is a SQL literal with an explicit UTC offset
+(``TIMESTAMP '2025-01-01 05:00:00+02:00'``, which the parser reads as an aware value).
+Values of time-zone-aware columns are returned as aware ``datetime`` in UTC.
 
 NaN sorts above every number (DataFusion's total order for floats).
 

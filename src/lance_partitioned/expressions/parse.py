@@ -26,6 +26,7 @@ Or(left=Unknown(sql="(upper(`s`) = 'AB')", columns=('s',)), right=IsNull(term='x
 
 from __future__ import annotations
 
+import datetime
 import re
 import threading
 from typing import Any
@@ -120,6 +121,7 @@ def parse_sql(text: str, schema: pa.Schema) -> Predicate:
     """
     if not isinstance(text, str) or not text.strip():
         raise InvalidInputError(f"a filter must be a non-empty SQL string, got {text!r}")
+    text = instant_literals(text)
     if len(_CONNECTIVES.findall(text)) > _LONG:
         return deep(lambda: _parse_long(text, schema))
     return deep(lambda: _parse(text, schema))  # DataFusion recurses as deep as the filter nests
@@ -440,9 +442,14 @@ class _Parser:
                 ) from exc
             table = wide
         try:
-            return python_value(table.column(0)[0])
+            value = python_value(table.column(0)[0])
         except NotALiteral:
             return None
+        if isinstance(value, datetime.datetime) and value.tzinfo is None and _offset_text(expr):
+            # DataFusion turns the text's offset into a naive UTC value, which a zoned column
+            # would read on its wall clock: keep it the instant the text names
+            value = value.replace(tzinfo=datetime.timezone.utc)
+        return value
 
     def _unknown(self, expr: Any, negate: bool) -> t.Unknown:
         sql, columns = self._render(expr)
@@ -523,6 +530,88 @@ def _in_microseconds(expr: Any) -> pa.Table | None:
     except Exception:  # not a timestamp DataFusion reads: the first error stands
         return None
     return table
+
+
+_EXPLICIT_OFFSET = re.compile(r"\d:\d{2}(?::\d{2}(?:\.\d*)?)?\s*(?:[Zz]|[+-]\d{2}(?::?\d{2})?)\s*$")
+# a quoted date and time with an offset that DataFusion reads (to the microsecond)
+_INSTANT_LITERAL = re.compile(
+    r"'[^']*\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:[Zz]|[+-]\d{2}:?\d{2})\s*'"
+)
+_TIMESTAMP_KEYWORD = re.compile(r"(?<![\w.])TIMESTAMP\s*(?=')", re.IGNORECASE)
+_UTC_MICROSECONDS = 'Timestamp(Microsecond, Some("UTC"))'
+
+
+def instant_literals(text: str) -> str:
+    """``text`` with each ``TIMESTAMP '...'`` literal that carries an explicit UTC offset
+    (``Z``, ``+02:00``) written as the instant it names, a UTC-zoned timestamp: DataFusion
+    (and Lance) would make it a naive value, which a column with a time zone reads on its
+    own wall clock. Quoted strings and identifiers are left alone.
+
+    >>> print(instant_literals("ts >= TIMESTAMP '2025-06-01 00:00:00+02:00' AND s = 'x'"))
+    ts >= arrow_cast('2025-06-01 00:00:00+02:00', 'Timestamp(Microsecond, Some("UTC"))') AND s = 'x'
+    >>> instant_literals("ts >= TIMESTAMP '2025-06-01 00:00:00'")
+    "ts >= TIMESTAMP '2025-06-01 00:00:00'"
+    """
+    if "'" not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c in "'\"`":
+            end = _quote_end(text, i, c)
+            out.append(text[i:end])
+            i = end
+            continue
+        keyword = _TIMESTAMP_KEYWORD.match(text, i)
+        if keyword is not None:
+            start = keyword.end()
+            end = _quote_end(text, start, "'")
+            literal = text[start:end]
+            if _INSTANT_LITERAL.fullmatch(literal):
+                out.append(f"arrow_cast({literal}, '{_UTC_MICROSECONDS}')")
+            else:
+                out.append(text[i:end])
+            i = end
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _quote_end(text: str, start: int, quote: str) -> int:
+    """The index just past the quote closing the one at ``start`` (doubled quotes are
+    escapes; an unterminated quote runs to the end: DataFusion reports it)."""
+    i = start + 1
+    while i < len(text):
+        if text[i] == quote:
+            if text.startswith(quote, i + 1):
+                i += 2
+                continue
+            return i + 1
+        i += 1
+    return len(text)
+
+
+def _offset_text(expr: Any) -> bool:
+    """Whether ``expr`` casts a string with an explicit UTC offset (``Z``, ``+02:00``) to
+    SQL's ``TIMESTAMP`` (``TIMESTAMP '2025-06-01 00:00:00+02:00'``): an instant.
+
+    >>> _ = _session()
+    >>> _offset_text(_local.one.parse_sql_expr("CAST('2025-06-01 00:00:00Z' AS TIMESTAMP)"))
+    True
+    >>> _offset_text(_local.one.parse_sql_expr("TIMESTAMP '2025-06-01 00:00:00'"))
+    False
+    """
+    if expr.variant_name() != "Cast" or not _TO_NANOSECONDS.search(str(expr)):
+        return False
+    inner = expr.to_variant().expr()
+    if inner.variant_name() != "Literal":
+        return False
+    text = wrap(inner).python_value()
+    if not isinstance(text, pa.Scalar) or not pa.types.is_string(text.type):
+        return False
+    return bool(_EXPLICIT_OFFSET.search(str(text.as_py())))
 
 
 def _chain(expr: Any, op: str) -> list[Any]:

@@ -83,9 +83,9 @@ SCHEMA = pa.schema(
             "ts >= TIMESTAMP '2025-01-01 10:30:00'",
             GreaterThanOrEqual("ts", datetime.datetime(2025, 1, 1, 10, 30)),
         ),
-        (  # DataFusion folds an offset into a naive UTC timestamp
+        (  # a literal with an offset is the instant it names (issue 33)
             "ts < TIMESTAMP '2025-01-01T12:00:00+02:00'",
-            LessThan("ts", datetime.datetime(2025, 1, 1, 10)),
+            LessThan("ts", datetime.datetime(2025, 1, 1, 10, tzinfo=datetime.timezone.utc)),
         ),
         ("dec < 1.5", LessThan("dec", 1.5)),
         (
@@ -180,8 +180,15 @@ def test_literal_finer_than_microseconds_stays_unknown() -> None:
 @pytest.mark.parametrize(
     ("text", "value"),
     [
-        ("ts > TIMESTAMP '0001-01-01 00:00:00+00:00'", datetime.datetime(1, 1, 1)),
-        ("ts > TIMESTAMP '0001-01-01T05:00:00+05:00'", datetime.datetime(1, 1, 1)),
+        # (an offset makes the literal an instant: aware)
+        (
+            "ts > TIMESTAMP '0001-01-01 00:00:00+00:00'",
+            datetime.datetime(1, 1, 1, tzinfo=datetime.timezone.utc),
+        ),
+        (
+            "ts > TIMESTAMP '0001-01-01T05:00:00+05:00'",
+            datetime.datetime(1, 1, 1, tzinfo=datetime.timezone.utc),
+        ),
         ("ts > TIMESTAMP '1600-06-01 12:00:00.5'", datetime.datetime(1600, 6, 1, 12, 0, 0, 500000)),
         (
             "ts > TIMESTAMP '9999-12-31 23:59:59.999999000'",
@@ -193,7 +200,7 @@ def test_timestamp_literals_outside_the_nanosecond_range(
     text: str, value: datetime.datetime
 ) -> None:
     # SQL's TIMESTAMP is nanoseconds in DataFusion (years 1677 to 2262); the text is read by
-    # DataFusion in microseconds instead, as the same naive value
+    # DataFusion in microseconds instead, as the same value
     assert parse_sql(text, SCHEMA) == GreaterThan("ts", value)
 
 
