@@ -17,9 +17,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-import lance_namespace
-
 from lance_partitioned import errors
+from lance_partitioned.registration import register
 from lance_partitioned.runtime import configure_lance
 
 if TYPE_CHECKING:
@@ -62,10 +61,9 @@ _LAZY = {
 
 configure_lance()  # before any module of ours imports Lance
 
-# lance_namespace.connect("partitioned", {"root": uri}) returns the LanceNamespace adapter.
-lance_namespace.register_namespace_impl(
-    "partitioned", "lance_partitioned.adapter.PartitionedLanceNamespace"
-)
+# lance_namespace.connect("partitioned", {"root": uri}) returns the LanceNamespace adapter:
+# registered now if lance_namespace is imported, else when it is (it is slow to import).
+register()
 
 
 def __getattr__(name: str) -> Any:

@@ -12,13 +12,18 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
-import lance_namespace
 import typer
-from rich.console import Console
 
 from lance_partitioned import errors
+from lance_partitioned.registration import errors_module
+
+if TYPE_CHECKING:
+    from lance_namespace import errors as _ln
+    from rich.console import Console
+else:
+    _ln = errors_module()  # not `import lance_namespace`: see lance_partitioned.registration
 
 __all__ = [
     "EXIT_OK",
@@ -71,11 +76,15 @@ class UsageError(errors.InvalidInputError):
 
 def stdout() -> Console:
     """The console for results (colour only on a terminal; width from ``COLUMNS``)."""
+    from rich.console import Console
+
     return Console(highlight=False, soft_wrap=False)
 
 
 def stderr() -> Console:
     """The console for progress and messages."""
+    from rich.console import Console
+
     return Console(stderr=True, highlight=False)
 
 
@@ -96,13 +105,13 @@ def storage_options(pairs: Sequence[str] | None) -> dict[str, str]:
 
 # The errors that mean the caller asked for something wrong: exit 2.
 _USER_ERRORS: tuple[type[BaseException], ...] = (
-    lance_namespace.errors.InvalidInputError,
-    lance_namespace.errors.NamespaceNotFoundError,
-    lance_namespace.errors.NamespaceAlreadyExistsError,
-    lance_namespace.errors.TableNotFoundError,
-    lance_namespace.errors.TableVersionNotFoundError,
-    lance_namespace.errors.TableSchemaValidationError,
-    lance_namespace.errors.UnsupportedOperationError,
+    _ln.InvalidInputError,
+    _ln.NamespaceNotFoundError,
+    _ln.NamespaceAlreadyExistsError,
+    _ln.TableNotFoundError,
+    _ln.TableVersionNotFoundError,
+    _ln.TableSchemaValidationError,
+    _ln.UnsupportedOperationError,
     FileNotFoundError,
     IsADirectoryError,
     NotADirectoryError,

@@ -7,8 +7,6 @@ from collections import Counter
 from typing import Annotated, Any
 
 import typer
-from rich.console import Group
-from rich.text import Text
 
 from lance_partitioned.cli.app import DebugOpt, JsonOpt, StorageOpt, app, stdout
 from lance_partitioned.cli.model import (
@@ -73,6 +71,9 @@ def describe(
             }
         )
         return
+    from rich.console import Group
+    from rich.text import Text
+
     console = stdout()
     stamp = "unknown time" if when is None else when.isoformat(sep=" ", timespec="seconds")
     header = Text()

@@ -9,15 +9,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
-from rich.tree import Tree
 
 from lance_partitioned.cli.render import type_text, value_text
 from lance_partitioned.errors import SchemaError
-from lance_partitioned.spec.schema import DEPRECATED_KEY, FIELD_ID_KEY
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from rich.tree import Tree
 
     from lance_partitioned.namespace import PartitionedNamespace
     from lance_partitioned.spec.partitioning import PartitionSpec
@@ -78,6 +76,8 @@ def _children(field: pa.Field) -> list[pa.Field]:
 def schema_fields(schema: NamespaceSchema) -> list[dict[str, Any]]:
     """Every field at every depth, depth-first: path, field id, type, nullability and whether
     it is deprecated (itself or through an ancestor)."""
+    from lance_partitioned.spec.schema import DEPRECATED_KEY, FIELD_ID_KEY
+
     out: list[dict[str, Any]] = []
 
     def visit(field: pa.Field, path: tuple[str, ...], deprecated: bool) -> None:
@@ -105,6 +105,9 @@ def schema_fields(schema: NamespaceSchema) -> list[dict[str, Any]]:
 
 def schema_tree(schema: NamespaceSchema) -> Tree:
     """The schema as a Rich tree: ``name: type  #id``, deprecated fields marked."""
+    from rich.text import Text
+    from rich.tree import Tree
+
     root = Tree(Text("schema", style="bold"))
     stack: list[Tree] = [root]
     for info in schema_fields(schema):

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
 
 from lance_partitioned.cli.app import DebugOpt, JsonOpt, StorageOpt, app, stdout
 from lance_partitioned.cli.model import (
@@ -22,6 +19,9 @@ from lance_partitioned.cli.model import (
     short_label,
 )
 from lance_partitioned.cli.render import bar, human_bytes, human_count, print_json, table
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 __all__ = ["advice", "summary"]
 
@@ -115,6 +115,9 @@ def _leaf_table(title: str, items: Sequence[dict[str, Any]]) -> Table:
 
 def _chart(found: Sequence[Leaf], width: int, top: int) -> Table:
     """Rows per partition as horizontal bars (the ``top`` largest)."""
+    from rich.table import Table
+    from rich.text import Text
+
     chosen = sorted(found, key=lambda leaf: (-leaf["rows"], label(leaf)))[:top]
     most = max((leaf["rows"] for leaf in chosen), default=0)
     names = [short_label(leaf) for leaf in chosen]
@@ -157,6 +160,10 @@ def stats(
     if json_output:
         print_json(result)
         return
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     console = stdout()
     rows, size = result["rows_per_leaf"], result["bytes_per_leaf"]
 
