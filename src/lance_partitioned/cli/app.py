@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn, TextIO
 
 import typer
 
@@ -55,6 +56,30 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        from lance_partitioned import __version__
+
+        print(f"{PROG} {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the version of lance-partitioned and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Inspect, read, write and check Lance partitioned namespaces (spec 000)."""
+
+
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print machine-readable JSON with stable keys on stdout.")
 ]
@@ -74,11 +99,20 @@ class UsageError(errors.InvalidInputError):
     a malformed ``KEY=VALUE``)."""
 
 
+#: The width of the results written to a pipe or a file (without ``COLUMNS``): wide enough
+#: that no table or line is folded.
+UNWRAPPED = 100_000
+
+
 def stdout() -> Console:
-    """The console for results (colour only on a terminal; width from ``COLUMNS``)."""
+    """The console for results: colour only on a terminal; the terminal's width, or
+    ``COLUMNS``; written to a pipe or a file, lines are not folded."""
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=False)
+    console = Console(highlight=False, soft_wrap=False)
+    if not console.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
+        console.width = UNWRAPPED
+    return console
 
 
 def stderr() -> Console:
@@ -155,7 +189,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in args
     command = typer.main.get_command(app)
     try:
-        result = command.main(args=args, prog_name=PROG, standalone_mode=False)
+        with warnings.catch_warnings():  # restores showwarning: run() in-process changes nothing
+            warnings.showwarning = _show_warning
+            result = command.main(args=args, prog_name=PROG, standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code)
     except BrokenPipeError:  # whoever read the output went away (`| head`): not an error
@@ -179,6 +215,19 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {message(exc)}{hint}", file=sys.stderr)
         return code
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A warning as one line on stderr, without a file path: on the command line the code
+    that called the library is the CLI's (or typer's), not the user's."""
+    print(f"{PROG}: warning: {category.__name__}: {message}", file=file or sys.stderr)
 
 
 def _silence_stdout() -> None:

@@ -9,6 +9,7 @@ import typer
 
 from lance_partitioned.cli.app import DebugOpt, JsonOpt, StorageOpt, app, stdout
 from lance_partitioned.cli.model import (
+    AsOfOpt,
     FilterOpt,
     Leaf,
     UriArg,
@@ -30,6 +31,8 @@ SKEW_ADVICE = 10.0
 #: Many leaves with a median below this many rows: the spec is probably too fine.
 SMALL_LEAF_ROWS = 10_000
 SMALL_LEAF_COUNT = 100
+#: The chart's width at most (the console's width when narrower).
+CHART_WIDTH = 100
 
 
 def _spread(values: Sequence[int]) -> dict[str, Any]:
@@ -45,7 +48,8 @@ def _spread(values: Sequence[int]) -> dict[str, Any]:
 
 
 def _brief(leaf: Leaf) -> dict[str, Any]:
-    keys = ("object_id", "spec_version", "values", "rows", "bytes", "fragments", "small_fragments")
+    keys = ("object_id", "spec_version", "values", "values_text", "rows", "bytes", "fragments")
+    keys += ("small_fragments",)
     return {key: leaf[key] for key in keys}
 
 
@@ -149,12 +153,13 @@ def stats(
             help="Flag leaves with at least this many small fragments (under 1Mi rows).",
         ),
     ] = 8,
+    as_of: AsOfOpt = None,
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
     debug: DebugOpt = False,
 ) -> None:
     """Rows and bytes per partition, skew, fragmented leaves, a bar chart, and advice."""
-    ns = open_namespace(uri, storage_option)
+    ns = open_namespace(uri, storage_option, as_of)
     found = leaves(ns, filter)
     result = summary(found, top, small_fragments)
     if json_output:
@@ -194,7 +199,7 @@ def stats(
     parts: list[Any] = [overview, Text()]
     if found:
         parts += [Text(f"rows per partition (largest {top})", style="bold")]
-        parts += [_chart(found, console.size.width, top), Text()]
+        parts += [_chart(found, min(console.size.width, CHART_WIDTH), top), Text()]
         parts += [_leaf_table("largest", result["largest"]), Text()]
         parts += [_leaf_table("smallest", result["smallest"]), Text()]
     if result["fragmented"]:
