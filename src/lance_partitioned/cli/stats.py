@@ -48,9 +48,8 @@ def _spread(values: Sequence[int]) -> dict[str, Any]:
 
 
 def _brief(leaf: Leaf) -> dict[str, Any]:
-    keys = ("object_id", "spec_version", "values", "values_text", "rows", "bytes", "fragments")
-    keys += ("small_fragments",)
-    return {key: leaf[key] for key in keys}
+    keys = "object_id spec_version values values_text rows bytes fragments small_fragments"
+    return {key: leaf[key] for key in keys.split()}
 
 
 def summary(found: Sequence[Leaf], top: int, min_small: int) -> dict[str, Any]:
