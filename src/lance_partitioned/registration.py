@@ -52,7 +52,8 @@ def errors_module() -> ModuleType:
     if path is None or not path.is_file():  # an unusual install: import it the usual way
         return importlib.import_module(ERRORS)
     errors_spec = importlib.util.spec_from_file_location(ERRORS, path)
-    assert errors_spec is not None and errors_spec.loader is not None
+    if errors_spec is None or errors_spec.loader is None:
+        return importlib.import_module(ERRORS)
     module = importlib.util.module_from_spec(errors_spec)
     sys.modules[ERRORS] = module
     try:
