@@ -85,8 +85,13 @@ class _OnImport:
     ) -> ModuleSpec | None:
         if fullname != PACKAGE:
             return None
-        sys.meta_path.remove(self)  # once is enough
-        spec = importlib.util.find_spec(fullname)
+        spec = None
+        for finder in sys.meta_path:  # the others, in order (a spec is not always imported:
+            find = getattr(finder, "find_spec", None)  # find_spec() alone asks us too)
+            if finder is not self and find is not None:
+                spec = find(fullname, path, target)
+                if spec is not None:
+                    break
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         loader = spec.loader
@@ -95,6 +100,8 @@ class _OnImport:
         def exec_module(module: ModuleType) -> None:
             execute(module)
             _finish(module)
+            if self in sys.meta_path:  # imported: nothing more to do
+                sys.meta_path.remove(self)
 
         loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec

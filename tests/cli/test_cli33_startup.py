@@ -72,9 +72,10 @@ def test_lance_namespace_imported_after_or_before_knows_partitioned_and_our_erro
     root = str(tmp_path / "ns")
     lp.PartitionedNamespace.create(root, schema=schema, partition_by="country")
     found = _fresh(
-        "import json, sys\n"
+        "import importlib.util, json, sys\n"
         "import lance_partitioned as lp\n"
         "before = 'lance_namespace' in sys.modules\n"
+        "importlib.util.find_spec('lance_namespace')  # looked up, not imported\n"
         "import lance_namespace as ln\n"
         f"adapter = ln.connect('partitioned', {{'root': {root!r}}})\n"
         "print(json.dumps({\n"
