@@ -85,7 +85,7 @@ class _OnImport:
     ) -> ModuleSpec | None:
         if fullname != PACKAGE:
             return None
-        spec = None
+        spec: ModuleSpec | None = None
         for finder in sys.meta_path:  # the others, in order (a spec is not always imported:
             find = getattr(finder, "find_spec", None)  # find_spec() alone asks us too)
             if finder is not self and find is not None:
