@@ -17,15 +17,20 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-import lance_namespace
-
 from lance_partitioned import errors
+from lance_partitioned.registration import register
 from lance_partitioned.runtime import configure_lance
 
 if TYPE_CHECKING:
     from lance_partitioned.adapter import PartitionedLanceNamespace
+    from lance_partitioned.dml import DeleteResult, MergeBuilder, MergeResult, UpdateResult
     from lance_partitioned.dml.results import WriteResult
+    from lance_partitioned.history import Tags
+    from lance_partitioned.maintenance.cleanup import CleanupProgress, CleanupResult
+    from lance_partitioned.maintenance.optimize import OptimizeProgress, OptimizeResult
+    from lance_partitioned.manifest.versions import Tag
     from lance_partitioned.namespace import PartitionedNamespace
+    from lance_partitioned.scan import ScanTask
     from lance_partitioned.sizes import UnreadableLeafWarning
     from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
     from lance_partitioned.spec.schema import NamespaceSchema
@@ -34,12 +39,23 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AmbiguousPartitionWarning",
+    "CleanupProgress",
+    "CleanupResult",
+    "DeleteResult",
+    "MergeBuilder",
+    "MergeResult",
     "NamespaceSchema",
+    "OptimizeProgress",
+    "OptimizeResult",
     "PartitionField",
     "PartitionSpec",
     "PartitionedLanceNamespace",
     "PartitionedNamespace",
+    "ScanTask",
+    "Tag",
+    "Tags",
     "UnreadableLeafWarning",
+    "UpdateResult",
     "WriteOptions",
     "WriteProgress",
     "WriteResult",
@@ -59,14 +75,25 @@ _LAZY = {
     "PartitionField": "lance_partitioned.spec.partitioning",
     "PartitionSpec": "lance_partitioned.spec.partitioning",
     "NamespaceSchema": "lance_partitioned.spec.schema",
+    # what the methods of PartitionedNamespace return
+    "DeleteResult": "lance_partitioned.dml",
+    "UpdateResult": "lance_partitioned.dml",
+    "MergeBuilder": "lance_partitioned.dml",
+    "MergeResult": "lance_partitioned.dml",
+    "OptimizeResult": "lance_partitioned.maintenance.optimize",
+    "OptimizeProgress": "lance_partitioned.maintenance.optimize",
+    "CleanupResult": "lance_partitioned.maintenance.cleanup",
+    "CleanupProgress": "lance_partitioned.maintenance.cleanup",
+    "ScanTask": "lance_partitioned.scan",
+    "Tags": "lance_partitioned.history",
+    "Tag": "lance_partitioned.manifest.versions",
 }
 
 configure_lance()  # before any module of ours imports Lance
 
-# lance_namespace.connect("partitioned", {"root": uri}) returns the LanceNamespace adapter.
-lance_namespace.register_namespace_impl(
-    "partitioned", "lance_partitioned.adapter.PartitionedLanceNamespace"
-)
+# lance_namespace.connect("partitioned", {"root": uri}) returns the LanceNamespace adapter:
+# registered now if lance_namespace is imported, else when it is (it is slow to import).
+register()
 
 
 def __getattr__(name: str) -> Any:

@@ -23,8 +23,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from lance_namespace import errors as _ln
+from lance_partitioned.registration import errors_module
+
+if TYPE_CHECKING:
+    from lance_namespace import errors as _ln
+else:  # lance_namespace.errors alone: not the REST client that ``import lance_namespace`` loads
+    _ln = errors_module()
 
 __all__ = [
     "CastError",

@@ -44,6 +44,7 @@ version still references for time travel): they are not problems.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 from collections import Counter
@@ -167,8 +168,9 @@ def verify(
     sample_rows: int = 1000,
     threads: int | None = None,
     repair: bool = False,
+    version: int | str | dt.datetime | None = None,
 ) -> Report:
-    """Check the namespace at ``uri`` (its latest ``__manifest`` version).
+    """Check the namespace at ``uri`` (its latest ``__manifest`` version, or ``version``).
 
     Parameters
     ----------
@@ -184,6 +186,11 @@ def verify(
         Roll the leaves of interrupted writes back to their ``read_version`` (see
         :mod:`lance_partitioned.maintenance.rollback`; nothing is removed, so it is safe
         while writers run) and list them in ``Report.repaired``. Nothing else is repaired.
+        Only with the latest version.
+    version : int, str or datetime, optional
+        The ``__manifest`` version to check, as :meth:`PartitionedNamespace.open` takes it (a
+        number, a tag, a time). Orphan directories are listed only for the latest version
+        (``Report.orphans`` is None otherwise).
 
     Raises
     ------
@@ -194,8 +201,15 @@ def verify(
     StorageError
         With ``repair``: the storage refused a rollback.
     """
+    from lance_partitioned.history import resolve_version
+
     manifest = Manifest(uri, storage_options)
-    raw = manifest.read_raw()
+    number = resolve_version(manifest, version)
+    if repair and number is not None:
+        raise errors.InvalidInputError(
+            "repair rolls back the leaves of the latest __manifest version: not with a version"
+        )
+    raw = manifest.read_raw(number)
     problems: list[Problem] = []
     metadata: NamespaceMetadata | None
     try:
@@ -233,7 +247,7 @@ def verify(
         leaves=len(leaves),
         rows_sampled=sampled,
         problems=problems,
-        orphans=_orphans(manifest.root, referenced),
+        orphans=_orphans(manifest.root, referenced) if number is None else None,
         repaired=repaired,
     )
 

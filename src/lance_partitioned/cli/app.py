@@ -11,14 +11,20 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn, TextIO
 
-import lance_namespace
 import typer
-from rich.console import Console
 
 from lance_partitioned import errors
+from lance_partitioned.registration import errors_module
+
+if TYPE_CHECKING:
+    from lance_namespace import errors as _ln
+    from rich.console import Console
+else:
+    _ln = errors_module()  # not `import lance_namespace`: see lance_partitioned.registration
 
 __all__ = [
     "EXIT_OK",
@@ -50,6 +56,30 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        from lance_partitioned import __version__
+
+        print(f"{PROG} {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the version of lance-partitioned and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Inspect, read, write and check Lance partitioned namespaces (spec 000)."""
+
+
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print machine-readable JSON with stable keys on stdout.")
 ]
@@ -69,13 +99,26 @@ class UsageError(errors.InvalidInputError):
     a malformed ``KEY=VALUE``)."""
 
 
+#: The width of the results written to a pipe or a file (without ``COLUMNS``): wide enough
+#: that no table or line is folded.
+UNWRAPPED = 100_000
+
+
 def stdout() -> Console:
-    """The console for results (colour only on a terminal; width from ``COLUMNS``)."""
-    return Console(highlight=False, soft_wrap=False)
+    """The console for results: colour only on a terminal; the terminal's width, or
+    ``COLUMNS``; written to a pipe or a file, lines are not folded."""
+    from rich.console import Console
+
+    console = Console(highlight=False, soft_wrap=False)
+    if not console.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
+        console.width = UNWRAPPED
+    return console
 
 
 def stderr() -> Console:
     """The console for progress and messages."""
+    from rich.console import Console
+
     return Console(stderr=True, highlight=False)
 
 
@@ -96,13 +139,13 @@ def storage_options(pairs: Sequence[str] | None) -> dict[str, str]:
 
 # The errors that mean the caller asked for something wrong: exit 2.
 _USER_ERRORS: tuple[type[BaseException], ...] = (
-    lance_namespace.errors.InvalidInputError,
-    lance_namespace.errors.NamespaceNotFoundError,
-    lance_namespace.errors.NamespaceAlreadyExistsError,
-    lance_namespace.errors.TableNotFoundError,
-    lance_namespace.errors.TableVersionNotFoundError,
-    lance_namespace.errors.TableSchemaValidationError,
-    lance_namespace.errors.UnsupportedOperationError,
+    _ln.InvalidInputError,
+    _ln.NamespaceNotFoundError,
+    _ln.NamespaceAlreadyExistsError,
+    _ln.TableNotFoundError,
+    _ln.TableVersionNotFoundError,
+    _ln.TableSchemaValidationError,
+    _ln.UnsupportedOperationError,
     FileNotFoundError,
     IsADirectoryError,
     NotADirectoryError,
@@ -146,7 +189,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in args
     command = typer.main.get_command(app)
     try:
-        result = command.main(args=args, prog_name=PROG, standalone_mode=False)
+        with warnings.catch_warnings():  # restores showwarning: run() in-process changes nothing
+            warnings.showwarning = _show_warning
+            result = command.main(args=args, prog_name=PROG, standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code)
     except BrokenPipeError:  # whoever read the output went away (`| head`): not an error
@@ -170,6 +215,19 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {message(exc)}{hint}", file=sys.stderr)
         return code
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A warning as one line on stderr, without a file path: on the command line the code
+    that called the library is the CLI's (or typer's), not the user's."""
+    print(f"{PROG}: warning: {category.__name__}: {message}", file=file or sys.stderr)
 
 
 def _silence_stdout() -> None:

@@ -7,11 +7,10 @@ from collections import Counter
 from typing import Annotated, Any
 
 import typer
-from rich.console import Group
-from rich.text import Text
 
 from lance_partitioned.cli.app import DebugOpt, JsonOpt, StorageOpt, app, stdout
 from lance_partitioned.cli.model import (
+    AsOfOpt,
     FilterOpt,
     UriArg,
     leaves,
@@ -34,12 +33,13 @@ __all__ = ["describe", "partitions"]
 @app.command()
 def describe(
     uri: UriArg,
+    as_of: AsOfOpt = None,
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
     debug: DebugOpt = False,
 ) -> None:
     """Schema with field ids, every partition spec version, counts and the manifest version."""
-    ns = open_namespace(uri, storage_option)
+    ns = open_namespace(uri, storage_option, as_of)
     found = leaves(ns)
     specs = ns.partition_specs
     snapshot = ns.snapshot
@@ -73,6 +73,9 @@ def describe(
             }
         )
         return
+    from rich.console import Group
+    from rich.text import Text
+
     console = stdout()
     stamp = "unknown time" if when is None else when.isoformat(sep=" ", timespec="seconds")
     header = Text()
@@ -115,6 +118,7 @@ def partitions(
         str | None,
         typer.Option("--sort", help="Order by rows or bytes, largest first.", metavar="rows|bytes"),
     ] = None,
+    as_of: AsOfOpt = None,
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
     debug: DebugOpt = False,
@@ -122,7 +126,7 @@ def partitions(
     """One line per leaf: partition values, spec version, rows, bytes, fragments, read_version."""
     if sort not in (None, "rows", "bytes"):
         raise typer.BadParameter(f"{sort!r} is not rows or bytes", param_hint="--sort")
-    ns = open_namespace(uri, storage_option)
+    ns = open_namespace(uri, storage_option, as_of)
     found = leaves(ns, filter)
     if sort is not None:
         found.sort(key=lambda leaf: -leaf[sort])
@@ -135,7 +139,7 @@ def partitions(
     rows = [
         [
             f"v{leaf['spec_version']}",
-            *(value_text(leaf["values"][n]) if n in leaf["values"] else "" for n in names),
+            *(leaf["values_text"].get(n, "") for n in names),
             human_count(leaf["rows"]),
             human_bytes(leaf["bytes"]),
             str(leaf["fragments"]),

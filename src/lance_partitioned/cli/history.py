@@ -7,8 +7,6 @@ import datetime as dt
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from lance_partitioned.cli.app import DebugOpt, JsonOpt, StorageOpt, app, stdout
 from lance_partitioned.cli.model import UriArg, open_namespace
@@ -57,6 +55,9 @@ def history(
     if json_output:
         print_json([{**row, "properties": dict(row["properties"])} for row in found])
         return
+    from rich.table import Table
+    from rich.text import Text
+
     out = Table(show_edge=False, pad_edge=False)
     out.add_column("version", justify="right", no_wrap=True)
     out.add_column("committed (UTC)", no_wrap=True)

@@ -4,29 +4,30 @@ keys, shared by the text and the ``--json`` outputs)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import statistics
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
-from rich.tree import Tree
 
 from lance_partitioned.cli.render import type_text, value_text
 from lance_partitioned.errors import SchemaError
-from lance_partitioned.spec.schema import DEPRECATED_KEY, FIELD_ID_KEY
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from rich.tree import Tree
 
     from lance_partitioned.namespace import PartitionedNamespace
     from lance_partitioned.spec.partitioning import PartitionSpec
     from lance_partitioned.spec.schema import NamespaceSchema
 
 __all__ = [
+    "AsOfOpt",
     "FilterOpt",
     "Leaf",
     "UriArg",
+    "as_of_version",
     "label",
     "leaves",
     "median",
@@ -48,13 +49,49 @@ FilterOpt = Annotated[
     ),
 ]
 
+AsOfOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--as-of",
+        metavar="VERSION|TAG|DATETIME",
+        help="Read an older __manifest version: its number, a tag, or an ISO 8601 time (the "
+        "latest version committed at or before it; no offset: UTC).",
+    ),
+]
 
-def open_namespace(uri: str, pairs: Sequence[str] | None) -> PartitionedNamespace:
-    """Open the namespace at ``uri`` with ``--storage-option`` pairs."""
+
+def as_of_version(
+    uri: str, storage: dict[str, str], text: str | None
+) -> int | str | dt.datetime | None:
+    """What ``--as-of`` names, as ``PartitionedNamespace.open(version=...)`` takes it: digits
+    are a version number, an ISO 8601 time is a time (unless a tag has that very name), any
+    other text a tag."""
+    if text is None:
+        return None
+    text = text.strip()
+    if text.isascii() and text.isdigit():
+        return int(text)
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return text
+    from lance_partitioned.manifest import Manifest
+    from lance_partitioned.manifest.versions import list_tags
+
+    return text if text in list_tags(Manifest(uri, storage)) else when
+
+
+def open_namespace(
+    uri: str, pairs: Sequence[str] | None, as_of: str | None = None
+) -> PartitionedNamespace:
+    """Open the namespace at ``uri`` with ``--storage-option`` pairs, at the ``__manifest``
+    version ``--as-of`` names (None: the latest)."""
     from lance_partitioned.cli.app import storage_options
     from lance_partitioned.namespace import PartitionedNamespace
 
-    return PartitionedNamespace.open(uri, storage_options=storage_options(pairs))
+    storage = storage_options(pairs)
+    version = as_of_version(uri, storage, as_of)
+    return PartitionedNamespace.open(uri, storage_options=storage, version=version)
 
 
 # ----------------------------------------------------------------------------- schema
@@ -83,6 +120,8 @@ def _children(field: pa.Field) -> list[pa.Field]:
 def schema_fields(schema: NamespaceSchema) -> list[dict[str, Any]]:
     """Every field at every depth, depth-first: path, field id, type, nullability and whether
     it is deprecated (itself or through an ancestor)."""
+    from lance_partitioned.spec.schema import DEPRECATED_KEY, FIELD_ID_KEY
+
     out: list[dict[str, Any]] = []
 
     def visit(field: pa.Field, path: tuple[str, ...], deprecated: bool) -> None:
@@ -110,6 +149,9 @@ def schema_fields(schema: NamespaceSchema) -> list[dict[str, Any]]:
 
 def schema_tree(schema: NamespaceSchema) -> Tree:
     """The schema as a Rich tree: ``name: type  #id``, deprecated fields marked."""
+    from rich.text import Text
+    from rich.tree import Tree
+
     root = Tree(Text("schema", style="bold"))
     stack: list[Tree] = [root]
     for info in schema_fields(schema):
@@ -150,7 +192,8 @@ def spec_json(spec: PartitionSpec, schema: NamespaceSchema, current: bool) -> di
 
 
 Leaf = dict[str, Any]
-"""One leaf as the commands show it: a dict with stable JSON keys."""
+"""One leaf as the commands show it: a dict with stable JSON keys (``values`` as stored,
+``values_text`` as people read them: ``2025-08`` for a ``months`` value of 667)."""
 
 
 def leaves(ns: PartitionedNamespace, filter: str | None = None) -> list[Leaf]:
@@ -166,13 +209,16 @@ def leaves(ns: PartitionedNamespace, filter: str | None = None) -> list[Leaf]:
     out = []
     for row in table_.to_pylist():
         spec = specs.get(row["spec_version"])
-        names = [] if spec is None else spec.names
+        fields = [] if spec is None else spec.fields
         out.append(
             {
                 "object_id": row["object_id"],
                 "location": row["location"],
                 "spec_version": row["spec_version"],
-                "values": {name: row.get(name) for name in names},
+                "values": {f.name: row.get(f.name) for f in fields},
+                "values_text": {
+                    f.name: f.transform.to_human_string(row.get(f.name)) for f in fields
+                },
                 "rows": row["rows"],
                 "bytes": row["bytes"],
                 "fragments": row["fragments"],
@@ -190,14 +236,14 @@ def _order(leaf: Leaf) -> tuple[Any, ...]:
 
 
 def short_label(leaf: Leaf) -> str:
-    """``v1 2025/US``."""
-    values = "/".join(value_text(v) for v in leaf["values"].values())
+    """``v1 2025-08/US``."""
+    values = "/".join(leaf["values_text"].values())
     return f"v{leaf['spec_version']} {values or '(unpartitioned)'}"
 
 
 def label(leaf: Leaf) -> str:
-    """``v1 country=US, year=2025``."""
-    values = ", ".join(f"{k}={value_text(v)}" for k, v in leaf["values"].items())
+    """``v1 country=US, ts_month=2025-08``."""
+    values = ", ".join(f"{k}={v}" for k, v in leaf["values_text"].items())
     return f"v{leaf['spec_version']} {values or '(unpartitioned)'}"
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from lance_partitioned.cli.app import DebugOpt, JsonOpt, StorageOpt, app, stderr, stdout
 from lance_partitioned.cli.model import UriArg, open_namespace
@@ -42,16 +41,10 @@ def optimize_command(
     """Compact small fragments of the selected leaves with Lance's compaction and publish
     them in one __manifest commit; concurrent writers lose nothing. Older versions stay
     readable until a cleanup removes them."""
+    from lance_partitioned.cli.progress import leaves_progress
+
     ns = open_namespace(uri, storage_option)
-    console = stderr()
-    columns = [
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("leaves"),
-        TimeElapsedColumn(),
-    ]
-    with Progress(*columns, console=console, disable=json_output or not console.is_terminal) as bar:
+    with leaves_progress(stderr(), disable=json_output) as bar:
         task = bar.add_task("compacting", total=None)
 
         def progress(report: Any) -> None:

@@ -16,12 +16,11 @@ import decimal
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-from rich.table import Table
-
-from lance_partitioned.spec.types import type_to_json
+if TYPE_CHECKING:  # imported when used: `--help` imports neither pyarrow nor rich's tables
+    import pyarrow as pa
+    from rich.table import Table
 
 __all__ = [
     "bar",
@@ -94,9 +93,12 @@ def value_text(value: Any) -> str:
 def type_text(dtype: pa.DataType) -> str:
     """An Arrow type in the JsonArrowDataType vocabulary of spec 000.
 
+    >>> import pyarrow as pa
     >>> type_text(pa.timestamp("us", "UTC")), type_text(pa.list_(pa.int32()))
     ('timestamp(us, UTC)', 'list<int32>')
     """
+    from lance_partitioned.spec.types import type_to_json
+
     return _json_type_text(type_to_json(dtype))
 
 
@@ -123,6 +125,8 @@ def table(
     rows: Sequence[Sequence[str]],
 ) -> Table:
     """A Rich table; a column given as ``(name, "right")`` is right-aligned."""
+    from rich.table import Table
+
     out = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for column in columns:
         name, justify = (column, "left") if isinstance(column, str) else column

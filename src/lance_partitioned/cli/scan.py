@@ -4,16 +4,17 @@ or explain the pruning with ``--explain``."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from lance_partitioned.cli.app import DebugOpt, JsonOpt, StorageOpt, UsageError, app, stdout
-from lance_partitioned.cli.model import UriArg, open_namespace
+from lance_partitioned.cli.model import AsOfOpt, UriArg, open_namespace
 from lance_partitioned.cli.render import json_value, print_json, table, value_text
 
 if TYPE_CHECKING:
@@ -96,16 +97,34 @@ def _print_explain(plan: dict[str, Any]) -> None:
 
 
 @contextmanager
+def _replacing(output: str) -> Iterator[str]:
+    """A new file next to ``output`` to write; moved onto ``output`` when the block succeeds,
+    removed when it fails (a failed scan leaves no empty or partial file behind)."""
+    folder, name = os.path.split(os.path.abspath(output))
+    temporary = os.path.join(folder, f".{name}.{os.urandom(4).hex()}.partial")
+    try:
+        yield temporary
+        os.replace(temporary, output)
+    except BaseException:
+        with suppress(OSError):
+            os.remove(temporary)
+        raise
+
+
+@contextmanager
 def _sink(output: str | None, binary: bool) -> Iterator[IO[Any]]:
     if output is None:
         yield sys.stdout.buffer if binary else sys.stdout
         return
-    try:
-        handle = open(output, "wb" if binary else "w", encoding=None if binary else "utf-8")  # noqa: SIM115
-    except OSError as exc:
-        raise UsageError(f"cannot write {output!r}: {exc.strerror or exc}") from exc
-    with handle:
-        yield handle
+    if os.path.isdir(output):
+        raise UsageError(f"cannot write {output!r}: it is a directory")
+    with _replacing(output) as temporary:
+        try:  # "x": a new file, with the permissions of any other new file
+            handle = open(temporary, "xb" if binary else "x", encoding=None if binary else "utf-8")  # noqa: SIM115
+        except OSError as exc:
+            raise UsageError(f"cannot write {output!r}: {exc.strerror or exc}") from exc
+        with handle:
+            yield handle
 
 
 def _limited(reader: pa.RecordBatchReader, limit: int | None) -> Iterator[pa.RecordBatch]:
@@ -154,14 +173,17 @@ def _write_parquet(reader: pa.RecordBatchReader, limit: int | None, output: str)
     import pyarrow.parquet as pq
 
     rows = 0
-    try:
-        writer = pq.ParquetWriter(output, reader.schema)
-    except OSError as exc:
-        raise UsageError(f"cannot write {output!r}: {exc}") from exc
-    with writer:
-        for batch in _limited(reader, limit):
-            writer.write_batch(batch)
-            rows += batch.num_rows
+    if os.path.isdir(output):
+        raise UsageError(f"cannot write {output!r}: it is a directory")
+    with _replacing(output) as temporary:
+        try:
+            writer = pq.ParquetWriter(temporary, reader.schema)
+        except OSError as exc:
+            raise UsageError(f"cannot write {output!r}: {exc}") from exc
+        with writer:
+            for batch in _limited(reader, limit):
+                writer.write_batch(batch)
+                rows += batch.num_rows
     return rows
 
 
@@ -186,6 +208,7 @@ def scan(
     show_plan: Annotated[
         bool, typer.Option("--explain", help="Print the pruning instead of rows.")
     ] = False,
+    as_of: AsOfOpt = None,
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
     debug: DebugOpt = False,
@@ -200,7 +223,7 @@ def scan(
     if output_format == "parquet" and output is None:
         raise typer.BadParameter("parquet needs a file: add --output FILE", param_hint="--format")
     names = None if columns is None else [c.strip() for c in columns.split(",") if c.strip()]
-    ns = open_namespace(uri, storage_option)
+    ns = open_namespace(uri, storage_option, as_of)
     if show_plan:
         plan = explain(ns, filter, names)
         if json_output:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
 
 from lance_partitioned.cli.app import DebugOpt, JsonOpt, StorageOpt, app, stdout
 from lance_partitioned.cli.model import (
+    AsOfOpt,
     FilterOpt,
     Leaf,
     UriArg,
@@ -23,6 +21,9 @@ from lance_partitioned.cli.model import (
 )
 from lance_partitioned.cli.render import bar, human_bytes, human_count, print_json, table
 
+if TYPE_CHECKING:
+    from rich.table import Table
+
 __all__ = ["advice", "summary"]
 
 #: Skew (largest over median) above which the spread of a partition spec is worth a look.
@@ -30,6 +31,8 @@ SKEW_ADVICE = 10.0
 #: Many leaves with a median below this many rows: the spec is probably too fine.
 SMALL_LEAF_ROWS = 10_000
 SMALL_LEAF_COUNT = 100
+#: The chart's width at most (the console's width when narrower).
+CHART_WIDTH = 100
 
 
 def _spread(values: Sequence[int]) -> dict[str, Any]:
@@ -45,8 +48,8 @@ def _spread(values: Sequence[int]) -> dict[str, Any]:
 
 
 def _brief(leaf: Leaf) -> dict[str, Any]:
-    keys = ("object_id", "spec_version", "values", "rows", "bytes", "fragments", "small_fragments")
-    return {key: leaf[key] for key in keys}
+    keys = "object_id spec_version values values_text rows bytes fragments small_fragments"
+    return {key: leaf[key] for key in keys.split()}
 
 
 def summary(found: Sequence[Leaf], top: int, min_small: int) -> dict[str, Any]:
@@ -115,6 +118,9 @@ def _leaf_table(title: str, items: Sequence[dict[str, Any]]) -> Table:
 
 def _chart(found: Sequence[Leaf], width: int, top: int) -> Table:
     """Rows per partition as horizontal bars (the ``top`` largest)."""
+    from rich.table import Table
+    from rich.text import Text
+
     chosen = sorted(found, key=lambda leaf: (-leaf["rows"], label(leaf)))[:top]
     most = max((leaf["rows"] for leaf in chosen), default=0)
     names = [short_label(leaf) for leaf in chosen]
@@ -146,17 +152,22 @@ def stats(
             help="Flag leaves with at least this many small fragments (under 1Mi rows).",
         ),
     ] = 8,
+    as_of: AsOfOpt = None,
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
     debug: DebugOpt = False,
 ) -> None:
     """Rows and bytes per partition, skew, fragmented leaves, a bar chart, and advice."""
-    ns = open_namespace(uri, storage_option)
+    ns = open_namespace(uri, storage_option, as_of)
     found = leaves(ns, filter)
     result = summary(found, top, small_fragments)
     if json_output:
         print_json(result)
         return
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     console = stdout()
     rows, size = result["rows_per_leaf"], result["bytes_per_leaf"]
 
@@ -187,7 +198,7 @@ def stats(
     parts: list[Any] = [overview, Text()]
     if found:
         parts += [Text(f"rows per partition (largest {top})", style="bold")]
-        parts += [_chart(found, console.size.width, top), Text()]
+        parts += [_chart(found, min(console.size.width, CHART_WIDTH), top), Text()]
         parts += [_leaf_table("largest", result["largest"]), Text()]
         parts += [_leaf_table("smallest", result["smallest"]), Text()]
     if result["fragmented"]:

@@ -16,7 +16,7 @@ from lance_partitioned.cli.app import (
     stdout,
     storage_options,
 )
-from lance_partitioned.cli.model import UriArg
+from lance_partitioned.cli.model import AsOfOpt, UriArg, as_of_version
 from lance_partitioned.cli.render import human_bytes, human_count, print_json, table
 
 __all__: list[str] = []
@@ -46,6 +46,7 @@ def verify_command(
             "next write would (removes nothing; safe while others write).",
         ),
     ] = False,
+    as_of: AsOfOpt = None,
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
     debug: DebugOpt = False,
@@ -55,7 +56,19 @@ def verify_command(
     --repair repaired does not count)."""
     from lance_partitioned.verify import verify
 
-    report = verify(uri, storage_options(storage_option), sample_rows=sample, repair=repair)
+    if repair and as_of is not None:
+        raise typer.BadParameter(
+            "--repair repairs the latest __manifest version: not with --as-of",
+            param_hint="--repair",
+        )
+    storage = storage_options(storage_option)
+    report = verify(
+        uri,
+        storage,
+        sample_rows=sample,
+        repair=repair,
+        version=as_of_version(uri, storage, as_of),
+    )
     code = EXIT_OK if report.healthy else EXIT_PROBLEMS
     orphans = report.orphans
     if json_output:
@@ -96,6 +109,8 @@ def verify_command(
         rows = [[o.location, human_bytes(o.bytes)] for o in orphans]
         title = f"{_count(len(orphans), 'directory')} that no leaf references (not problems)"
         console.print(table(title, ["directory", ("size", "right")], rows))
+    elif orphans is None and as_of is not None:
+        console.print("orphan directories: listed for the latest __manifest version only")
     elif orphans is None:
         console.print("orphan directories: not listed (the root is not a local directory)")
     console.print(

@@ -10,16 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.progress import (
-    BarColumn,
-    Progress,
-    ProgressColumn,
-    SpinnerColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.text import Text
 
 from lance_partitioned.cli.app import (
     DebugOpt,
@@ -251,24 +241,6 @@ def _known_rows(dataset: pads.Dataset) -> int | None:
 # ----------------------------------------------------------------------------- progress
 
 
-class _RateColumn(ProgressColumn):
-    """``12,345 rows/s`` or ``3.4 MiB/s``."""
-
-    def __init__(self, what: str) -> None:
-        super().__init__()
-        self.what = what
-
-    def render(self, task: Task) -> Text:
-        elapsed = task.elapsed or 0.0
-        if self.what == "rows":
-            value = task.completed
-            text = f"{human_count(value / elapsed) if elapsed else 0} rows/s"
-        else:
-            value = task.fields.get("bytes", 0)
-            text = f"{human_bytes(value / elapsed) if elapsed else '0 B'}/s"
-        return Text(text, style="progress.data.speed")
-
-
 def _counting(reader: pa.RecordBatchReader, seen: dict[str, int]) -> pa.RecordBatchReader:
     import pyarrow as pa
 
@@ -371,19 +343,10 @@ def write(
     seen = {"bytes": 0}
     scanner = dataset.scanner(batch_size=1 << 16, batch_readahead=4, fragment_readahead=1)
     reader = _counting(scanner.to_reader(), seen)
-    console = stderr()
-    columns: list[ProgressColumn] = [
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:,.0f} rows"),
-        _RateColumn("rows"),
-        _RateColumn("bytes"),
-        TextColumn("{task.fields[partitions]} partitions"),
-        TimeElapsedColumn(),
-    ]
+    from lance_partitioned.cli.progress import rows_progress
+
     started = time.perf_counter()
-    with Progress(*columns, console=console, disable=json_output or not console.is_terminal) as bar:
+    with rows_progress(stderr(), disable=json_output) as bar:
         task = bar.add_task("writing", total=total, partitions=0, bytes=0)
 
         def progress(report: Any) -> None:

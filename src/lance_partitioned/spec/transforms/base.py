@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import abc
+import datetime
 import functools
 from typing import Any, ClassVar, Protocol
 
@@ -96,6 +97,28 @@ class Transform(abc.ABC):
 
     def _parameters(self) -> tuple[Any, ...]:
         return ()
+
+    def to_human_string(self, value: Any) -> str:
+        """A partition value as people read it (PyIceberg's ``to_human_string``): NULL, dates
+        and times in ISO 8601, bytes in hex, anything else as text. Transforms whose values are
+        counts of periods show the period (``months``: ``2025-08``, not ``667``).
+
+        >>> import datetime
+        >>> from lance_partitioned.spec.transforms import Date, Identity
+        >>> Identity().to_human_string("US"), Identity().to_human_string(None)
+        ('US', 'NULL')
+        >>> Date().to_human_string(datetime.date(2025, 8, 1))
+        '2025-08-01'
+        """
+        if value is None:
+            return "NULL"
+        if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+            return value.isoformat()
+        if isinstance(value, float):
+            return repr(value)
+        if isinstance(value, (bytes, bytearray)):
+            return "0x" + bytes(value).hex()
+        return str(value)
 
     def apply(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
         """Compute the partition value of every row (vectorised), NULL for NULL.

@@ -74,6 +74,23 @@ class _Period(Transform):
     def _parts(self, value: int) -> tuple[int, ...] | None:
         """The (year, month, day, hour) prefix that starts period ``value`` (None: past dates)."""
 
+    def to_human_string(self, value: Any) -> str:
+        """The period a value numbers: ``2025`` (years), ``2025-08`` (months),
+        ``2025-08-01T13`` (hours); a value past the calendar as the number.
+
+        >>> Months().to_human_string(667), Years().to_human_string(55)
+        ('2025-08', '2025')
+        >>> Hours().to_human_string(483629), Months().to_human_string(None)
+        ('2025-03-04T05', 'NULL')
+        """
+        if not isinstance(value, int) or isinstance(value, bool):
+            return super().to_human_string(value)
+        parts = self._parts(value)
+        if parts is None:
+            return str(value)
+        text = "-".join(f"{part:02d}" for part in parts[:3])
+        return text if len(parts) < 4 else f"{text}T{parts[3]:02d}"
+
     @abc.abstractmethod
     def _ordinals(self, values: pa.Array, instants: Instants) -> pa.Array:
         """The periods of a date or tz-naive timestamp column (any integer type)."""
