@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
     from lance_partitioned.spec.schema import NamespaceSchema
     from lance_partitioned.spec.shorthand import AmbiguousPartitionWarning
-    from lance_partitioned.write import WriteOptions, WriteProgress
+    from lance_partitioned.ingest import WriteOptions, WriteProgress
 
 __all__ = [
     "AmbiguousPartitionWarning",
@@ -53,8 +53,8 @@ _LAZY = {
     "PartitionedNamespace": "lance_partitioned.namespace",
     "PartitionedLanceNamespace": "lance_partitioned.adapter",
     "WriteResult": "lance_partitioned.namespace",
-    "WriteOptions": "lance_partitioned.write",
-    "WriteProgress": "lance_partitioned.write",
+    "WriteOptions": "lance_partitioned.ingest",
+    "WriteProgress": "lance_partitioned.ingest",
     "PartitionField": "lance_partitioned.spec.partitioning",
     "PartitionSpec": "lance_partitioned.spec.partitioning",
     "NamespaceSchema": "lance_partitioned.spec.schema",

@@ -44,7 +44,7 @@ from lance_partitioned.spec.partitioning import (
 )
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.shorthand import parse_partition_by, warn_ambiguous_date_parts
-from lance_partitioned.write import WriteOptions, WriteProgress, stage
+from lance_partitioned.ingest import WriteOptions, WriteProgress, stage
 
 if TYPE_CHECKING:
     import polars as pl
@@ -290,7 +290,7 @@ class PartitionedNamespace:
         options : WriteOptions, optional
             Buffering and parallelism knobs.
         progress : callable, optional
-            Called with a :class:`~lance_partitioned.write.WriteProgress` after each chunk
+            Called with a :class:`~lance_partitioned.ingest.WriteProgress` after each chunk
             and once when every partition is staged.
         where : str or Predicate, optional
             With ``mode="overwrite"``: replace-where, atomically replace the rows matching

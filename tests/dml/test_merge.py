@@ -59,7 +59,7 @@ def _source_leaves(
     ns: lp.PartitionedNamespace, source: pa.Table, on: list[str]
 ) -> set[tuple[object, ...]]:
     """The partition values of the source rows whose keys are all non-NULL."""
-    from lance_partitioned.write import partition_values
+    from lance_partitioned.ingest import partition_values
 
     keyed = source.filter(pc.is_valid(source.column(on[0])))
     for name in on[1:]:

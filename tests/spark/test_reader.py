@@ -30,7 +30,7 @@ from lance_partitioned.spark.reader import (
     pack_splits,
 )
 from lance_partitioned.spark.source import LancePartitionedDataSource, SourceOptions
-from lance_partitioned.write import WriteOptions
+from lance_partitioned.ingest import WriteOptions
 from tests.spark.helpers import assert_same_rows
 
 UTC = dt.timezone.utc

@@ -47,7 +47,7 @@ from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.transaction import ChangePlan, LeafChange, PendingWrite, commit_changes
-from lance_partitioned.write import WriteOptions, as_reader, group_rows, partition_values, stage
+from lance_partitioned.ingest import WriteOptions, as_reader, group_rows, partition_values, stage
 
 __all__ = ["MergeBuilder"]
 

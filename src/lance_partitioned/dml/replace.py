@@ -46,7 +46,7 @@ from lance_partitioned.transaction import (
     PendingWrite,
     commit_changes,
 )
-from lance_partitioned.write import as_reader
+from lance_partitioned.ingest import as_reader
 
 __all__ = ["commit_staged", "partitions_predicate", "require_matching"]
 

@@ -45,7 +45,7 @@ from lance_partitioned.transaction import (
     commit_changes,
     merge_pending,
 )
-from lance_partitioned.write import WriteOptions, stage
+from lance_partitioned.ingest import WriteOptions, stage
 
 __all__ = ["assign", "check_assignments", "update"]
 

@@ -9,7 +9,7 @@ manifest held in memory and the commit creates the namespace, so a job that fail
 namespace behind and binds no spec.
 
 Each task (:meth:`LancePartitionedWriter.write`, on an executor) runs
-:func:`lance_partitioned.write.stage` on its Arrow batches: partition values from the spec's
+:func:`lance_partitioned.ingest.stage` on its Arrow batches: partition values from the spec's
 vectorized transforms, uncommitted fragments per partition, nothing visible. It returns a
 :class:`StagedWrite` message: its :class:`~lance_partitioned.transaction.PendingWrite` (per
 leaf: object id, location, partition values, fragment metadata, rows). No executor writes
@@ -68,7 +68,7 @@ from lance_partitioned.transaction import (
     WriteMode,
     merge_pending,
 )
-from lance_partitioned.write import WriteOptions, stage
+from lance_partitioned.ingest import WriteOptions, stage
 
 __all__ = [
     "LancePartitionedStreamWriter",
