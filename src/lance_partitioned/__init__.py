@@ -24,26 +24,32 @@ from lance_partitioned.runtime import configure_lance
 
 if TYPE_CHECKING:
     from lance_partitioned.adapter import PartitionedLanceNamespace
+    from lance_partitioned.errors import PartitionCountWarning
     from lance_partitioned.namespace import PartitionedNamespace, WriteResult
+    from lance_partitioned.restore import RestoreResult
     from lance_partitioned.sizes import UnreadableLeafWarning
     from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
     from lance_partitioned.spec.schema import NamespaceSchema
     from lance_partitioned.spec.shorthand import AmbiguousPartitionWarning
     from lance_partitioned.ingest import WriteOptions, WriteProgress
+    from lance_partitioned.writing import write
 
 __all__ = [
     "AmbiguousPartitionWarning",
     "NamespaceSchema",
+    "PartitionCountWarning",
     "PartitionField",
     "PartitionSpec",
     "PartitionedLanceNamespace",
     "PartitionedNamespace",
+    "RestoreResult",
     "UnreadableLeafWarning",
     "WriteOptions",
     "WriteProgress",
     "WriteResult",
     "__version__",
     "errors",
+    "write",
 ]
 __version__ = "0.1.0"
 
@@ -58,6 +64,9 @@ _LAZY = {
     "PartitionField": "lance_partitioned.spec.partitioning",
     "PartitionSpec": "lance_partitioned.spec.partitioning",
     "NamespaceSchema": "lance_partitioned.spec.schema",
+    "PartitionCountWarning": "lance_partitioned.errors",
+    "RestoreResult": "lance_partitioned.restore",
+    "write": "lance_partitioned.writing",
 }
 
 configure_lance()  # before any module of ours imports Lance

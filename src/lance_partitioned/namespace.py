@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from lance_partitioned.engines.dataset import PartitionedDataset
     from lance_partitioned.history import Tags
     from lance_partitioned.maintenance.optimize import OptimizeProgress, OptimizeResult
+    from lance_partitioned.restore import RestoreResult
 
 __all__ = ["PartitionedNamespace", "WriteResult"]
 
@@ -132,7 +133,7 @@ class PartitionedNamespace:
         cls,
         uri: str,
         *,
-        schema: pa.Schema,
+        schema: Any,
         partition_by: str | Sequence[PartitionField],
         storage_options: Mapping[str, str] | None = None,
         exist_ok: bool = False,
@@ -143,16 +144,20 @@ class PartitionedNamespace:
         ----------
         uri : str
             Root directory or object-store URI.
-        schema : pyarrow.Schema
+        schema : pyarrow.Schema, DataFrame or Polars Schema
             The namespace schema; ``lance:field_id`` is assigned depth-first unless every
-            field already carries one.
+            field already carries one. A pandas or Polars DataFrame (or LazyFrame), a Polars
+            Schema or any object with ``__arrow_c_schema__`` gives its schema; anything else
+            is a :class:`~lance_partitioned.errors.SchemaInputTypeError` (a ``TypeError``).
         partition_by : str or list of PartitionField
             The shorthand (``"year(ts), country, bucket(16, user_id)"``) or bound fields.
         exist_ok : bool
             Return the existing namespace when it has the same schema and spec instead of
             raising :class:`~lance_partitioned.errors.NamespaceAlreadyExistsError`.
         """
-        ns_schema = NamespaceSchema.from_arrow(schema)
+        from lance_partitioned.writing import schema_of
+
+        ns_schema = NamespaceSchema.from_arrow(schema_of(schema))
         check_column_names(ns_schema)
         if isinstance(partition_by, str):
             spec = bind_spec(
@@ -274,6 +279,7 @@ class PartitionedNamespace:
         options: WriteOptions | None = None,
         progress: Callable[[WriteProgress], None] | None = None,
         where: str | Predicate | None = None,
+        schema_mode: Literal["merge"] | None = None,
     ) -> WriteResult:
         """Write ``data`` atomically: every partition it touches becomes visible at once.
 
@@ -282,7 +288,8 @@ class PartitionedNamespace:
         data
             A ``pyarrow.Table``, ``RecordBatch`` or ``RecordBatchReader`` (streamed with
             bounded memory), any object with ``__arrow_c_stream__`` (pandas, polars, DuckDB),
-            or an iterable of record batches.
+            a Polars ``LazyFrame`` (streamed), or an iterable of record batches. A pandas
+            index that is not a namespace column (``__index_level_0__``) is left out.
         mode : {"append", "overwrite", "overwrite_partitions"}
             ``overwrite`` replaces the whole namespace's data (with ``where``: only the rows
             matching it); ``overwrite_partitions`` replaces the partitions of the current
@@ -296,7 +303,19 @@ class PartitionedNamespace:
             With ``mode="overwrite"``: replace-where, atomically replace the rows matching
             ``where`` by ``data``, every row of which must satisfy it
             (:class:`~lance_partitioned.errors.PredicateViolationError` otherwise).
+        schema_mode : {"merge"}, optional
+            ``"merge"``: columns of ``data`` that the namespace lacks are added first (an
+            ``add_columns`` evolution, its own commit, then the write's); without it such a
+            column is a :class:`~lance_partitioned.errors.SchemaMismatchError`.
+
+        Warns
+        -----
+        PartitionCountWarning
+            When the write created more than 1,000 partitions averaging under 10,000 rows.
         """
+        from lance_partitioned import writing
+
+        writing.check_schema_mode(schema_mode)
         if mode not in _MODES:
             raise errors.InvalidInputError(f"mode {mode!r} is not one of {list(_MODES)}")
         if where is not None and mode != "overwrite":
@@ -306,6 +325,8 @@ class PartitionedNamespace:
         self._require_writable("write")
         started = time.perf_counter()
         self.refresh()
+        if schema_mode == "merge":
+            data = self._merge_schema(data)
         snapshot = self._snapshot
         target = leaf_schema(snapshot.metadata.schema)
         if where is not None:
@@ -334,6 +355,11 @@ class PartitionedNamespace:
             "write",
         )
         self._snapshot = self._manifest.snapshot(result.version)
+        created = set(result.created)
+        writing.warn_partition_count(
+            [leaf.rows for leaf in pending.leaves if leaf.object_id in created],
+            ", ".join(f"{f.name} = {f.expression}" for f in snapshot.metadata.current_spec.fields),
+        )
         return WriteResult(
             version=result.version,
             rows_written=result.rows,
@@ -625,12 +651,23 @@ class PartitionedNamespace:
         self._snapshot = self._manifest.snapshot(result.version)
         return result
 
-    def update(self, where: str | Predicate, set: Mapping[str, str]) -> UpdateResult:
+    def update(
+        self,
+        where: str | Predicate,
+        set: Mapping[str, str] | None = None,
+        *,
+        values: Mapping[str, Any] | None = None,
+    ) -> UpdateResult:
         """Set columns of the rows matching ``where``: ``set`` maps each column to DataFusion
-        SQL over the row (``{"amount": "amount * 2"}``). Rows whose partition changes move
-        to their new leaf in the same commit (see :mod:`lance_partitioned.dml.update`)."""
+        SQL over the row (``{"amount": "amount * 2"}``), or ``values`` to a Python value
+        (``{"country": "US"}``, None for NULL; deltalake's ``new_values``), one of the two.
+        Rows whose partition changes move to their new leaf in the same commit (see
+        :mod:`lance_partitioned.dml.update`)."""
         self._require_writable("update")
-        result = _storage(lambda: dml.update(self._manifest, where, set), self.uri, "update")
+        assignments = dml.assignments(set, values)
+        result = _storage(
+            lambda: dml.update(self._manifest, where, assignments), self.uri, "update"
+        )
         self._snapshot = self._manifest.snapshot(result.version)
         return result
 
@@ -643,3 +680,36 @@ class PartitionedNamespace:
 
     def _moved_to(self, version: int) -> None:
         self._snapshot = self._manifest.snapshot(version)
+
+    # --- datain33: schema_mode="merge", restore, update(values=) ---
+    def _merge_schema(self, data: Any) -> pa.RecordBatchReader:
+        """``data`` as a stream, after adding the columns it has and the namespace lacks
+        (``write(schema_mode="merge")``)."""
+        from lance_partitioned.ingest import as_reader, drop_pandas_index
+        from lance_partitioned.writing import new_columns
+
+        live = self.schema.names
+        reader = drop_pandas_index(as_reader(data), live)
+        added = new_columns(reader.schema, self.namespace_schema)
+        if added:
+            self.add_columns(added)
+        return reader
+
+    def restore(self, version: int | str | dt.datetime) -> RestoreResult:
+        """Make the rows of an earlier ``__manifest`` version the current ones, in one new
+        commit (as Delta's ``RESTORE``; see :mod:`lance_partitioned.restore`).
+
+        Parameters
+        ----------
+        version : int, str or datetime
+            A version number, a tag name, or a time (the latest version committed at or
+            before it; a naive datetime is UTC).
+        """
+        from lance_partitioned import restore
+
+        self._require_writable("restore")
+        result = _storage(
+            lambda: restore.restore(self._manifest, version), self.uri, "restore"
+        )
+        self._snapshot = self._manifest.snapshot(result.version)
+        return result
