@@ -25,13 +25,13 @@ from lance_partitioned.runtime import configure_lance
 if TYPE_CHECKING:
     from lance_partitioned.adapter import PartitionedLanceNamespace
     from lance_partitioned.errors import PartitionCountWarning
+    from lance_partitioned.ingest import WriteOptions, WriteProgress
     from lance_partitioned.namespace import PartitionedNamespace, WriteResult
     from lance_partitioned.restore import RestoreResult
     from lance_partitioned.sizes import UnreadableLeafWarning
     from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
     from lance_partitioned.spec.schema import NamespaceSchema
     from lance_partitioned.spec.shorthand import AmbiguousPartitionWarning
-    from lance_partitioned.ingest import WriteOptions, WriteProgress
     from lance_partitioned.writing import write
 
 __all__ = [

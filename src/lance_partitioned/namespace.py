@@ -26,6 +26,7 @@ from lance_partitioned import dml, errors, scan
 from lance_partitioned.consistency import leaf_schema
 from lance_partitioned.dml import DeleteResult, MergeBuilder, UpdateResult
 from lance_partitioned.expressions import Predicate
+from lance_partitioned.ingest import WriteOptions, WriteProgress, stage
 from lance_partitioned.maintenance.cleanup import CleanupProgress, CleanupResult
 from lance_partitioned.manifest import (
     BASE_COLUMNS,
@@ -44,7 +45,6 @@ from lance_partitioned.spec.partitioning import (
 )
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.shorthand import parse_partition_by, warn_ambiguous_date_parts
-from lance_partitioned.ingest import WriteOptions, WriteProgress, stage
 
 if TYPE_CHECKING:
     import polars as pl
@@ -708,8 +708,6 @@ class PartitionedNamespace:
         from lance_partitioned import restore
 
         self._require_writable("restore")
-        result = _storage(
-            lambda: restore.restore(self._manifest, version), self.uri, "restore"
-        )
+        result = _storage(lambda: restore.restore(self._manifest, version), self.uri, "restore")
         self._snapshot = self._manifest.snapshot(result.version)
         return result

@@ -74,9 +74,7 @@ class RestoreResult:
     seconds: float
 
 
-def _mapped(
-    old: pa.Schema, now: NamespaceSchema
-) -> tuple[list[int], list[str]]:
+def _mapped(old: pa.Schema, now: NamespaceSchema) -> tuple[list[int], list[str]]:
     """The positions of ``old``'s columns that are live now, and their current names."""
     positions, names = [], []
     live = set(now.read_schema().names)
@@ -111,9 +109,7 @@ def _rows_of(
 
     def batches() -> Iterator[pa.RecordBatch]:
         for batch in reader:
-            yield pa.RecordBatch.from_arrays(
-                [batch.column(i) for i in positions], schema=schema
-            )
+            yield pa.RecordBatch.from_arrays([batch.column(i) for i in positions], schema=schema)
 
     return pa.RecordBatchReader.from_batches(schema, batches())
 
@@ -146,9 +142,7 @@ def restore(
         target=leaf_schema(schema),
         options=options or WriteOptions(),
     )
-    operation = Operation(
-        "restore", mode="overwrite", details={"restored_version": str(number)}
-    )
+    operation = Operation("restore", mode="overwrite", details={"restored_version": str(number)})
 
     def plan(snapshot: ManifestSnapshot) -> ChangePlan:
         removed = replaced_rows(manifest, snapshot, pending)

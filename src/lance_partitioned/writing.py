@@ -148,8 +148,8 @@ def check_schema_mode(schema_mode: str | None) -> None:
 def new_columns(data_schema: pa.Schema, schema: NamespaceSchema) -> list[pa.Field]:
     """The top-level columns of ``data_schema`` that the namespace does not have, as the
     nullable fields :meth:`~lance_partitioned.PartitionedNamespace.add_columns` adds (strings
-    as ``string``, see :func:`plain_schema`). A column the namespace dropped (deprecated) is not new: writing it
-    stays an error."""
+    as ``string``, see :func:`plain_schema`). A column the namespace dropped (deprecated) is
+    not new: writing it stays an error."""
     live = set(schema.read_schema().names)
     known = set(schema.arrow_schema.names)
     return [
@@ -268,4 +268,3 @@ def _check_partition_by(ns: Any, partition_by: str | Sequence[PartitionField]) -
             "write with the current spec, or change the spec first with "
             "update_partition_spec"
         )
-

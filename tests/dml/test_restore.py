@@ -73,7 +73,7 @@ def test_restore_keeps_the_current_schema(tmp_path: Path) -> None:
 
 
 def test_restore_of_a_missing_version_or_tag_is_a_typed_error(tmp_path: Path) -> None:
-    ns, _good, _rows_ = _history(tmp_path)
+    ns = _history(tmp_path)[0]
     with pytest.raises(errors.TableVersionNotFoundError):
         ns.restore(ns.version + 5)
     with pytest.raises(errors.TagNotFoundError):

@@ -140,8 +140,7 @@ def test_values_takes_python_values(tmp_path: Path) -> None:
         values={"country": "O'Hare", "amount": 2, "name": None, "ts": moment},
     )
     duck = (
-        "'O''Hare' AS country, 2.0 AS amount, NULL AS name, "
-        "TIMESTAMP '2025-03-01 12:30:00' AS ts"
+        "'O''Hare' AS country, 2.0 AS amount, NULL AS name, TIMESTAMP '2025-03-01 12:30:00' AS ts"
     )
     assert result.rows_updated == sum(1 for i in data.column("id").to_pylist() if i % 3 == 0)
     assert contents(ns) == expected(_after_update(data, "id % 3 = 0", duck))
@@ -153,7 +152,7 @@ def test_set_and_values_together_or_neither_is_a_typed_error(tmp_path: Path) -> 
     version = ns.version
     with pytest.raises(errors.InvalidInputError, match="not both"):
         ns.update("true", set={"name": "'a'"}, values={"name": "a"})
-    with pytest.raises(errors.InvalidInputError, match="set= .* or values="):
+    with pytest.raises(errors.InvalidInputError, match=r"set= .* or values="):
         ns.update("true")
     with pytest.raises(errors.InvalidInputError, match="value for column 'name'"):
         ns.update("true", values={"name": ["a", "list"]})

@@ -9,8 +9,8 @@ import pyarrow as pa
 import lance_partitioned as lp
 from lance_partitioned import transaction
 from lance_partitioned.consistency import leaf_schema
-from lance_partitioned.manifest import WriterTransactions
 from lance_partitioned.ingest import WriteOptions, stage
+from lance_partitioned.manifest import WriterTransactions
 
 SCHEMA = pa.schema([("id", pa.int64()), ("key", pa.string())])
 

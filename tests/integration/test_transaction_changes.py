@@ -13,8 +13,8 @@ from lance import LanceDataset, LanceOperation
 import lance_partitioned as lp
 from lance_partitioned import errors, transaction
 from lance_partitioned.consistency import leaf_schema
-from lance_partitioned.manifest import ManifestSnapshot
 from lance_partitioned.ingest import WriteOptions, stage
+from lance_partitioned.manifest import ManifestSnapshot
 
 SCHEMA = pa.schema([("id", pa.int64()), ("key", pa.string())])
 

@@ -36,6 +36,7 @@ from lance_partitioned.expressions import (
 )
 from lance_partitioned.expressions.fieldnames import field_terms, substitute
 from lance_partitioned.history import Tally, replaced_rows, write_operation, write_plan
+from lance_partitioned.ingest import as_reader
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.transaction import (
@@ -46,7 +47,6 @@ from lance_partitioned.transaction import (
     PendingWrite,
     commit_changes,
 )
-from lance_partitioned.ingest import as_reader
 
 __all__ = ["commit_staged", "partitions_predicate", "require_matching"]
 

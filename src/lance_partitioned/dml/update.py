@@ -34,6 +34,7 @@ from lance_partitioned.dml.results import UpdateResult
 from lance_partitioned.expressions import Predicate
 from lance_partitioned.expressions.sqltext import deep
 from lance_partitioned.history import Tally
+from lance_partitioned.ingest import WriteOptions, stage
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.scan import ScanTask
@@ -45,7 +46,6 @@ from lance_partitioned.transaction import (
     commit_changes,
     merge_pending,
 )
-from lance_partitioned.ingest import WriteOptions, stage
 
 __all__ = ["assign", "assignments", "check_assignments", "update"]
 
@@ -98,8 +98,7 @@ def assignments(
     if values is None:
         if set is None:
             raise errors.InvalidInputError(
-                "update needs set= (column -> SQL expression) or values= (column -> Python "
-                "value)"
+                "update needs set= (column -> SQL expression) or values= (column -> Python value)"
             )
         return set
     if not isinstance(values, Mapping) or not values:

@@ -49,6 +49,7 @@ from pyspark.sql.types import StructType
 
 from lance_partitioned import dml, errors
 from lance_partitioned.consistency import conform_for_write, leaf_schema
+from lance_partitioned.ingest import WriteOptions, stage
 from lance_partitioned.manifest import Manifest, ManifestSnapshot, manifest_schema
 from lance_partitioned.namespace import PartitionedNamespace
 from lance_partitioned.spark.source import SourceOptions
@@ -68,7 +69,6 @@ from lance_partitioned.transaction import (
     WriteMode,
     merge_pending,
 )
-from lance_partitioned.ingest import WriteOptions, stage
 
 __all__ = [
     "LancePartitionedStreamWriter",
