@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import lance_partitioned as lp
-from lance_partitioned import errors, writing
+from lance_partitioned import errors
 
 SCHEMA = pa.schema([("id", pa.int64()), ("country", pa.string())])
 
@@ -171,6 +171,8 @@ def test_one_call_write_merges_the_schema(tmp_path: Path) -> None:
 
 
 def test_many_small_new_partitions_warn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lance_partitioned import writing
+
     monkeypatch.setattr(writing, "MAX_NEW_PARTITIONS", 3)  # (1,000 in earnest: too slow here)
     ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="id")
     ns.write(pa.table({"id": [1, 2, 3], "country": ["US"] * 3}))  # 3 new: no warning
@@ -182,6 +184,8 @@ def test_many_small_new_partitions_warn(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_big_new_partitions_do_not_warn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lance_partitioned import writing
+
     monkeypatch.setattr(writing, "MAX_NEW_PARTITIONS", 1)
     monkeypatch.setattr(writing, "MIN_AVERAGE_ROWS", 2)
     ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="country")
