@@ -146,6 +146,7 @@ OPTIONS = (
     "max_partition_bytes",
     "min_partitions",
     "checkpointlocation",
+    "mergeschema",
     *STREAM_OPTIONS,
 )
 _DISPLAY = {
@@ -155,6 +156,7 @@ _DISPLAY = {
     "txnappid": "txnAppId",
     "txnversion": "txnVersion",
     "checkpointlocation": "checkpointLocation",
+    "mergeschema": "mergeSchema",
     "startingversion": "startingVersion",
     "startingtimestamp": "startingTimestamp",
     "skipchangecommits": "skipChangeCommits",
@@ -179,6 +181,13 @@ def _check_names(lowered: Mapping[str, object]) -> None:
             f"lance_partitioned source supports {names} and storage.<key> (Lance storage "
             "options)"
         )
+
+
+def _merge_schema(lowered: Mapping[str, object]) -> bool:
+    raw = str(lowered.get("mergeschema", "false")).strip().lower()
+    if raw not in ("true", "false"):
+        raise errors.InvalidInputError(f"option mergeSchema={raw!r} must be 'true' or 'false'")
+    return raw == "true"
 
 
 def _overwrite_mode(lowered: Mapping[str, object]) -> str | None:
@@ -275,6 +284,7 @@ class SourceOptions:
     min_partitions: int | None = None
     txn: tuple[str, int] | None = None
     replace_where: str | None = None
+    merge_schema: bool = False  # mergeSchema: a write adds the DataFrame's new columns
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -326,6 +336,7 @@ class SourceOptions:
             min_partitions=_positive_int(lowered, "min_partitions"),
             txn=_txn(lowered),
             replace_where=_replace_where(lowered),
+            merge_schema=_merge_schema(lowered),
         )
 
     def default_min_partitions(self) -> int:

@@ -324,9 +324,15 @@ def plan_write(
     version: int | None = None
     if Manifest(options.uri, storage).exists():
         ns = PartitionedNamespace.open(options.uri, storage_options=storage)
-        namespace_schema, version = ns.namespace_schema, ns.version
         if options.partition_by is not None:
             _check_partition_by(ns, options.partition_by)
+        if options.merge_schema:  # mergeSchema: the new columns first, in their own commit
+            from lance_partitioned.writing import new_columns
+
+            added = new_columns(arrow_schema, ns.namespace_schema)
+            if added:
+                ns.add_columns(added)
+        namespace_schema, version = ns.namespace_schema, ns.version
     else:  # created by the commit: a job that fails leaves nothing behind
         create = _new_metadata(options, arrow_schema)
         namespace_schema = create.schema
