@@ -25,17 +25,20 @@ if TYPE_CHECKING:
     from lance_partitioned.adapter import PartitionedLanceNamespace
     from lance_partitioned.dml import DeleteResult, MergeBuilder, MergeResult, UpdateResult
     from lance_partitioned.dml.results import WriteResult
+    from lance_partitioned.errors import PartitionCountWarning
     from lance_partitioned.history import Tags
+    from lance_partitioned.ingest import WriteOptions, WriteProgress
     from lance_partitioned.maintenance.cleanup import CleanupProgress, CleanupResult
     from lance_partitioned.maintenance.optimize import OptimizeProgress, OptimizeResult
     from lance_partitioned.manifest.versions import Tag
     from lance_partitioned.namespace import PartitionedNamespace
+    from lance_partitioned.restore import RestoreResult
     from lance_partitioned.scan import ScanTask
     from lance_partitioned.sizes import UnreadableLeafWarning
     from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
     from lance_partitioned.spec.schema import NamespaceSchema
     from lance_partitioned.spec.shorthand import AmbiguousPartitionWarning
-    from lance_partitioned.write import WriteOptions, WriteProgress
+    from lance_partitioned.writing import write
 
 __all__ = [
     "AmbiguousPartitionWarning",
@@ -47,10 +50,12 @@ __all__ = [
     "NamespaceSchema",
     "OptimizeProgress",
     "OptimizeResult",
+    "PartitionCountWarning",
     "PartitionField",
     "PartitionSpec",
     "PartitionedLanceNamespace",
     "PartitionedNamespace",
+    "RestoreResult",
     "ScanTask",
     "Tag",
     "Tags",
@@ -61,6 +66,7 @@ __all__ = [
     "WriteResult",
     "__version__",
     "errors",
+    "write",
 ]
 __version__ = "0.1.0"
 
@@ -70,8 +76,8 @@ _LAZY = {
     "PartitionedNamespace": "lance_partitioned.namespace",
     "PartitionedLanceNamespace": "lance_partitioned.adapter",
     "WriteResult": "lance_partitioned.dml.results",
-    "WriteOptions": "lance_partitioned.write",
-    "WriteProgress": "lance_partitioned.write",
+    "WriteOptions": "lance_partitioned.ingest",
+    "WriteProgress": "lance_partitioned.ingest",
     "PartitionField": "lance_partitioned.spec.partitioning",
     "PartitionSpec": "lance_partitioned.spec.partitioning",
     "NamespaceSchema": "lance_partitioned.spec.schema",
@@ -87,6 +93,9 @@ _LAZY = {
     "ScanTask": "lance_partitioned.scan",
     "Tags": "lance_partitioned.history",
     "Tag": "lance_partitioned.manifest.versions",
+    "PartitionCountWarning": "lance_partitioned.errors",
+    "RestoreResult": "lance_partitioned.restore",
+    "write": "lance_partitioned.writing",
 }
 
 configure_lance()  # before any module of ours imports Lance

@@ -44,11 +44,13 @@ __all__ = [
     "NamespaceNotFoundError",
     "NotAPartitionedNamespaceError",
     "PartitionByParseError",
+    "PartitionCountWarning",
     "PartitionExpressionError",
     "PartitionSpecError",
     "PermissionDeniedError",
     "PredicateViolationError",
     "SchemaError",
+    "SchemaInputTypeError",
     "SchemaMismatchError",
     "StorageError",
     "TableNotFoundError",
@@ -83,6 +85,11 @@ class UnknownTypeError(InvalidInputError):
 
 class SchemaError(InvalidInputError):
     """A namespace schema that breaks a rule of spec 000 (field ids, deprecation, evolution)."""
+
+
+class SchemaInputTypeError(InvalidInputError, TypeError):
+    """``create(schema=...)`` was given an object that is not a schema nor something a schema
+    is taken from (the message lists what is accepted). Also a ``TypeError``."""
 
 
 class SchemaMismatchError(LancePartitionedError, _ln.TableSchemaValidationError):
@@ -187,6 +194,13 @@ class ChangeCommitError(UnsupportedOperationError):
 
 class InternalError(LancePartitionedError, _ln.InternalError):
     """A broken invariant inside lance-partitioned (a bug: please report it)."""
+
+
+class PartitionCountWarning(UserWarning):
+    """A write created very many small partitions (more than 1,000 new leaf tables averaging
+    under 10,000 rows): each is a Lance table with its own files, so reads, writes and
+    maintenance pay per partition. The message gives the numbers and suggests partitioning
+    by ``bucket(N, col)`` or a coarser transform."""
 
 
 # What the operating system said, as Lance reports it in an OSError's text, and our class for it.

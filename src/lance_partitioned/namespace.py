@@ -18,7 +18,7 @@ import datetime as dt
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
@@ -28,6 +28,7 @@ from lance_partitioned.consistency import leaf_schema
 from lance_partitioned.dml import DeleteResult, MergeBuilder, UpdateResult
 from lance_partitioned.dml.results import WriteResult
 from lance_partitioned.expressions import Predicate
+from lance_partitioned.ingest import WriteOptions, WriteProgress, stage
 from lance_partitioned.maintenance import cleanup, optimize
 from lance_partitioned.maintenance.cleanup import CleanupProgress, CleanupResult
 from lance_partitioned.maintenance.optimize import OptimizeProgress, OptimizeResult
@@ -43,7 +44,6 @@ from lance_partitioned.spec.partitioning import (
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.shorthand import warn_ambiguous_date_parts
 from lance_partitioned.transaction import WRITE_MODES, WriteMode
-from lance_partitioned.write import WriteOptions, WriteProgress, stage
 
 if TYPE_CHECKING:
     import polars as pl
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from lance_partitioned.engines import OnScan
     from lance_partitioned.engines.dataset import PartitionedDataset
     from lance_partitioned.history import Tags
+    from lance_partitioned.restore import RestoreResult
 
 __all__ = ["PartitionedNamespace", "WriteResult"]
 
@@ -82,7 +83,7 @@ class PartitionedNamespace:
         cls,
         uri: str,
         *,
-        schema: pa.Schema,
+        schema: Any,
         partition_by: str | Sequence[PartitionField],
         storage_options: Mapping[str, str] | None = None,
         exist_ok: bool = False,
@@ -93,16 +94,20 @@ class PartitionedNamespace:
         ----------
         uri : str
             Root directory or object-store URI.
-        schema : pyarrow.Schema
+        schema : pyarrow.Schema, DataFrame or Polars Schema
             The namespace schema; ``lance:field_id`` is assigned depth-first unless every
-            field already carries one.
+            field already carries one. A pandas or Polars DataFrame (or LazyFrame), a Polars
+            Schema or any object with ``__arrow_c_schema__`` gives its schema; anything else
+            is a :class:`~lance_partitioned.errors.SchemaInputTypeError` (a ``TypeError``).
         partition_by : str or list of PartitionField
             The shorthand (``"year(ts), country, bucket(16, user_id)"``) or bound fields.
         exist_ok : bool
             Return the existing namespace when it has the same schema and spec instead of
             raising :class:`~lance_partitioned.errors.NamespaceAlreadyExistsError`.
         """
-        metadata = NamespaceMetadata.create(schema, partition_by)
+        from lance_partitioned.writing import schema_of
+
+        metadata = NamespaceMetadata.create(schema_of(schema), partition_by)
         create_manifest(str(uri), metadata, storage_options, exist_ok=exist_ok)
         return cls(str(uri), storage_options=storage_options)
 
@@ -186,6 +191,7 @@ class PartitionedNamespace:
         options: WriteOptions | None = None,
         progress: Callable[[WriteProgress], None] | None = None,
         where: str | Predicate | None = None,
+        schema_mode: Literal["merge"] | None = None,
     ) -> WriteResult:
         """Write ``data`` atomically: every partition it touches becomes visible at once.
 
@@ -194,7 +200,8 @@ class PartitionedNamespace:
         data
             A ``pyarrow.Table``, ``RecordBatch`` or ``RecordBatchReader`` (streamed with
             bounded memory), any object with ``__arrow_c_stream__`` (pandas, polars, DuckDB),
-            or an iterable of record batches.
+            a Polars ``LazyFrame`` (streamed), or an iterable of record batches. A pandas
+            index that is not a namespace column (``__index_level_0__``) is left out.
         mode : {"append", "overwrite", "overwrite_partitions"}
             ``overwrite`` replaces the whole namespace's data (with ``where``: only the rows
             matching it); ``overwrite_partitions`` replaces the partitions of the current
@@ -202,13 +209,25 @@ class PartitionedNamespace:
         options : WriteOptions, optional
             Buffering and parallelism knobs.
         progress : callable, optional
-            Called with a :class:`~lance_partitioned.write.WriteProgress` after each chunk
+            Called with a :class:`~lance_partitioned.ingest.WriteProgress` after each chunk
             and once when every partition is staged.
         where : str or Predicate, optional
             With ``mode="overwrite"``: replace-where, atomically replace the rows matching
             ``where`` by ``data``, every row of which must satisfy it
             (:class:`~lance_partitioned.errors.PredicateViolationError` otherwise).
+        schema_mode : {"merge"}, optional
+            ``"merge"``: columns of ``data`` that the namespace lacks are added first (an
+            ``add_columns`` evolution, its own commit, then the write's); without it such a
+            column is a :class:`~lance_partitioned.errors.SchemaMismatchError`.
+
+        Warns
+        -----
+        PartitionCountWarning
+            When the write created more than 1,000 partitions averaging under 10,000 rows.
         """
+        from lance_partitioned import writing
+
+        writing.check_schema_mode(schema_mode)
         if mode not in WRITE_MODES:
             raise errors.InvalidInputError(f"mode {mode!r} is not one of {list(WRITE_MODES)}")
         if where is not None and mode != "overwrite":
@@ -219,6 +238,8 @@ class PartitionedNamespace:
         started = time.perf_counter()
         with self._committed("write") as moved_to:
             self.refresh()
+            if schema_mode == "merge":
+                data = self._merge_schema(data)
             snapshot = self._snapshot
             if where is not None:
                 data = dml.require_matching(data, where, snapshot)
@@ -235,6 +256,11 @@ class PartitionedNamespace:
                 self._manifest, pending, where=where, leaf_threads=options.threads
             )
             moved_to(result.version)
+        created = set(result.created)
+        writing.warn_partition_count(
+            [leaf.rows for leaf in pending.leaves if leaf.object_id in created],
+            ", ".join(f"{f.name} = {f.expression}" for f in snapshot.metadata.current_spec.fields),
+        )
         return WriteResult(
             version=result.version,
             rows_written=result.rows,
@@ -403,12 +429,21 @@ class PartitionedNamespace:
             moved_to(result.version)
         return result
 
-    def update(self, where: str | Predicate, set: Mapping[str, str]) -> UpdateResult:
+    def update(
+        self,
+        where: str | Predicate,
+        set: Mapping[str, str] | None = None,
+        *,
+        values: Mapping[str, Any] | None = None,
+    ) -> UpdateResult:
         """Set columns of the rows matching ``where``: ``set`` maps each column to DataFusion
-        SQL over the row (``{"amount": "amount * 2"}``). Rows whose partition changes move
-        to their new leaf in the same commit (see :mod:`lance_partitioned.dml.update`)."""
+        SQL over the row (``{"amount": "amount * 2"}``), or ``values`` to a Python value
+        (``{"country": "US"}``, None for NULL; deltalake's ``new_values``), one of the two.
+        Rows whose partition changes move to their new leaf in the same commit (see
+        :mod:`lance_partitioned.dml.update`)."""
+        assignments = dml.assignments(set, values)
         with self._committed("update") as moved_to:
-            result = dml.update(self._manifest, where, set)
+            result = dml.update(self._manifest, where, assignments)
             moved_to(result.version)
         return result
 
@@ -422,6 +457,23 @@ class PartitionedNamespace:
         NULL in another key never matches."""
         self._require_writable("merge")
         return dml.MergeBuilder(self._manifest, data, on, after=self._moved_to, null_safe=null_safe)
+
+    def restore(self, version: int | str | dt.datetime) -> RestoreResult:
+        """Make the rows of an earlier ``__manifest`` version the current ones, in one new
+        commit (as Delta's ``RESTORE``; see :mod:`lance_partitioned.restore`).
+
+        Parameters
+        ----------
+        version : int, str or datetime
+            A version number, a tag name, or a time (the latest version committed at or
+            before it; a naive datetime is UTC).
+        """
+        from lance_partitioned import restore
+
+        with self._committed("restore") as moved_to:
+            result = restore.restore(self._manifest, version)
+            moved_to(result.version)
+        return result
 
     # ------------------------------------------------------------------ evolution
     def update_partition_spec(self, partition_by: str | Sequence[PartitionField]) -> PartitionSpec:
@@ -522,3 +574,16 @@ class PartitionedNamespace:
 
     def _moved_to(self, version: int) -> None:
         self._snapshot = self._manifest.snapshot(version)
+
+    def _merge_schema(self, data: Any) -> pa.RecordBatchReader:
+        """``data`` as a stream, after adding the columns it has and the namespace lacks
+        (``write(schema_mode="merge")``)."""
+        from lance_partitioned.ingest import as_reader, drop_pandas_index
+        from lance_partitioned.writing import new_columns
+
+        live = self.schema.names
+        reader = drop_pandas_index(as_reader(data), live)
+        added = new_columns(reader.schema, self.namespace_schema)
+        if added:
+            self.add_columns(added)
+        return reader

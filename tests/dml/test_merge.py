@@ -63,7 +63,7 @@ def _source_leaves(
 ) -> set[tuple[object, ...]]:
     """The partition values of the source rows whose keys that are not partition sources
     (matched NULL-safely) are all non-NULL."""
-    from lance_partitioned.write import partition_values
+    from lance_partitioned.ingest import partition_values
 
     keyed = source
     for name in on:

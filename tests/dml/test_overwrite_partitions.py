@@ -69,7 +69,7 @@ def _with_fields(ns: lp.PartitionedNamespace, table: pa.Table) -> list[dict[str,
     """``table``'s rows with the current spec's partition values added, as the writer
     computes them."""
     from lance_partitioned.consistency import conform_for_write, leaf_schema
-    from lance_partitioned.write import partition_values
+    from lance_partitioned.ingest import partition_values
 
     schema = ns.namespace_schema
     conformed = conform_for_write(table, schema, leaf_schema(schema))

@@ -127,3 +127,33 @@ def test_a_reader_pinned_to_an_older_version_still_reads_the_old_values(tmp_path
     ns.update("true", set={"country": "'US'", "amount": "NULL"})
     pinned = lp.PartitionedNamespace.open(str(tmp_path / "ns"), version=version)
     assert pinned.to_table().sort_by("id").to_pylist() == expected(data)
+
+
+def test_values_takes_python_values(tmp_path: Path) -> None:
+    import datetime
+
+    data = rows(60, seed=37)
+    ns = create(tmp_path / "ns", "country", data)
+    moment = datetime.datetime(2025, 3, 1, 12, 30)
+    result = ns.update(
+        "id % 3 = 0",
+        values={"country": "O'Hare", "amount": 2, "name": None, "ts": moment},
+    )
+    duck = (
+        "'O''Hare' AS country, 2.0 AS amount, NULL AS name, TIMESTAMP '2025-03-01 12:30:00' AS ts"
+    )
+    assert result.rows_updated == sum(1 for i in data.column("id").to_pylist() if i % 3 == 0)
+    assert contents(ns) == expected(_after_update(data, "id % 3 = 0", duck))
+    assert ns.count_rows("country = 'O''Hare'") == result.rows_updated
+
+
+def test_set_and_values_together_or_neither_is_a_typed_error(tmp_path: Path) -> None:
+    ns = create(tmp_path / "ns", "country", rows(10, seed=38))
+    version = ns.version
+    with pytest.raises(errors.InvalidInputError, match="not both"):
+        ns.update("true", set={"name": "'a'"}, values={"name": "a"})
+    with pytest.raises(errors.InvalidInputError, match=r"set= .* or values="):
+        ns.update("true")
+    with pytest.raises(errors.InvalidInputError, match="value for column 'name'"):
+        ns.update("true", values={"name": ["a", "list"]})
+    assert ns.refresh().version == version

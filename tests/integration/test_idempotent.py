@@ -9,9 +9,9 @@ import pyarrow as pa
 import lance_partitioned as lp
 from lance_partitioned import transaction
 from lance_partitioned.consistency import leaf_schema
+from lance_partitioned.ingest import WriteOptions, stage
 from lance_partitioned.manifest import WriterTransactions
 from lance_partitioned.transaction.write import commit_write
-from lance_partitioned.write import WriteOptions, stage
 
 SCHEMA = pa.schema([("id", pa.int64()), ("key", pa.string())])
 

@@ -116,7 +116,7 @@ def test_commit_gives_up_with_a_typed_error(
 
 def _pending(ns: lp.PartitionedNamespace) -> transaction.PendingWrite:
     from lance_partitioned.consistency import leaf_schema
-    from lance_partitioned.write import WriteOptions, stage
+    from lance_partitioned.ingest import WriteOptions, stage
 
     return stage(
         ns._manifest,

@@ -13,9 +13,9 @@ from lance import LanceDataset, LanceOperation
 import lance_partitioned as lp
 from lance_partitioned import errors, transaction
 from lance_partitioned.consistency import leaf_schema
+from lance_partitioned.ingest import WriteOptions, stage
 from lance_partitioned.manifest import ManifestSnapshot
 from lance_partitioned.transaction.write import commit_write
-from lance_partitioned.write import WriteOptions, stage
 
 SCHEMA = pa.schema([("id", pa.int64()), ("key", pa.string())])
 

@@ -17,8 +17,8 @@ import pytest
 
 import lance_partitioned as lp
 from lance_partitioned import errors
-from lance_partitioned import write as write_module
-from lance_partitioned.write import WriteOptions
+from lance_partitioned import ingest as write_module
+from lance_partitioned.ingest import WriteOptions
 from tests.integration.helpers import read_leaves, sorted_rows
 
 SCHEMA = pa.schema(

@@ -21,6 +21,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 import lance_partitioned as lp
 from lance_partitioned import errors
+from lance_partitioned.ingest import WriteOptions
 from lance_partitioned.spark import FILTER_PUSHDOWN_CONF
 from lance_partitioned.spark.options import SourceOptions
 from lance_partitioned.spark.reader import (
@@ -31,7 +32,6 @@ from lance_partitioned.spark.reader import (
     pack_splits,
 )
 from lance_partitioned.spark.source import LancePartitionedDataSource
-from lance_partitioned.write import WriteOptions
 from tests.spark.helpers import assert_same_rows
 
 UTC = dt.timezone.utc

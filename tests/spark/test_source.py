@@ -85,8 +85,8 @@ def test_options_on_a_real_session(spark: SparkSession, tmp_path: Path) -> None:
     with pytest.raises(Exception, match="unknown option 'verison'"):
         spark.read.format("lance_partitioned").option("verison", 1).load(uri)
     df = spark.createDataFrame([(4,)], "id long")
-    with pytest.raises(Exception, match="unknown option 'mergeschema'"):
-        df.write.format("lance_partitioned").mode("append").option("mergeSchema", "true").save(uri)
+    with pytest.raises(Exception, match="unknown option 'compression'"):
+        df.write.format("lance_partitioned").mode("append").option("compression", "zstd").save(uri)
     assert lp.PartitionedNamespace.open(uri).count_rows() == 4
 
 

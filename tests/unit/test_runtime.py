@@ -54,7 +54,7 @@ def test_import_configures_lance_before_lance_is_imported() -> None:
 
 
 def test_reads_and_writes_share_one_default_thread_count() -> None:
-    from lance_partitioned.write import WriteOptions
+    from lance_partitioned.ingest import WriteOptions
 
     assert 2 <= runtime.DEFAULT_THREADS <= 8
     assert WriteOptions().threads == runtime.DEFAULT_THREADS

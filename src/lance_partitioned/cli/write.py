@@ -255,6 +255,36 @@ def _counting(reader: pa.RecordBatchReader, seen: dict[str, int]) -> pa.RecordBa
     return pa.RecordBatchReader.from_batches(reader.schema, batches())
 
 
+def _check_missing(ns: Any, names: Sequence[str], allow: bool, merge: bool) -> None:
+    """Namespace columns the input files lack are an error unless ``--allow-missing-columns``;
+    a partition source column among them always is (its partition would be NULL for every
+    row). An input column the namespace lacks is left to the write's own error."""
+    live = ns.schema.names
+    if not merge and any(name not in live for name in names):
+        return
+    missing = [name for name in live if name not in names]
+    if not missing:
+        return
+    schema = ns.namespace_schema
+    sources = {
+        schema.name_of(f.source_id).split(".")[0]
+        for f in ns.current_spec.fields
+        if not schema.is_deprecated(f.source_id)
+    }
+    unplaced = [name for name in missing if name in sources]
+    if unplaced:
+        raise UsageError(
+            f"the input has no column {', '.join(map(repr, unplaced))}, a partition source "
+            "column of the current spec: every row's partition would be NULL. Add the column "
+            "to the input files"
+        )
+    if not allow:
+        raise UsageError(
+            f"the input has no column {', '.join(map(repr, missing))} of the namespace: pass "
+            "--allow-missing-columns to write NULL in them"
+        )
+
+
 @app.command()
 def create(
     uri: UriArg,
@@ -322,6 +352,22 @@ def write(
             help="Input format (auto: from each file's extension; json is JSON lines).",
         ),
     ] = "auto",
+    schema_mode: Annotated[
+        str | None,
+        typer.Option(
+            "--schema-mode",
+            metavar="merge",
+            help="merge: add the input's columns that the namespace lacks (before the write).",
+        ),
+    ] = None,
+    allow_missing_columns: Annotated[
+        bool,
+        typer.Option(
+            "--allow-missing-columns",
+            help="Write NULL in the namespace columns the input lacks (never in a partition "
+            "source column).",
+        ),
+    ] = False,
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
     debug: DebugOpt = False,
@@ -329,6 +375,8 @@ def write(
     """Stream files into the namespace in one atomic commit, with bounded memory."""
     from lance_partitioned.transaction import WRITE_MODES
 
+    if schema_mode not in (None, "merge"):
+        raise typer.BadParameter(f"{schema_mode!r} is not merge", param_hint="--schema-mode")
     if mode not in WRITE_MODES:
         raise typer.BadParameter(
             f"{mode!r} is not one of {', '.join(WRITE_MODES)}", param_hint="--mode"
@@ -339,6 +387,7 @@ def write(
         )
     ns = open_namespace(uri, storage_option)
     dataset = input_dataset(files, input_format, ns.schema)
+    _check_missing(ns, dataset.schema.names, allow_missing_columns, schema_mode == "merge")
     total = _known_rows(dataset)
     seen = {"bytes": 0}
     scanner = dataset.scanner(batch_size=1 << 16, batch_readahead=4, fragment_readahead=1)
@@ -354,7 +403,12 @@ def write(
                 task, completed=report.rows, partitions=report.partitions, bytes=seen["bytes"]
             )
 
-        result = ns.write(reader, mode=mode, progress=progress)
+        result = ns.write(
+            reader,
+            mode=mode,
+            progress=progress,
+            schema_mode="merge" if schema_mode == "merge" else None,
+        )
         bar.update(
             task, completed=result.rows_written, bytes=seen["bytes"], description="committed"
         )

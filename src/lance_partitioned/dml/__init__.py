@@ -27,13 +27,14 @@ from lance_partitioned.dml.delete import delete
 from lance_partitioned.dml.merge import MergeBuilder
 from lance_partitioned.dml.replace import commit_staged, require_matching
 from lance_partitioned.dml.results import DeleteResult, MergeResult, UpdateResult
-from lance_partitioned.dml.update import update
+from lance_partitioned.dml.update import assignments, update
 
 __all__ = [
     "DeleteResult",
     "MergeBuilder",
     "MergeResult",
     "UpdateResult",
+    "assignments",
     "commit_staged",
     "delete",
     "require_matching",

@@ -42,13 +42,13 @@ from lance_partitioned.dml.plan import (
 from lance_partitioned.dml.results import MergeResult
 from lance_partitioned.expressions import AlwaysFalse, AlwaysTrue, Predicate
 from lance_partitioned.expressions.sqltext import deep
+from lance_partitioned.ingest import WriteOptions, as_reader, group_rows, partition_values, stage
 from lance_partitioned.manifest import DELIMITER, Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.transaction import ChangePlan, LeafChange, PendingWrite, commit_changes
 from lance_partitioned.transaction.write import Tally
-from lance_partitioned.write import WriteOptions, as_reader, group_rows, partition_values, stage
 
 __all__ = ["MergeBuilder"]
 

@@ -34,12 +34,12 @@ from lance_partitioned.expressions import (
     and_,
     or_,
 )
+from lance_partitioned.ingest import as_reader
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.pruning.fieldnames import field_terms, substitute
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.transaction import CommitResult, LeafChange, LeafWrite, PendingWrite
 from lance_partitioned.transaction.write import RowDeletes, commit_write, write_operation
-from lance_partitioned.write import as_reader
 
 __all__ = ["commit_staged", "partitions_predicate", "require_matching"]
 

@@ -33,6 +33,7 @@ from lance_partitioned.dml.plan import (
 from lance_partitioned.dml.results import UpdateResult
 from lance_partitioned.expressions import Predicate
 from lance_partitioned.expressions.sqltext import deep
+from lance_partitioned.ingest import WriteOptions, stage
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.scan import ScanTask
@@ -45,9 +46,8 @@ from lance_partitioned.transaction import (
     merge_pending,
 )
 from lance_partitioned.transaction.write import Tally
-from lance_partitioned.write import WriteOptions, stage
 
-__all__ = ["assign", "check_assignments", "update"]
+__all__ = ["assign", "assignments", "check_assignments", "update"]
 
 
 def _quoted(name: str) -> str:
@@ -78,6 +78,47 @@ def check_assignments(assignments: Mapping[str, str], schema: pa.Schema) -> dict
         checked[name] = sql
     assign(schema.empty_table(), checked)  # plans every expression: errors come first
     return checked
+
+
+def assignments(
+    set: Mapping[str, str] | None, values: Mapping[str, Any] | None
+) -> Mapping[str, str]:
+    """The SQL assignments of ``update(where, set=...)`` or ``update(where, values=...)``:
+    ``set`` as it is; ``values`` (column -> Python value, None for NULL) as SQL literals,
+    which the update casts to each column's type.
+
+    >>> assignments(None, {"country": "US", "note": None, "n": 2})
+    {'country': "'US'", 'note': 'NULL', 'n': '2'}
+    """
+    if set is not None and values is not None:
+        raise errors.InvalidInputError(
+            "give set= (SQL expressions, {'amount': 'amount * 2'}) or values= (Python values, "
+            "{'country': 'US'}), not both"
+        )
+    if values is None:
+        if set is None:
+            raise errors.InvalidInputError(
+                "update needs set= (column -> SQL expression) or values= (column -> Python value)"
+            )
+        return set
+    if not isinstance(values, Mapping) or not values:
+        raise errors.InvalidInputError(
+            "values must be a non-empty mapping from column names to Python values, like "
+            "{'country': 'US'}"
+        )
+    from lance_partitioned.expressions.render import sql_literal
+
+    converted: dict[str, str] = {}
+    for name, value in values.items():
+        try:
+            converted[name] = "NULL" if value is None else sql_literal(value)
+        except errors.InvalidInputError as exc:
+            raise errors.InvalidInputError(
+                f"values: the value for column {name!r} cannot be assigned: {exc} (pass "
+                "None, a bool, int, float, Decimal, str, bytes, date, datetime or time; or "
+                "SQL text with set=)"
+            ) from exc
+    return converted
 
 
 def assign(table: pa.Table, assignments: Mapping[str, str]) -> pa.Table:

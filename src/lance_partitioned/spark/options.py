@@ -132,6 +132,7 @@ OPTIONS = (
     "max_partition_bytes",
     "min_partitions",
     "checkpointlocation",
+    "mergeschema",
     *STREAM_OPTIONS,
 )
 _DISPLAY = {
@@ -141,6 +142,7 @@ _DISPLAY = {
     "txnappid": "txnAppId",
     "txnversion": "txnVersion",
     "checkpointlocation": "checkpointLocation",
+    "mergeschema": "mergeSchema",
     "startingversion": "startingVersion",
     "startingtimestamp": "startingTimestamp",
     "skipchangecommits": "skipChangeCommits",
@@ -243,6 +245,13 @@ def _columns(lowered: Mapping[str, str]) -> tuple[str, ...] | None:
     return columns
 
 
+def _merge_schema(lowered: Mapping[str, object]) -> bool:
+    raw = str(lowered.get("mergeschema", "false")).strip().lower()
+    if raw not in ("true", "false"):
+        raise errors.InvalidInputError(f"option mergeSchema={raw!r} must be 'true' or 'false'")
+    return raw == "true"
+
+
 @dataclass(frozen=True)
 class SourceOptions:
     """The data source options, parsed and checked (see the module docstring)."""
@@ -261,6 +270,7 @@ class SourceOptions:
     min_partitions: int | None = None
     txn: tuple[str, int] | None = None
     replace_where: str | None = None
+    merge_schema: bool = False  # mergeSchema: a write adds the DataFrame's new columns
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -312,6 +322,7 @@ class SourceOptions:
             min_partitions=_positive_int(lowered, "min_partitions"),
             txn=_txn(lowered),
             replace_where=_replace_where(lowered),
+            merge_schema=_merge_schema(lowered),
         )
 
     def default_min_partitions(self) -> int:

@@ -9,7 +9,7 @@ manifest held in memory and the commit creates the namespace, so a job that fail
 namespace behind and binds no spec.
 
 Each task (:meth:`LancePartitionedWriter.write`, on an executor) runs
-:func:`lance_partitioned.write.stage` on its Arrow batches: partition values from the spec's
+:func:`lance_partitioned.ingest.stage` on its Arrow batches: partition values from the spec's
 vectorized transforms, uncommitted fragments per partition, nothing visible. It returns a
 :class:`StagedWrite` message: its :class:`~lance_partitioned.transaction.PendingWrite` (per
 leaf: object id, location, partition values, fragment metadata, rows). No executor writes
@@ -49,6 +49,7 @@ from pyspark.sql.types import StructType
 
 from lance_partitioned import dml, errors
 from lance_partitioned.consistency import conform_for_write, leaf_schema
+from lance_partitioned.ingest import WriteOptions, stage
 from lance_partitioned.manifest import Manifest, ManifestSnapshot, manifest_schema
 from lance_partitioned.namespace import PartitionedNamespace
 from lance_partitioned.spark.options import SourceOptions
@@ -66,7 +67,6 @@ from lance_partitioned.transaction import (
     WriteMode,
     merge_pending,
 )
-from lance_partitioned.write import WriteOptions, stage
 
 __all__ = [
     "LancePartitionedStreamWriter",
@@ -318,9 +318,15 @@ def plan_write(
     version: int | None = None
     if Manifest(options.uri, storage).exists():
         ns = PartitionedNamespace.open(options.uri, storage_options=storage)
-        namespace_schema, version = ns.namespace_schema, ns.version
         if options.partition_by is not None:
             _check_partition_by(ns, options.partition_by)
+        if options.merge_schema:  # mergeSchema: the new columns first, in their own commit
+            from lance_partitioned.writing import new_columns
+
+            added = new_columns(arrow_schema, ns.namespace_schema)
+            if added:
+                ns.add_columns(added)
+        namespace_schema, version = ns.namespace_schema, ns.version
     else:  # created by the commit: a job that fails leaves nothing behind
         create = _new_metadata(options, arrow_schema)
         namespace_schema = create.schema

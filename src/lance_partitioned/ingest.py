@@ -19,8 +19,9 @@ import concurrent.futures
 import contextlib
 import itertools
 import os
+import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -49,7 +50,14 @@ from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.transaction import LeafWrite, PendingWrite, WriteMode
 
-__all__ = ["WriteOptions", "WriteProgress", "as_reader", "group_rows", "stage"]
+__all__ = [
+    "WriteOptions",
+    "WriteProgress",
+    "as_reader",
+    "drop_pandas_index",
+    "group_rows",
+    "stage",
+]
 
 
 @dataclass(frozen=True)
@@ -108,7 +116,9 @@ def as_reader(data: Any) -> pa.RecordBatchReader:
     """Anything that speaks Arrow, as a stream of record batches.
 
     Accepts a ``pyarrow.Table``, ``RecordBatch`` or ``RecordBatchReader``, any object with
-    ``__arrow_c_stream__`` (pandas, polars, DuckDB results), or an iterable of record batches.
+    ``__arrow_c_stream__`` (pandas, polars, DuckDB results), a Polars ``LazyFrame`` (run
+    with Polars' streaming engine, its batches read one at a time), or an iterable of
+    record batches.
 
     >>> as_reader(pa.table({"a": [1, 2]})).read_all().num_rows
     2
@@ -121,6 +131,9 @@ def as_reader(data: Any) -> pa.RecordBatchReader:
         return data.to_reader()
     if isinstance(data, pa.RecordBatch):
         return pa.RecordBatchReader.from_batches(data.schema, [data])
+    polars = sys.modules.get("polars")  # a LazyFrame comes with polars imported
+    if polars is not None and isinstance(data, polars.LazyFrame):
+        return _lazy_frame(data)
     if hasattr(data, "__arrow_c_stream__"):
         return pa.RecordBatchReader.from_stream(data)
     if isinstance(data, Iterable) and not isinstance(data, (str, bytes, dict)):
@@ -146,6 +159,47 @@ def as_reader(data: Any) -> pa.RecordBatchReader:
         f"cannot write an object of type {type(data).__name__}: pass a pyarrow Table, "
         "RecordBatch or RecordBatchReader, an object with __arrow_c_stream__, or an "
         "iterable of RecordBatches"
+    )
+
+
+def _lazy_frame(frame: Any) -> pa.RecordBatchReader:
+    """A Polars ``LazyFrame`` as a stream: ``collect_batches`` runs the query with the
+    streaming engine and hands over one ``DataFrame`` at a time (never the whole result)."""
+    import polars as pl
+
+    schema = pa.RecordBatchReader.from_stream(pl.DataFrame(schema=frame.collect_schema())).schema
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for part in frame.collect_batches(engine="streaming"):
+            for batch in pa.RecordBatchReader.from_stream(part):
+                yield batch if batch.schema == schema else batch.cast(schema)
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def drop_pandas_index(reader: pa.RecordBatchReader, keep: Collection[str]) -> pa.RecordBatchReader:
+    """``reader`` without the columns that hold a pandas index (``__index_level_0__``, or a
+    named index) when they are not in ``keep`` (the namespace's columns), as deltalake and
+    pylance do: a filtered DataFrame's index is not data. An index named like a namespace
+    column stays, as that column.
+
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"a": [1, 2, 3]}).iloc[[0, 2]]
+    >>> drop_pandas_index(pa.RecordBatchReader.from_stream(frame), ["a"]).schema.names
+    ['a']
+    """
+    metadata = reader.schema.pandas_metadata
+    if not metadata:
+        return reader
+    names = reader.schema.names
+    index = [c for c in metadata.get("index_columns", []) if isinstance(c, str)]
+    dropped = {c for c in index if c not in keep and c in names}
+    if not dropped:
+        return reader
+    kept = [i for i, name in enumerate(names) if name not in dropped]
+    schema = pa.schema([reader.schema.field(i) for i in kept])
+    return pa.RecordBatchReader.from_batches(
+        schema, (batch.select(kept) for batch in _batches(reader))
     )
 
 
@@ -625,7 +679,7 @@ def stage(
     """Stage ``data`` as uncommitted fragments under the current spec; nothing is visible yet."""
     metadata = snapshot.metadata
     spec = metadata.current_spec
-    reader = as_reader(data)
+    reader = drop_pandas_index(as_reader(data), target.names)
     rows = 0
     with ThreadPoolExecutor(max_workers=options.threads) as pool:
         stager = _Stager(manifest, snapshot, spec, target, options, pool)

@@ -1,0 +1,270 @@
+"""Data in: the one-call :func:`write`, what ``create(schema=...)`` accepts, ``schema_mode``
+and the warning for writes that create very many small partitions.
+
+>>> import tempfile, pandas as pd
+>>> import lance_partitioned as lp
+>>> uri = tempfile.mkdtemp()
+>>> frame = pd.DataFrame({"id": [1, 2, 3], "country": ["US", "FR", "US"]})
+>>> lp.write(uri, frame[frame.id != 2], partition_by="country").rows_written
+2
+>>> lp.write(uri, frame.assign(amount=1.5), schema_mode="merge").rows_written
+3
+>>> lp.PartitionedNamespace.open(uri).schema.names
+['id', 'country', 'amount']
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import pyarrow as pa
+
+from lance_partitioned import errors
+
+if TYPE_CHECKING:
+    from lance_partitioned.ingest import WriteOptions, WriteProgress
+    from lance_partitioned.namespace import WriteResult
+    from lance_partitioned.spec.partitioning import PartitionField
+    from lance_partitioned.spec.schema import NamespaceSchema
+
+__all__ = [
+    "MAX_NEW_PARTITIONS",
+    "MIN_AVERAGE_ROWS",
+    "SchemaMode",
+    "check_schema_mode",
+    "new_columns",
+    "schema_of",
+    "warn_partition_count",
+    "write",
+]
+
+SchemaMode = Literal["merge"]
+
+#: A write creating more new partitions than this, averaging fewer rows than
+#: :data:`MIN_AVERAGE_ROWS`, warns :class:`~lance_partitioned.errors.PartitionCountWarning`.
+MAX_NEW_PARTITIONS = 1_000
+MIN_AVERAGE_ROWS = 10_000
+
+_ACCEPTED = (
+    "a pyarrow.Schema (or any object with __arrow_c_schema__), a pandas DataFrame, a Polars "
+    "DataFrame or LazyFrame, or a Polars Schema"
+)
+_VIEWS = {
+    pa.string_view(): pa.string(),
+    pa.large_string(): pa.string(),
+    pa.binary_view(): pa.binary(),
+    pa.large_binary(): pa.binary(),
+}
+
+
+def _plain(dtype: pa.DataType) -> pa.DataType:
+    """``dtype`` with Arrow's view and large string and binary types (pandas' and Polars'
+    strings) as ``string`` and ``binary``."""
+    if dtype in _VIEWS:
+        return _VIEWS[dtype]
+    if pa.types.is_struct(dtype):
+        return pa.struct([_plain_field(dtype.field(i)) for i in range(dtype.num_fields)])
+    if pa.types.is_list(dtype):
+        return pa.list_(_plain_field(dtype.value_field))
+    if pa.types.is_large_list(dtype):
+        return pa.large_list(_plain_field(dtype.value_field))
+    if pa.types.is_list_view(dtype):
+        return pa.list_(_plain_field(dtype.value_field))
+    return dtype
+
+
+def _plain_field(field: pa.Field) -> pa.Field:
+    return pa.field(field.name, _plain(field.type), field.nullable, field.metadata)
+
+
+def plain_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with view and large string and binary types as ``string`` and ``binary``
+    (data of the former types is cast on write), without pandas metadata.
+
+    >>> plain_schema(pa.schema([("s", pa.string_view())]))
+    s: string
+    """
+    return pa.schema([_plain_field(f) for f in schema])
+
+
+def schema_of(obj: Any) -> pa.Schema:
+    """The Arrow schema ``create(schema=...)`` was given, or taken from a DataFrame.
+
+    Accepts a ``pyarrow.Schema`` or any object with ``__arrow_c_schema__``, a pandas
+    DataFrame (its index is left out), a Polars DataFrame, LazyFrame or Schema. Taken from
+    a DataFrame, strings are ``string`` (not ``large_string`` or ``string_view``), binaries
+    ``binary``.
+
+    Raises
+    ------
+    SchemaInputTypeError
+        Anything else (also a ``TypeError``), naming what is accepted.
+
+    >>> import pandas as pd
+    >>> schema_of(pd.DataFrame({"id": [1], "name": ["a"]}))
+    id: int64
+    name: string
+    >>> try:
+    ...     schema_of({"id": "int64"})
+    ... except TypeError as exc:
+    ...     print(str(exc)[:60])
+    schema must be a pyarrow.Schema (or any object with __arrow_
+    """
+    if isinstance(obj, pa.Schema):
+        return obj
+    pandas = sys.modules.get("pandas")
+    if pandas is not None and isinstance(obj, pandas.DataFrame):
+        return plain_schema(pa.Schema.from_pandas(obj, preserve_index=False))
+    polars = sys.modules.get("polars")
+    if polars is not None:
+        if isinstance(obj, (polars.DataFrame, polars.LazyFrame)):
+            obj = obj.collect_schema()
+        if isinstance(obj, polars.Schema):
+            return plain_schema(polars.DataFrame(schema=obj).to_arrow().schema)
+    if hasattr(obj, "__arrow_c_schema__") and not hasattr(obj, "__arrow_c_stream__"):
+        try:
+            return plain_schema(pa.schema(obj))
+        except (TypeError, ValueError, pa.ArrowInvalid) as exc:
+            raise errors.SchemaInputTypeError(
+                f"schema: cannot read a schema from {type(obj).__name__} ({exc})"
+            ) from exc
+    raise errors.SchemaInputTypeError(
+        f"schema must be {_ACCEPTED}, not {type(obj).__module__}.{type(obj).__qualname__}"
+    )
+
+
+def check_schema_mode(schema_mode: str | None) -> None:
+    """``schema_mode`` is None or ``"merge"`` (a typed error otherwise)."""
+    if schema_mode not in (None, "merge"):
+        raise errors.InvalidInputError(
+            f"schema_mode {schema_mode!r} is not supported: pass 'merge' to add the new "
+            "columns of the data to the namespace schema, or leave it out"
+        )
+
+
+def new_columns(data_schema: pa.Schema, schema: NamespaceSchema) -> list[pa.Field]:
+    """The top-level columns of ``data_schema`` that the namespace does not have, as the
+    nullable fields :meth:`~lance_partitioned.PartitionedNamespace.add_columns` adds (strings
+    as ``string``, see :func:`plain_schema`). A column the namespace dropped (deprecated) is
+    not new: writing it stays an error."""
+    live = set(schema.read_schema().names)
+    known = set(schema.arrow_schema.names)
+    return [
+        pa.field(f.name, _plain(f.type), nullable=True)
+        for f in data_schema
+        if f.name not in live and f.name not in known
+    ]
+
+
+def warn_partition_count(rows: Sequence[int], spec: str, stacklevel: int = 3) -> None:
+    """Warn :class:`~lance_partitioned.errors.PartitionCountWarning` when ``rows`` (the rows
+    of each partition a write created) holds more than :data:`MAX_NEW_PARTITIONS` entries
+    averaging under :data:`MIN_AVERAGE_ROWS` rows."""
+    created = len(rows)
+    if created <= MAX_NEW_PARTITIONS:
+        return
+    average = sum(rows) / created
+    if average >= MIN_AVERAGE_ROWS:
+        return
+    warnings.warn(
+        f"this write created {created:,} new partitions averaging {average:,.1f} rows "
+        f"(more than {MAX_NEW_PARTITIONS:,}, under {MIN_AVERAGE_ROWS:,} rows each): every "
+        f"partition is a Lance table with its own files, so reads, writes and maintenance "
+        f"slow down with their number. Partition by a coarser transform, e.g. "
+        f"bucket(N, col) instead of col, or months(ts) instead of days(ts) (spec: {spec}); "
+        f"update_partition_spec changes it for new data",
+        errors.PartitionCountWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def write(
+    uri: str,
+    data: Any,
+    *,
+    partition_by: str | Sequence[PartitionField] | None = None,
+    mode: Literal["append", "overwrite", "overwrite_partitions"] = "append",
+    schema_mode: SchemaMode | None = None,
+    where: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    options: WriteOptions | None = None,
+    progress: Callable[[WriteProgress], None] | None = None,
+) -> WriteResult:
+    """Write ``data`` to the partitioned namespace at ``uri``, creating it when absent (as
+    deltalake's ``write_deltalake``).
+
+    Parameters
+    ----------
+    uri : str
+        Root directory or object-store URI.
+    data
+        What :meth:`~lance_partitioned.PartitionedNamespace.write` accepts: a pyarrow
+        ``Table``, ``RecordBatch`` or ``RecordBatchReader``, a pandas or Polars DataFrame, a
+        Polars LazyFrame, any object with ``__arrow_c_stream__``, an iterable of batches.
+    partition_by : str or list of PartitionField, optional
+        The partition spec of a namespace this call creates (required then: the namespace's
+        schema is the data's). For an existing namespace it may be given and must equal the
+        current spec (:class:`~lance_partitioned.errors.PartitionSpecError` otherwise).
+    mode, schema_mode, where, options, progress
+        As for :meth:`~lance_partitioned.PartitionedNamespace.write`.
+    storage_options : mapping, optional
+        Storage options of every Lance call.
+
+    Raises
+    ------
+    InvalidInputError
+        No namespace at ``uri`` and no ``partition_by``.
+    """
+    from lance_partitioned.ingest import as_reader, drop_pandas_index
+    from lance_partitioned.manifest import Manifest
+    from lance_partitioned.namespace import PartitionedNamespace
+
+    check_schema_mode(schema_mode)
+    if Manifest(str(uri), dict(storage_options or {})).exists():
+        ns = PartitionedNamespace.open(uri, storage_options=storage_options)
+        if partition_by is not None:
+            _check_partition_by(ns, partition_by)
+    else:
+        if partition_by is None:
+            raise errors.InvalidInputError(
+                f"no namespace exists at {uri!r}: the first write creates it and needs "
+                "partition_by (e.g. partition_by='months(ts), country', or '' for an "
+                "unpartitioned namespace)"
+            )
+        reader = drop_pandas_index(as_reader(data), ())
+        ns = PartitionedNamespace.create(
+            uri,
+            schema=plain_schema(reader.schema),
+            partition_by=partition_by,
+            storage_options=storage_options,
+        )
+        data = reader
+    return ns.write(
+        data,
+        mode=mode,
+        options=options,
+        progress=progress,
+        where=where,
+        schema_mode=schema_mode,
+    )
+
+
+def _check_partition_by(ns: Any, partition_by: str | Sequence[PartitionField]) -> None:
+    from lance_partitioned.spec.shorthand import parse_partition_by
+
+    spec = ns.current_spec
+    if isinstance(partition_by, str):
+        same = spec.same_fields(parse_partition_by(partition_by, ns.namespace_schema))
+    else:
+        same = tuple(partition_by) == spec.fields
+    if not same:
+        described = ", ".join(f"{f.name} = {f.expression}" for f in spec.fields)
+        raise errors.PartitionSpecError(
+            f"partition_by={partition_by!r} differs from the current partition spec "
+            f"v{spec.version} of {ns.uri!r} ({described or 'unpartitioned'}); leave it out to "
+            "write with the current spec, or change the spec first with "
+            "update_partition_spec"
+        )
