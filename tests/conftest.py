@@ -9,9 +9,14 @@ import os
 import sys
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import settings
+
+if TYPE_CHECKING:
+    import lance_partitioned as lp
 
 # Spark workers must run the project's interpreter (they need pyarrow and pylance).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -19,6 +24,13 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
 BUCKET = "lance-partitioned-tests"
+
+# Hypothesis profiles: "default" keeps every test's example count; "fast" (the inner loop,
+# `scripts/test --fast` sets HYPOTHESIS_PROFILE=fast) runs 10 examples where a test does not
+# say, and a fifth of what the property tests say (tests.property.strategies.examples).
+settings.register_profile("fast", max_examples=10)
+if os.environ.get("HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -39,6 +51,16 @@ def _longest_first(item: pytest.Item) -> tuple[bool, float]:
     timeout = item.get_closest_marker("timeout")
     seconds = float(timeout.args[0]) if timeout is not None and timeout.args else 0.0
     return item.get_closest_marker("slow") is None, -seconds
+
+
+@pytest.fixture
+def appendix_a_namespace(tmp_path: Path) -> lp.PartitionedNamespace:
+    """The namespace of spec 000 Appendix A, built through the API in ``tmp_path``: v1
+    ``event_date`` with one row, v2 ``year(event_date) AS event_year, country`` with one row
+    (``tests.appendix.build_appendix_a``; the JSON of the appendix is ``tests.appendix``)."""
+    from tests.appendix import build_appendix_a
+
+    return build_appendix_a(tmp_path / "appendix_a")
 
 
 @pytest.fixture(scope="session")
