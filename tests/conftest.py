@@ -27,14 +27,18 @@ BUCKET = "lance-partitioned-tests"
 
 # Hypothesis profiles: "default" keeps every test's example count; "fast" (the inner loop,
 # `scripts/test --fast` sets HYPOTHESIS_PROFILE=fast) runs 10 examples where a test does not
-# say, and a fifth of what the property tests say (tests.property.strategies.examples).
+# say, and a tenth of what the property tests say (tests.property.strategies.examples).
 settings.register_profile("fast", max_examples=10)
 if os.environ.get("HYPOTHESIS_PROFILE"):
     settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``scripts/test`` runs ``-n 2 --dist worksteal``), start the longest
+    """Mark ``spark`` every test that asks for the ``spark`` fixture (a SparkSession), so that
+    ``-m "not spark"`` (``scripts/test --fast``) leaves out every test that starts a JVM.
+
+    Under pytest-xdist (``scripts/test`` runs ``-n 2 --dist worksteal``), start the longest
     tests first.
 
     The ``slow`` tests go first, those with the longest ``timeout`` mark (the streaming kill
@@ -43,6 +47,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     them on one worker while the other one idles. A run without xdist keeps the collection
     order.
     """
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
     if "PYTEST_XDIST_WORKER" in os.environ:
         items.sort(key=_longest_first)  # stable: the collection order within each rank
 

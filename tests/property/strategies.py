@@ -1,7 +1,7 @@
 """What the property tests share: the example counts, the predicate strategies, the events data
 set of the pruning properties, and the oracles (DuckDB, and DataFusion for residuals).
 
-Example counts: ``examples(n)`` is ``n`` in a full run and a fifth of it (at least 5) under
+Example counts: ``examples(n)`` is ``n`` in a full run and a tenth of it (at least 5) under
 the ``fast`` hypothesis profile (``HYPOTHESIS_PROFILE=fast``, which ``scripts/test --fast``
 sets; ``tests/conftest.py`` registers it).
 """
@@ -37,9 +37,9 @@ FAST_PROFILE = "fast"
 
 
 def examples(full: int) -> int:
-    """``full`` examples, or a fifth of them (at least 5) under the ``fast`` profile."""
+    """``full`` examples, or a tenth of them (at least 5) under the ``fast`` profile."""
     if settings.get_current_profile_name() == FAST_PROFILE:
-        return max(5, full // 5)
+        return max(5, full // 10)
     return full
 
 
