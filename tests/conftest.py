@@ -9,9 +9,14 @@ import os
 import sys
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import settings
+
+if TYPE_CHECKING:
+    import lance_partitioned as lp
 
 # Spark workers must run the project's interpreter (they need pyarrow and pylance).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -20,9 +25,20 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 BUCKET = "lance-partitioned-tests"
 
+# Hypothesis profiles: "default" keeps every test's example count; "fast" (the inner loop,
+# `scripts/test --fast` sets HYPOTHESIS_PROFILE=fast) runs 10 examples where a test does not
+# say, and a tenth of what the property tests say (tests.property.strategies.examples).
+settings.register_profile("fast", max_examples=10)
+if os.environ.get("HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
 
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``scripts/test`` runs ``-n 2 --dist worksteal``), start the longest
+    """Mark ``spark`` every test that asks for the ``spark`` fixture (a SparkSession), so that
+    ``-m "not spark"`` (``scripts/test --fast``) leaves out every test that starts a JVM.
+
+    Under pytest-xdist (``scripts/test`` runs ``-n 2 --dist worksteal``), start the longest
     tests first.
 
     The ``slow`` tests go first, those with the longest ``timeout`` mark (the streaming kill
@@ -31,6 +47,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     them on one worker while the other one idles. A run without xdist keeps the collection
     order.
     """
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
     if "PYTEST_XDIST_WORKER" in os.environ:
         items.sort(key=_longest_first)  # stable: the collection order within each rank
 
@@ -39,6 +58,16 @@ def _longest_first(item: pytest.Item) -> tuple[bool, float]:
     timeout = item.get_closest_marker("timeout")
     seconds = float(timeout.args[0]) if timeout is not None and timeout.args else 0.0
     return item.get_closest_marker("slow") is None, -seconds
+
+
+@pytest.fixture
+def appendix_a_namespace(tmp_path: Path) -> lp.PartitionedNamespace:
+    """The namespace of spec 000 Appendix A, built through the API in ``tmp_path``: v1
+    ``event_date`` with one row, v2 ``year(event_date) AS event_year, country`` with one row
+    (``tests.appendix.build_appendix_a``; the JSON of the appendix is ``tests.appendix``)."""
+    from tests.appendix import build_appendix_a
+
+    return build_appendix_a(tmp_path / "appendix_a")
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,9 @@
-"""Fixtures of the command-line tests: namespaces built with the Python API."""
+"""Fixtures of the command-line tests: namespaces built with the Python API.
+
+The tests run the command line in this process (``tests.cli.helpers.cli``, through Typer's
+``CliRunner``); the few marked ``console_script`` run the real ``lance-partitioned`` script in
+a subprocess (``tests.cli.helpers.console_script``).
+"""
 
 from __future__ import annotations
 
@@ -6,25 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import Result, build, run_here
-
-
-class Here:
-    """``here("scan", root, ...)`` runs the command line in-process (see ``run_here``)."""
-
-    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
-        self.capsys = capsys
-
-    def __call__(self, *args: str | Path) -> Result:
-        return run_here(self.capsys, *args)
-
-
-@pytest.fixture
-def here(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Here:
-    monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
-    monkeypatch.delenv("FORCE_COLOR", raising=False)
-    return Here(capsys)
+from tests.cli.helpers import build
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""``lance-partitioned cleanup`` through the real entry point."""
+"""``lance-partitioned cleanup`` through the command line (in-process)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 
 import lance_partitioned as lp
 from lance_partitioned import transaction
-from tests.cli.conftest import Here
 from tests.cli.helpers import cli, one_line_error
 from tests.maintenance.helpers import files
 
@@ -63,7 +62,7 @@ def test_a_bad_duration_and_a_missing_namespace_are_usage_errors(tmp_path: Path)
     assert "no partitioned namespace" in one_line_error(cli("cleanup", tmp_path / "nothing"))
 
 
-def test_cleanup_rolls_back_an_interrupted_write(tmp_path: Path, here: Here) -> None:
+def test_cleanup_rolls_back_an_interrupted_write(tmp_path: Path) -> None:
     ns = _history(tmp_path / "ns")
 
     def crash() -> None:
@@ -72,12 +71,12 @@ def test_cleanup_rolls_back_an_interrupted_write(tmp_path: Path, here: Here) -> 
     with transaction.pause_at("leaves_committed", crash), pytest.raises(RuntimeError):
         ns.write(pa.table({"id": [5], "k": ["c"]}))
     (leaf,) = ns.partitions(sizes=False).column("object_id").to_pylist()
-    assert here("verify", ns.uri).code == 1
-    preview = here("cleanup", ns.uri, "--older-than", "0", "--dry-run")
+    assert cli("verify", ns.uri).code == 1
+    preview = cli("cleanup", ns.uri, "--older-than", "0", "--dry-run")
     assert preview.code == 0, preview.err
     assert "would roll back 1 leaf over the versions an interrupted write left" in preview.out
-    done = here("cleanup", ns.uri, "--older-than", "0", "--json")
+    done = cli("cleanup", ns.uri, "--older-than", "0", "--json")
     assert done.code == 0, done.err
     assert done.json()["rolled_back"] == [leaf]
-    assert here("verify", ns.uri).code == 0
+    assert cli("verify", ns.uri).code == 0
     assert lp.PartitionedNamespace.open(ns.uri).to_table().column("id").to_pylist() == [4]

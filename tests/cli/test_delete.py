@@ -1,11 +1,10 @@
-"""``delete`` through the real command line: partition drops, deletion files, --json, errors."""
+"""``delete`` through the command line: partition drops, deletion files, --json, errors."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import lance_partitioned as lp
-from tests.cli.conftest import Here
 from tests.cli.helpers import build, cli, one_line_error
 
 
@@ -37,13 +36,13 @@ def test_delete_reports_json_and_removes_exactly_the_matching_rows(tmp_path: Pat
     assert lp.PartitionedNamespace.open(str(tmp_path / "ns")).count_rows("id % 2 = 1") == 0
 
 
-def test_delete_text_output_and_errors(tmp_path: Path, here: Here) -> None:
+def test_delete_text_output_and_errors(tmp_path: Path) -> None:
     build(tmp_path / "ns", appends=1)
-    result = here("delete", tmp_path / "ns", "--where", "id < 0")
+    result = cli("delete", tmp_path / "ns", "--where", "id < 0")
     assert result.code == 0, result.err
     assert result.out.startswith("deleted 0 rows: 0 leaves dropped, 0 with deletion files")
-    bad = one_line_error(here("delete", tmp_path / "ns", "--where", "no_such_column = 1"))
+    bad = one_line_error(cli("delete", tmp_path / "ns", "--where", "no_such_column = 1"))
     assert "no_such_column" in bad
-    missing = one_line_error(here("delete", tmp_path / "nowhere", "--where", "id = 1"))
+    missing = one_line_error(cli("delete", tmp_path / "nowhere", "--where", "id = 1"))
     assert "no partitioned namespace at" in missing
-    assert here("delete", tmp_path / "ns").code == 2  # --where is required
+    assert cli("delete", tmp_path / "ns").code == 2  # --where is required

@@ -1,11 +1,10 @@
-"""``optimize`` through the real command line: compaction, the filter, --json, errors."""
+"""``optimize`` through the command line (in-process): compaction, the filter, --json, errors."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import lance_partitioned as lp
-from tests.cli.conftest import Here
 from tests.cli.helpers import build, cli, one_line_error
 from tests.maintenance.optimize_helpers import leaf_fragments
 
@@ -31,10 +30,10 @@ def test_optimize_compacts_and_reports_json(tmp_path: Path) -> None:
     assert result.err == ""  # no progress bar off a terminal
 
 
-def test_optimize_with_a_filter_and_text_output(tmp_path: Path, here: Here) -> None:
+def test_optimize_with_a_filter_and_text_output(tmp_path: Path) -> None:
     ns = build(tmp_path / "ns", appends=2)
     before = leaf_fragments(ns)
-    result = here("optimize", tmp_path / "ns", "--filter", "country = 'FR'", "--no-manifest")
+    result = cli("optimize", tmp_path / "ns", "--filter", "country = 'FR'", "--no-manifest")
     assert result.code == 0, result.err
     assert result.out.startswith("compacted 1 of 2 leaves (")
     assert "fragments 3 -> 2" in result.out
@@ -44,9 +43,9 @@ def test_optimize_with_a_filter_and_text_output(tmp_path: Path, here: Here) -> N
     assert changed == set(fr_v1.to_pylist())
 
 
-def test_optimize_errors_are_one_line(tmp_path: Path, here: Here) -> None:
+def test_optimize_errors_are_one_line(tmp_path: Path) -> None:
     build(tmp_path / "ns", appends=1)
-    bad = one_line_error(here("optimize", tmp_path / "ns", "--filter", "no_such_column = 1"))
+    bad = one_line_error(cli("optimize", tmp_path / "ns", "--filter", "no_such_column = 1"))
     assert "no_such_column" in bad
-    missing = one_line_error(here("optimize", tmp_path / "nowhere"))
+    missing = one_line_error(cli("optimize", tmp_path / "nowhere"))
     assert "no partitioned namespace at" in missing

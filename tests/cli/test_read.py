@@ -13,7 +13,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import lance_partitioned as lp
-from tests.cli.conftest import Here
 from tests.cli.helpers import cli, one_line_error
 
 
@@ -69,8 +68,8 @@ def test_partitions_json_sizes_match_the_leaves(namespace: Path) -> None:
     assert sum(leaf["rows"] for leaf in leaves) == ns.count_rows("country = 'US'")
 
 
-def test_partitions_text_and_mistakes(namespace: Path, here: Here) -> None:
-    text = here("partitions", namespace, "--sort", "bytes")
+def test_partitions_text_and_mistakes(namespace: Path) -> None:
+    text = cli("partitions", namespace, "--sort", "bytes")
     assert text.code == 0, text.err
     assert text.out.splitlines()[0].split() == (
         [
@@ -90,14 +89,14 @@ def test_partitions_text_and_mistakes(namespace: Path, here: Here) -> None:
         ]
     )
     assert text.out.rstrip().splitlines()[-1].startswith("9 leaves, 78 rows, ")
-    line = one_line_error(here("partitions", namespace, "--filter", "nope = 1"))
+    line = one_line_error(cli("partitions", namespace, "--filter", "nope = 1"))
     assert "partition filter" in line
     assert "nope" in line
-    line = one_line_error(here("partitions", namespace, "--sort", "size"))
+    line = one_line_error(cli("partitions", namespace, "--sort", "size"))
     assert "--sort" in line
 
 
-def test_scan_formats(namespace: Path, tmp_path: Path, here: Here) -> None:
+def test_scan_formats(namespace: Path, tmp_path: Path) -> None:
     ns = lp.PartitionedNamespace.open(str(namespace))
     expected = ns.to_table("country = 'FR' AND amount > 3", columns=["id", "amount"])
     ids = sorted(expected.column("id").to_pylist())
@@ -106,7 +105,7 @@ def test_scan_formats(namespace: Path, tmp_path: Path, here: Here) -> None:
     lines = cli("scan", namespace, *where, "--json").out.splitlines()
     assert sorted(json.loads(line)["id"] for line in lines) == ids
 
-    text = here("scan", namespace, *where, "--format", "csv").out
+    text = cli("scan", namespace, *where, "--format", "csv").out
     rows = list(csv.DictReader(io.StringIO(text)))
     assert sorted(int(r["id"]) for r in rows) == ids
     assert set(rows[0]) == {"id", "amount"}
@@ -116,13 +115,13 @@ def test_scan_formats(namespace: Path, tmp_path: Path, here: Here) -> None:
     assert done.code == 0, done.err
     assert pq.read_table(target).num_rows == 2
 
-    shown = here("scan", namespace, *where, "--limit", "3")
+    shown = cli("scan", namespace, *where, "--limit", "3")
     assert shown.code == 0, shown.err
     assert shown.out.rstrip().endswith("3 rows (more rows exist: raise --limit)")
     assert "amount" in shown.out.splitlines()[0]
 
 
-def test_scan_explain(namespace: Path, here: Here) -> None:
+def test_scan_explain(namespace: Path) -> None:
     ns = lp.PartitionedNamespace.open(str(namespace))
     sql = "country = 'US' AND amount > 5"
     plan = cli("scan", namespace, "--filter", sql, "--explain", "--json").json()
@@ -138,25 +137,25 @@ def test_scan_explain(namespace: Path, here: Here) -> None:
         {"spec_version": 1, "leaves": 2, "residual": "`amount` > 5.0"},
         {"spec_version": 2, "leaves": 1, "residual": "`amount` > 5.0"},
     ]
-    text = here("scan", namespace, "--filter", "country = 'US'", "--explain")
+    text = cli("scan", namespace, "--filter", "country = 'US'", "--explain")
     assert "leaves scanned: 3 of 9" in text.out
     assert "none (the partition values decide)" in text.out
 
 
-def test_scan_mistakes(namespace: Path, here: Here) -> None:
+def test_scan_mistakes(namespace: Path) -> None:
     line = one_line_error(cli("scan", namespace, "--filter", "amount >"))
     assert "amount >" in line
-    line = one_line_error(here("scan", namespace, "--columns", "id,nope"))
+    line = one_line_error(cli("scan", namespace, "--columns", "id,nope"))
     assert "'nope'" in line
-    line = one_line_error(here("scan", namespace, "--format", "parquet"))
+    line = one_line_error(cli("scan", namespace, "--format", "parquet"))
     assert "--output" in line
-    line = one_line_error(here("scan", namespace, "--format", "xml"))
+    line = one_line_error(cli("scan", namespace, "--format", "xml"))
     assert "'xml' is not one of table, csv, json, parquet" in line
 
 
-def test_stats_json(namespace: Path, here: Here) -> None:
+def test_stats_json(namespace: Path) -> None:
     out = cli("stats", namespace, "--json", "--small-fragments", "3", "--top", "2").json()
-    rows = sorted(leaf["rows"] for leaf in here("partitions", namespace, "--json").json())
+    rows = sorted(leaf["rows"] for leaf in cli("partitions", namespace, "--json").json())
     assert out["leaves"] == len(rows) == 9
     assert out["rows"] == sum(rows)
     spread = out["rows_per_leaf"]
@@ -170,7 +169,7 @@ def test_stats_json(namespace: Path, here: Here) -> None:
     assert out["advice"][0].startswith("compact these 5 leaves")
 
 
-def test_describe_text_marks_deprecated_and_nested_fields(tmp_path: Path, here: Here) -> None:
+def test_describe_text_marks_deprecated_and_nested_fields(tmp_path: Path) -> None:
     schema = pa.schema(
         [
             ("id", pa.int64()),
@@ -180,7 +179,7 @@ def test_describe_text_marks_deprecated_and_nested_fields(tmp_path: Path, here: 
     )
     ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema=schema, partition_by="id")
     ns.drop_columns(["old"])
-    result = here("describe", tmp_path / "ns")
+    result = cli("describe", tmp_path / "ns")
     assert result.code == 0, result.err
     tree = result.out.split("\nschema\n")[1].split("\n\n")[0].splitlines()
     assert tree == [

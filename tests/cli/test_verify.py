@@ -11,7 +11,6 @@ import pytest
 
 import lance_partitioned as lp
 from lance_partitioned import transaction
-from tests.cli.conftest import Here
 from tests.cli.helpers import build, cli
 
 
@@ -75,7 +74,7 @@ def test_each_breakage_is_reported_with_exit_1(tmp_path: Path) -> None:
     assert out["orphans"] == [{"location": orphan.name, "bytes": 1234}]
 
 
-def test_a_value_that_contradicts_only_its_spec(tmp_path: Path, here: Here) -> None:
+def test_a_value_that_contradicts_only_its_spec(tmp_path: Path) -> None:
     """A leaf whose rows do not belong to it (its parent agrees with it): only re-applying the
     expression finds it; the text output lists it and exits 1."""
     schema = pa.schema([("id", pa.int64()), ("country", pa.string())])
@@ -84,31 +83,31 @@ def test_a_value_that_contradicts_only_its_spec(tmp_path: Path, here: Here) -> N
     ns.write(pa.table({"id": [1, 2], "country": ["US", "FR"]}))
     # the namespace row and its leaf both say CA: consistent with each other, not with the data
     lance.dataset(str(root / "__manifest")).update({"country": "'CA'"}, where="country = 'US'")
-    result = here("verify", root)
+    result = cli("verify", root)
     assert result.code == 1, result.err
     assert "partition_value" in result.out
     assert result.out.rstrip().endswith("1 problem found")
 
 
-def test_corrupt_schema_json_is_a_problem_not_a_crash(tmp_path: Path, here: Here) -> None:
+def test_corrupt_schema_json_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     build(tmp_path / "ns", appends=1)
     manifest = lance.dataset(str(tmp_path / "ns" / "__manifest"))
     manifest.update_metadata({"schema": '{"fields": [oops'})
-    result = here("verify", tmp_path / "ns", "--json")
+    result = cli("verify", tmp_path / "ns", "--json")
     assert result.code == 1, result.err
     problems = result.json()["problems"]
     assert [(p["kind"], p["object_id"]) for p in problems] == [("metadata", None)]
     assert "'schema' is not valid JSON" in problems[0]["message"]
     # the other commands cannot read it: one line, exit 2
-    described = here("describe", tmp_path / "ns")
+    described = cli("describe", tmp_path / "ns")
     assert described.code == 2
     assert "'schema' is not valid JSON" in described.err
 
 
-def test_a_missing_partition_column_is_a_problem(tmp_path: Path, here: Here) -> None:
+def test_a_missing_partition_column_is_a_problem(tmp_path: Path) -> None:
     build(tmp_path / "ns", appends=1)
     lance.dataset(str(tmp_path / "ns" / "__manifest")).drop_columns(["ts_year"])
-    result = here("verify", tmp_path / "ns", "--json")
+    result = cli("verify", tmp_path / "ns", "--json")
     assert result.code == 1, result.err
     problems = result.json()["problems"]
     assert {
@@ -118,7 +117,7 @@ def test_a_missing_partition_column_is_a_problem(tmp_path: Path, here: Here) -> 
     } in problems
 
 
-def test_repair_rolls_back_an_interrupted_write(tmp_path: Path, here: Here) -> None:
+def test_repair_rolls_back_an_interrupted_write(tmp_path: Path) -> None:
     """A write killed after its leaf commits: exit 1 naming the interrupted write; --repair
     rolls the leaf back (exit 0, listed as repaired); then the namespace is healthy."""
     schema = pa.schema([("id", pa.int64()), ("country", pa.string())])
@@ -132,16 +131,16 @@ def test_repair_rolls_back_an_interrupted_write(tmp_path: Path, here: Here) -> N
     with transaction.pause_at("leaves_committed", crash), pytest.raises(RuntimeError):
         ns.write(pa.table({"id": [3], "country": ["US"]}))
     leaf = _leaf(ns, "country = 'US'")["object_id"]
-    found = here("verify", root)
+    found = cli("verify", root)
     assert found.code == 1
     assert "interrupted_write" in found.out
     assert "--repair" in found.out
-    repaired = here("verify", root, "--repair", "--json")
+    repaired = cli("verify", root, "--repair", "--json")
     assert repaired.code == 0, repaired.out
     out = repaired.json()
     assert out["problems"] == []
     assert [(p["kind"], p["object_id"]) for p in out["repaired"]] == [("interrupted_write", leaf)]
-    text = here("verify", root, "--repair")
+    text = cli("verify", root, "--repair")
     assert text.code == 0
     assert "healthy" in text.out
     assert "repaired" not in text.out  # nothing left to repair

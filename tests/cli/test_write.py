@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 import lance_partitioned as lp
-from tests.cli.conftest import Here
-from tests.cli.helpers import SCHEMA, cli, events, one_line_error
+from tests.cli.helpers import SCHEMA, cli, console_script, events, one_line_error
 
 SCHEMA_TEXT = json.dumps(
     {
@@ -66,7 +66,8 @@ def test_create_and_write_every_format(tmp_path: Path) -> None:
     assert got.equals(events(0, 30).cast(got.schema))  # empty CSV cells are NULL
 
 
-def test_write_modes_directories_and_progress(tmp_path: Path, here: Here) -> None:
+@pytest.mark.console_script
+def test_write_modes_directories_and_progress(tmp_path: Path) -> None:
     root = tmp_path / "ns"
     ns = lp.PartitionedNamespace.create(str(root), schema=SCHEMA, partition_by="country")
     folder = tmp_path / "in"
@@ -74,7 +75,7 @@ def test_write_modes_directories_and_progress(tmp_path: Path, here: Here) -> Non
     pq.write_table(events(0, 12), folder / "part-0.parquet")
     pq.write_table(events(12, 12), folder / "part-1.parquet")
     # a terminal: the progress bar shows rows/s and bytes/s on stderr, colours on stdout
-    shown = cli("write", root, folder, env={"TTY_COMPATIBLE": "1"})
+    shown = console_script("write", root, folder, env={"TTY_COMPATIBLE": "1"})
     assert shown.code == 0, shown.err
     assert "rows/s" in shown.err
     assert "B/s" in shown.err
@@ -87,54 +88,52 @@ def test_write_modes_directories_and_progress(tmp_path: Path, here: Here) -> Non
     pq.write_table(
         events(100, 6).filter(pa.compute.equal(events(100, 6)["country"], "FR")), replaced
     )
-    done = here("write", root, replaced, "--mode", "overwrite_partitions", "--json")
+    done = cli("write", root, replaced, "--mode", "overwrite_partitions", "--json")
     assert done.code == 0, done.err
     assert done.json()["partitions_touched"] == 1
     assert ns.refresh().count_rows("country = 'FR'") == 1
     assert ns.count_rows() == 24 - 4 + 1
 
-    done = here("write", root, replaced, "--mode", "overwrite", "--json")
+    done = cli("write", root, replaced, "--mode", "overwrite", "--json")
     assert done.json()["partitions_removed"] == 3
     assert ns.refresh().count_rows() == 1
 
 
-def test_write_and_create_mistakes(tmp_path: Path, here: Here) -> None:
+def test_write_and_create_mistakes(tmp_path: Path) -> None:
     root = tmp_path / "ns"
     line = one_line_error(
-        here("create", root, "--schema", SCHEMA_TEXT, "--partition-by", "year(ts), nope")
+        cli("create", root, "--schema", SCHEMA_TEXT, "--partition-by", "year(ts), nope")
     )
     assert "nope" in line
     line = one_line_error(
-        here("create", root, "--schema", '{"id": "varchar"}', "--partition-by", "id")
+        cli("create", root, "--schema", '{"id": "varchar"}', "--partition-by", "id")
     )
     assert "'varchar'" in line
-    assert here("create", root, "--schema", SCHEMA_TEXT, "--partition-by", "country").code == 0
-    line = one_line_error(
-        here("create", root, "--schema", SCHEMA_TEXT, "--partition-by", "country")
-    )
+    assert cli("create", root, "--schema", SCHEMA_TEXT, "--partition-by", "country").code == 0
+    line = one_line_error(cli("create", root, "--schema", SCHEMA_TEXT, "--partition-by", "country"))
     assert "already exists" in line
-    line = one_line_error(here("write", root, tmp_path / "missing.csv"))
+    line = one_line_error(cli("write", root, tmp_path / "missing.csv"))
     assert "no such file or directory" in line
     (tmp_path / "data.txt").write_text("id\n1\n")
-    line = one_line_error(here("write", root, tmp_path / "data.txt"))
+    line = one_line_error(cli("write", root, tmp_path / "data.txt"))
     assert "pass --format" in line
     bad = tmp_path / "bad.csv"
     bad.write_text("id,unknown\n1,2\n")
-    line = one_line_error(here("write", root, bad))
+    line = one_line_error(cli("write", root, bad))
     assert "'unknown' is not in the namespace schema" in line
-    line = one_line_error(here("write", root, bad, "--mode", "upsert"))
+    line = one_line_error(cli("write", root, bad, "--mode", "upsert"))
     assert "--mode" in line
     # a bad value past the first block (1 MiB) that schema discovery reads: found while writing
     late = tmp_path / "late.csv"
     good = "".join(f"{i},2025-01-05T10:00:00Z,US,1.0\n" for i in range(60_000))
     late.write_text("id,ts,country,amount\n" + good + "oops,2025-01-05T10:00:00Z,US,1.0\n")
-    line = one_line_error(here("write", root, late))
+    line = one_line_error(cli("write", root, late))
     assert "cannot read the input files" in line
     assert "'oops'" in line
     assert lp.PartitionedNamespace.open(str(root)).count_rows() == 0  # nothing committed
 
 
-def test_schema_types_as_pyarrow_writes_them(tmp_path: Path, here: Here) -> None:
+def test_schema_types_as_pyarrow_writes_them(tmp_path: Path) -> None:
     """A newcomer writes types as pyarrow prints them (``timestamp[us, tz=UTC]``,
     ``decimal128(10, 2)``, ``string``, ``double``); a name neither form knows is one line that
     says what is accepted."""
@@ -151,7 +150,7 @@ def test_schema_types_as_pyarrow_writes_them(tmp_path: Path, here: Here) -> None
         }
     )
     root = tmp_path / "ns"
-    created = here("create", root, "--schema", schema, "--partition-by", "date(ts)", "--json")
+    created = cli("create", root, "--schema", schema, "--partition-by", "date(ts)", "--json")
     assert created.code == 0, created.err
     read = lp.PartitionedNamespace.open(str(root)).schema
     assert read.field("ts").type == pa.timestamp("us", "UTC")
@@ -162,15 +161,15 @@ def test_schema_types_as_pyarrow_writes_them(tmp_path: Path, here: Here) -> None
     assert read.field("price").type == pa.decimal128(10, 2)
     assert read.field("tags").type.value_type == pa.utf8()
     line = one_line_error(
-        here("create", tmp_path / "b", "--schema", '{"id": "varchar"}', "--partition-by", "id")
+        cli("create", tmp_path / "b", "--schema", '{"id": "varchar"}', "--partition-by", "id")
     )
     assert "'varchar'" in line
     assert "timestamp[us, tz=UTC]" in line  # says what is accepted
-    line = one_line_error(here("evolve", root, "add-column", "x", "timestamp[us, tz=Mars/Olympus]"))
+    line = one_line_error(cli("evolve", root, "add-column", "x", "timestamp[us, tz=Mars/Olympus]"))
     assert "Mars/Olympus" in line
 
 
-def test_evolve(tmp_path: Path, here: Here) -> None:
+def test_evolve(tmp_path: Path) -> None:
     root = tmp_path / "ns"
     schema = pa.schema([("id", pa.int32()), ("country", pa.string()), ("old", pa.string())])
     ns = lp.PartitionedNamespace.create(str(root), schema=schema, partition_by="country")
@@ -187,22 +186,22 @@ def test_evolve(tmp_path: Path, here: Here) -> None:
         "nullable": True,
         "deprecated": False,
     }
-    assert here("evolve", root, "drop-column", "old").code == 0
-    assert here("evolve", root, "rename-column", "note", "comment").code == 0
-    promoted = here("evolve", root, "promote-column", "id", "int64")
+    assert cli("evolve", root, "drop-column", "old").code == 0
+    assert cli("evolve", root, "rename-column", "note", "comment").code == 0
+    promoted = cli("evolve", root, "promote-column", "id", "int64")
     assert promoted.out.startswith("promoted id to int64"), promoted.err
-    spec = here("evolve", root, "partition-spec", "bucket(4, id)", "--json").json()
+    spec = cli("evolve", root, "partition-spec", "bucket(4, id)", "--json").json()
     assert spec["spec"]["version"] == 2
     assert spec["spec"]["fields"][0]["expression"] == "abs(hash(col)) % 4"
     ns.refresh()
     assert ns.schema.names == ["id", "country", "comment"]
     assert ns.schema.field("id").type == pa.int64()
     assert ns.namespace_schema.is_deprecated(2)
-    described = here("describe", root, "--json").json()
+    described = cli("describe", root, "--json").json()
     assert [(f["name"], f["deprecated"]) for f in described["schema"]][2] == ("old", True)
-    line = one_line_error(here("evolve", root, "promote-column", "id", "int32"))
+    line = one_line_error(cli("evolve", root, "promote-column", "id", "int32"))
     assert "id" in line
-    line = one_line_error(here("evolve", root, "partition-spec", "year(comment)"))
+    line = one_line_error(cli("evolve", root, "partition-spec", "year(comment)"))
     assert "year" in line
 
 

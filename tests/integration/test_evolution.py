@@ -20,103 +20,15 @@ import lance_partitioned as lp
 from lance_partitioned import errors, evolution
 from lance_partitioned.consistency import LEAF_FIELD_ID_KEY
 from lance_partitioned.manifest import GUARD_KEY, NAMESPACE, Manifest, rows_table
+from tests.appendix import APPENDIX_A, APPENDIX_A_SCHEMA, APPENDIX_E, appendix_a_rows
 from tests.integration.helpers import read_leaves
 
 D = dt.date
-SCHEMA = pa.schema(
-    [
-        pa.field("id", pa.int64(), nullable=False),
-        pa.field("event_date", pa.date32()),
-        pa.field("country", pa.utf8()),
-    ]
-)
-
-# Spec 000 Appendix A, the metadata properties, copied verbatim (each a JSON value). Produced
-# through the API below with the very same ids: no mapping is needed (the schema ids 0-2 are
-# pre-order positions, the partition field ids 1-3 are assigned sequentially from 1).
-APPENDIX_A: dict[str, Any] = {
-    "partition_spec_v1": [
-        {
-            "field_id": 1,
-            "name": "event_date",
-            "source_id": 1,
-            "expression": "col",
-            "result_type": {"type": "date32"},
-        }
-    ],
-    "partition_spec_v2": [
-        {
-            "field_id": 2,
-            "name": "event_year",
-            "source_id": 1,
-            "expression": "date_part('year', col)",
-            "result_type": {"type": "int32"},
-        },
-        {
-            "field_id": 3,
-            "name": "country",
-            "source_id": 2,
-            "expression": "col",
-            "result_type": {"type": "utf8"},
-        },
-    ],
-    "schema": {
-        "fields": [
-            {
-                "name": "id",
-                "nullable": False,
-                "type": {"type": "int64"},
-                "metadata": {"lance:field_id": "0"},
-            },
-            {
-                "name": "event_date",
-                "nullable": True,
-                "type": {"type": "date32"},
-                "metadata": {"lance:field_id": "1"},
-            },
-            {
-                "name": "country",
-                "nullable": True,
-                "type": {"type": "utf8"},
-                "metadata": {"lance:field_id": "2"},
-            },
-        ]
-    },
-}
-
-# Spec 000 Appendix E, copied verbatim. Same ids through the API: id 0, event_date 1,
-# legacy_field 2 (pre-order positions of the schema given to create()).
-APPENDIX_E: dict[str, Any] = {
-    "schema": {
-        "fields": [
-            {
-                "name": "id",
-                "nullable": False,
-                "type": {"type": "int64"},
-                "metadata": {"lance:field_id": "0"},
-            },
-            {
-                "name": "event_date",
-                "nullable": True,
-                "type": {"type": "date32"},
-                "metadata": {"lance:field_id": "1"},
-            },
-            {
-                "name": "legacy_field",
-                "nullable": True,
-                "type": {"type": "utf8"},
-                "metadata": {"lance:field_id": "2", "lance:deprecated": "true"},
-            },
-        ]
-    }
-}
-
-
-def rows(ids: list[int], dates: list[D], countries: list[str | None]) -> pa.Table:
-    return pa.table(
-        {"id": ids, "event_date": pa.array(dates, pa.date32()), "country": countries},
-        schema=SCHEMA,
-    )
+# Spec 000 Appendices A and E (tests/appendix.py) are produced through the API below with the
+# very same ids: no mapping is needed (the schema ids are pre-order positions of the schema given
+# to create(), the partition field ids are assigned sequentially from 1).
+SCHEMA = APPENDIX_A_SCHEMA
+rows = appendix_a_rows
 
 
 def stored(ns: lp.PartitionedNamespace) -> dict[str, str]:
@@ -145,11 +57,9 @@ def ns(tmp_path: os.PathLike[str]) -> lp.PartitionedNamespace:
 # ------------------------------------------------------------------------------ appendices
 
 
-def test_appendix_a_and_c_through_the_api(ns: lp.PartitionedNamespace) -> None:
-    ns.write(rows([1], [D(2025, 12, 10)], ["US"]))
-    spec = ns.update_partition_spec("year(event_date) AS event_year, country")
-    ns.write(rows([2], [D(2025, 12, 10)], ["US"]))
-    assert spec.version == 2
+def test_appendix_a_and_c_through_the_api(appendix_a_namespace: lp.PartitionedNamespace) -> None:
+    ns = appendix_a_namespace  # v1 event_date, a row, v2 event_year and country, a row
+    assert ns.current_spec.version == 2
     metadata = stored(ns)
     assert metadata[GUARD_KEY]  # the pylance write guard survives
     assert {k: json.loads(v) for k, v in metadata.items() if k != GUARD_KEY} == APPENDIX_A
@@ -649,10 +559,10 @@ def test_promoted_and_dropped_columns_read_back(tmp_path: os.PathLike[str]) -> N
     assert table.to_pylist() == [{"id": 1, "n": 5}]
 
 
-def test_pylance_directory_namespace_reads_an_evolved_manifest(ns: lp.PartitionedNamespace) -> None:
-    ns.write(rows([1], [D(2025, 12, 10)], ["US"]))
-    ns.update_partition_spec("year(event_date) AS event_year, country")
-    ns.write(rows([2], [D(2025, 12, 10)], ["US"]))
+def test_pylance_directory_namespace_reads_an_evolved_manifest(
+    appendix_a_namespace: lp.PartitionedNamespace,
+) -> None:
+    ns = appendix_a_namespace
     pylance_ns = DirectoryNamespace(root=ns.uri)
     assert pylance_ns.list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces == ["v1", "v2"]
     (year,) = pylance_ns.list_namespaces(ln.ListNamespacesRequest(id=["v2"])).namespaces

@@ -19,8 +19,6 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-import datafusion
-import duckdb
 import lance
 import numpy as np
 import pyarrow as pa
@@ -41,6 +39,13 @@ from lance_partitioned.spec.transforms import (
     parse_transform,
     register_transform,
     unregister_transform,
+)
+from tests.property.strategies import (
+    OPS,
+    boolean_combinations,
+    datafusion_ids,
+    examples,
+    oracle_ids,
 )
 
 UTC = dt.timezone.utc
@@ -179,7 +184,6 @@ def _ts(hours: int) -> str:
     return f"TIMESTAMP '{stamp:%Y-%m-%d %H:%M:%S}+00:00'"
 
 
-OPS = st.sampled_from(["=", "!=", "<", "<=", ">", ">="])
 # Hours around the week boundaries (START + 52 h is a Monday 00:00), where pruning is decided.
 EDGES = [52 + 168 * k + d for k in range(-1, 9) for d in (-25, -24, -1, 0, 1, 23)]
 HOURS = st.integers(-40, 24 * 62) | st.sampled_from(EDGES)
@@ -196,27 +200,7 @@ ATOMS = st.one_of(
     st.builds(lambda op, c: f"country {op} '{c}'", OPS, st.sampled_from(["US", "FR", "A"])),
     st.builds(lambda op, v: f"id {op} {v}", OPS, st.integers(-1, 401)),
 )
-PREDICATES = st.recursive(
-    ATOMS,
-    lambda inner: st.one_of(
-        st.builds(lambda a, b: f"({a}) AND ({b})", inner, inner),
-        st.builds(lambda a, b: f"({a}) OR ({b})", inner, inner),
-        st.builds(lambda a: f"NOT ({a})", inner),
-    ),
-    max_leaves=4,
-)
-
-
-def _oracle_ids(table: pa.Table, condition: str) -> list[int]:
-    data = table  # noqa: F841  (read by DuckDB)
-    result = duckdb.sql(f"SELECT id FROM data WHERE {condition}").arrow().read_all()
-    return sorted(result.column("id").to_pylist())
-
-
-def _datafusion_ids(table: pa.Table, condition: str) -> list[int]:
-    ctx = datafusion.SessionContext()
-    ctx.register_record_batches("t", [table.to_batches() or [pa.record_batch([], table.schema)]])
-    return sorted(ctx.sql(f"SELECT id FROM t WHERE {condition}").to_pydict()["id"])
+PREDICATES = boolean_combinations(ATOMS, max_leaves=4)
 
 
 def test_registered_forms_parse_to_the_classes(registered: None) -> None:
@@ -233,7 +217,7 @@ def test_unregistered_form_is_opaque() -> None:
 
 
 @settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
@@ -242,7 +226,7 @@ def test_pruning_with_custom_transforms(
     namespaces: dict[str, lp.PartitionedNamespace], spec: str, condition: str
 ) -> None:
     ns = namespaces[spec]
-    expected = _oracle_ids(DATA, condition)
+    expected = oracle_ids(DATA, condition)
     got = ns.to_table(condition, columns=["id"])
     assert sorted(got.column("id").to_pylist()) == expected
     assert ns.count_rows(condition) == len(expected)
@@ -254,7 +238,7 @@ def test_pruning_with_custom_transforms(
     for leaf in ns.partitions().to_pylist():
         rows = lance.dataset(f"{ns.uri}/{leaf['location']}", version=leaf["read_version"])
         table = rows.to_table()
-        matching = _oracle_ids(table, condition)
+        matching = oracle_ids(table, condition)
         task = planned.get(leaf["object_id"])
         if task is None:  # the projection dropped the leaf: it holds no matching row
             assert matching == [], (spec, condition, leaf)
@@ -263,4 +247,4 @@ def test_pruning_with_custom_transforms(
         values = {f.name: leaf[f.name] for f in partition_spec.fields}
         rest = residual(predicate, partition_spec, schema, values)
         assert rest == task.residual
-        assert _datafusion_ids(table, to_sql(rest)) == matching, (spec, condition, values, rest)
+        assert datafusion_ids(table, to_sql(rest)) == matching, (spec, condition, values, rest)

@@ -9,7 +9,6 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 
-import lance
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,7 +16,16 @@ from hypothesis import strategies as st
 
 import lance_partitioned as lp
 from lance_partitioned.spec.transforms import parse_transform
-from tests.property.test_scan_pruning import ATOMS, DATA, OPS, SCHEMA, _oracle_ids
+from tests.property.strategies import (
+    EVENT_ATOMS,
+    EVENTS,
+    EVENTS_SCHEMA,
+    OPS,
+    assert_pruned_read_exact,
+    boolean_combinations,
+    examples,
+    oracle_ids,
+)
 
 # every namespace ends up with all six field names, spread differently over its versions
 EVOLUTIONS = {
@@ -43,12 +51,12 @@ def namespaces() -> Iterator[dict[str, lp.PartitionedNamespace]]:
             with warnings.catch_warnings():  # month and day without year: what this tests
                 warnings.simplefilter("ignore", lp.AmbiguousPartitionWarning)
                 ns = lp.PartitionedNamespace.create(
-                    f"{root}/{name}", schema=SCHEMA, partition_by=specs[0]
+                    f"{root}/{name}", schema=EVENTS_SCHEMA, partition_by=specs[0]
                 )
-                ns.write(DATA.slice(0, 200))
+                ns.write(EVENTS.slice(0, 200))
                 for i, spec in enumerate(specs[1:], start=1):
                     ns.update_partition_spec(spec)
-                    ns.write(DATA.slice(200 * i, 200))
+                    ns.write(EVENTS.slice(200 * i, 200))
             made[name] = ns
         yield made
 
@@ -82,20 +90,12 @@ FIELD_ATOMS = st.one_of(
     st.builds(lambda c: f"{c} IS NULL", st.sampled_from(FIELDS)),
     st.builds(lambda c: f"{c} IS NOT NULL", st.sampled_from(FIELDS)),
 )
-PREDICATES = st.recursive(
-    st.one_of(FIELD_ATOMS, FIELD_ATOMS, ATOMS),
-    lambda inner: st.one_of(
-        st.builds(lambda a, b: f"({a}) AND ({b})", inner, inner),
-        st.builds(lambda a, b: f"({a}) OR ({b})", inner, inner),
-        st.builds(lambda a: f"NOT ({a})", inner),
-    ),
-    max_leaves=4,
-)
+PREDICATES = boolean_combinations(st.one_of(FIELD_ATOMS, FIELD_ATOMS, EVENT_ATOMS), max_leaves=4)
 
 
 @pytest.mark.slow  # ~1 min on 2 CPUs: 40 examples, each a scan of an evolved namespace
 @settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
@@ -104,14 +104,11 @@ def test_pruned_read_on_field_names_equals_filtered_full_read(
     namespaces: dict[str, lp.PartitionedNamespace], name: str, condition: str
 ) -> None:
     ns = namespaces[name]
-    expected = _oracle_ids(_with_fields(ns, DATA), condition)
-    got = ns.to_table(condition, columns=["id"])
-    assert sorted(got.column("id").to_pylist()) == expected
-    assert ns.count_rows(condition) == len(expected)
-    planned = {task.object_id for task in ns.plan_scan(condition)}
-    for leaf in ns.partitions().to_pylist():
-        if leaf["object_id"] in planned:
-            continue
-        rows = lance.dataset(f"{ns.uri}/{leaf['location']}", version=leaf["read_version"])
-        leaf_rows = _with_fields(ns, rows.to_table().cast(SCHEMA))
-        assert _oracle_ids(leaf_rows, condition) == [], (name, condition, leaf)
+    expected = oracle_ids(_with_fields(ns, EVENTS), condition)
+    assert_pruned_read_exact(
+        ns,
+        condition,
+        expected,
+        lambda rows: oracle_ids(_with_fields(ns, rows.cast(EVENTS_SCHEMA)), condition),
+        name,
+    )

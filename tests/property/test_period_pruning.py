@@ -15,8 +15,6 @@ import warnings
 import zoneinfo
 from collections.abc import Iterator
 
-import datafusion
-import duckdb
 import lance
 import numpy as np
 import pyarrow as pa
@@ -29,6 +27,13 @@ from lance_partitioned.expressions import to_sql
 from lance_partitioned.pruning import residual
 from lance_partitioned.scan import bound_filter
 from lance_partitioned.spec.evaluate import evaluate
+from tests.property.strategies import (
+    OPS,
+    boolean_combinations,
+    datafusion_ids,
+    examples,
+    oracle_ids,
+)
 
 UTC = dt.timezone.utc
 ZONE = "America/New_York"
@@ -151,9 +156,6 @@ def _boundaries(kind: str) -> list[dt.datetime]:
     return _edges(dt.datetime.min.replace(tzinfo=UTC), starts)
 
 
-OPS = st.sampled_from(["=", "!=", "<", "<=", ">", ">="])
-
-
 def predicates(kind: str) -> st.SearchStrategy[str]:
     offsets = st.integers(-8, 4 * (62 if kind == "hourly" else 810))
     stamps = st.builds(lambda o: _instant(kind, o), offsets) | st.sampled_from(_boundaries(kind))
@@ -175,29 +177,7 @@ def predicates(kind: str) -> st.SearchStrategy[str]:
         st.builds(lambda c: f"{c} IS NOT NULL", st.sampled_from(["ts", "lts", "d"])),
         st.builds(lambda op, c: f"country {op} '{c}'", OPS, st.sampled_from(["US", "FR"])),
     )
-    return st.recursive(
-        atoms,
-        lambda inner: st.one_of(
-            st.builds(lambda a, b: f"({a}) AND ({b})", inner, inner),
-            st.builds(lambda a, b: f"({a}) OR ({b})", inner, inner),
-            st.builds(lambda a: f"NOT ({a})", inner),
-        ),
-        max_leaves=3,
-    )
-
-
-def _oracle_ids(table: pa.Table, condition: str) -> list[int]:
-    index = table.schema.get_field_index("lts")
-    data = table.set_column(index, "lts", table.column("lts").cast(pa.timestamp("us", "UTC")))
-    assert data.num_rows == table.num_rows  # read by DuckDB as `data`
-    result = duckdb.sql(f"SELECT id FROM data WHERE {condition}").arrow().read_all()
-    return sorted(result.column("id").to_pylist())
-
-
-def _datafusion_ids(table: pa.Table, condition: str) -> list[int]:
-    ctx = datafusion.SessionContext()
-    ctx.register_record_batches("t", [table.to_batches() or [pa.record_batch([], table.schema)]])
-    return sorted(ctx.sql(f"SELECT id FROM t WHERE {condition}").to_pydict()["id"])
+    return boolean_combinations(atoms, max_leaves=3)
 
 
 @st.composite
@@ -207,7 +187,7 @@ def cases(draw: st.DrawFn) -> tuple[str, str]:
 
 
 @settings(
-    max_examples=80,
+    max_examples=examples(80),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
@@ -219,11 +199,11 @@ def test_pruning_through_periods(
 ) -> None:
     spec, condition = case
     ns = namespaces[spec]
-    expected = _oracle_ids(DATA[SPECS[spec][1]], condition)
+    expected = oracle_ids(DATA[SPECS[spec][1]], condition, utc=["lts"])
     # DataFusion, whose SQL the leaves' filters are, must agree with DuckDB on the full table;
     # where it does not (test_datafusion_keeps_nulls_of_disjoint_in_lists below) the case
     # tests the engine, not the pruning
-    assume(_datafusion_ids(DATA[SPECS[spec][1]], condition) == expected)
+    assume(datafusion_ids(DATA[SPECS[spec][1]], condition) == expected)
     got = ns.to_table(condition, columns=["id"])
     assert sorted(got.column("id").to_pylist()) == expected
     assert ns.count_rows(condition) == len(expected)
@@ -242,7 +222,7 @@ def test_pruning_through_periods(
         values = {f.name: leaf[f.name] for f in partition_spec.fields}
         rest = residual(predicate, partition_spec, schema, values)
         assert rest == task.residual
-        assert _datafusion_ids(table, to_sql(rest)) == matching, (spec, condition, values, rest)
+        assert datafusion_ids(table, to_sql(rest)) == matching, (spec, condition, values, rest)
 
 
 def test_rows_sit_in_datafusions_partitions(namespaces: dict[str, lp.PartitionedNamespace]) -> None:
@@ -285,7 +265,7 @@ def test_pruned_read_equals_a_full_read_on_disjoint_in_lists(
 ) -> None:
     data = DATA[SPECS["hours(ts)"][1]]
     got = namespaces["hours(ts)"].to_table(DISJOINT_IN_LISTS, columns=["id"])
-    assert sorted(got.column("id").to_pylist()) == _datafusion_ids(data, DISJOINT_IN_LISTS)
+    assert sorted(got.column("id").to_pylist()) == datafusion_ids(data, DISJOINT_IN_LISTS)
 
 
 @pytest.mark.xfail(strict=True, reason="DataFusion keeps NULL rows of NOT (a IN X AND a IN Y)")
@@ -294,4 +274,4 @@ def test_datafusion_keeps_nulls_of_disjoint_in_lists(
 ) -> None:
     data = DATA[SPECS["hours(ts)"][1]]
     got = namespaces["hours(ts)"].to_table(DISJOINT_IN_LISTS, columns=["id"])
-    assert sorted(got.column("id").to_pylist()) == _oracle_ids(data, DISJOINT_IN_LISTS)
+    assert sorted(got.column("id").to_pylist()) == oracle_ids(data, DISJOINT_IN_LISTS, utc=["lts"])

@@ -46,10 +46,13 @@ from lance_partitioned.expressions import (
 from lance_partitioned.pruning import project, residual
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
+from tests.property.strategies import examples
 
 pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 UTC = datetime.timezone.utc
 YEAR = "date_part('year', col)"

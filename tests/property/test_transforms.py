@@ -32,10 +32,13 @@ from lance_partitioned.spec.transforms import (
     Year,
     Years,
 )
+from tests.property.strategies import examples
 
 pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 INTEGERS = [
     pa.int8(),
@@ -347,7 +350,7 @@ def test_hash_array_equals_xxhash_per_row(values: pa.Array) -> None:
     assert hash_array(values).to_pylist() == _reference_hashes(values)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(
     st.lists(st.text(max_size=30), min_size=1, max_size=300, unique=True),
     st.integers(0, 2**32 - 1),

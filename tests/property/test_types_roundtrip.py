@@ -19,11 +19,14 @@ from lance_partitioned.spec.types import (
     type_from_json,
     type_to_json,
 )
+from tests.property.strategies import examples
 
 # A failing example of these nested strategies has a huge repr; keep the failure readable.
 pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 PRIMITIVES = [
     pa.null(),
@@ -198,7 +201,7 @@ def _lance_ids(fields: list[Any], prefix: tuple[str, ...] = ()) -> list[tuple[st
     return out
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=list(HealthCheck))
 @given(schemas)
 def test_ids_are_the_ones_lance_assigns(source: pa.Schema) -> None:
     try:

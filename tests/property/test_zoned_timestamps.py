@@ -15,7 +15,6 @@ import warnings
 from collections.abc import Iterator
 
 import datafusion
-import duckdb
 import lance
 import numpy as np
 import pyarrow as pa
@@ -36,6 +35,13 @@ from lance_partitioned.spec.transforms import (
     Transform,
     Year,
     Years,
+)
+from tests.property.strategies import (
+    OPS,
+    assert_pruned_read_exact,
+    boolean_combinations,
+    examples,
+    oracle_ids,
 )
 
 UTC = dt.timezone.utc
@@ -96,7 +102,7 @@ def zoned_columns(draw: st.DrawFn) -> pa.Array:
     return pa.array(values, pa.timestamp(unit, tz=tz))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(column=zoned_columns(), transform=st.sampled_from(TRANSFORMS))
 def test_fast_path_and_literals_equal_datafusion(column: pa.Array, transform: Transform) -> None:
     expected = transform.apply_reference(column)
@@ -171,7 +177,6 @@ def _ts(minutes: int) -> str:
     return f"(TIMESTAMP '{stamp:%Y-%m-%d %H:%M:%S}' AT TIME ZONE 'UTC')"
 
 
-OPS = st.sampled_from(["=", "!=", "<", "<=", ">", ">="])
 MINUTES = st.integers(-700, 60 * 24 * 46)
 ATOMS = st.one_of(
     st.builds(lambda op, m: f"ts {op} {_ts(m)}", OPS, MINUTES),
@@ -182,26 +187,11 @@ ATOMS = st.one_of(
     ),
     st.sampled_from(["ts IS NULL", "ts IS NOT NULL"]),
 )
-PREDICATES = st.recursive(
-    ATOMS,
-    lambda inner: st.one_of(
-        st.builds(lambda a, b: f"({a}) AND ({b})", inner, inner),
-        st.builds(lambda a, b: f"({a}) OR ({b})", inner, inner),
-        st.builds(lambda a: f"NOT ({a})", inner),
-    ),
-    max_leaves=3,
-)
-
-
-def _oracle_ids(table: pa.Table, condition: str) -> list[int]:
-    data = table.set_column(1, "ts", table.column("ts").cast(pa.timestamp("us", "UTC")))
-    assert data.num_rows == table.num_rows  # read by DuckDB as `data`
-    result = duckdb.sql(f"SELECT id FROM data WHERE {condition}").arrow().read_all()
-    return sorted(result.column("id").to_pylist())
+PREDICATES = boolean_combinations(ATOMS, max_leaves=3)
 
 
 @settings(
-    max_examples=80,
+    max_examples=examples(80),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
@@ -213,16 +203,10 @@ def test_pruned_read_on_a_zoned_column_equals_filtered_full_read(
     condition: str,
 ) -> None:
     ns, data = namespaces[(tz, spec)]
-    expected = _oracle_ids(data, condition)
-    got = ns.to_table(condition, columns=["id"])
-    assert sorted(got.column("id").to_pylist()) == expected
-    assert ns.count_rows(condition) == len(expected)
-    planned = {task.object_id for task in ns.plan_scan(condition)}
-    for leaf in ns.partitions().to_pylist():
-        if leaf["object_id"] in planned:
-            continue
-        rows = lance.dataset(f"{ns.uri}/{leaf['location']}", version=leaf["read_version"])
-        assert _oracle_ids(rows.to_table(), condition) == [], (tz, spec, condition, leaf)
+    expected = oracle_ids(data, condition, utc=["ts"])
+    assert_pruned_read_exact(
+        ns, condition, expected, lambda rows: oracle_ids(rows, condition, utc=["ts"]), (tz, spec)
+    )
 
 
 def test_partition_values_are_datafusions(
@@ -230,13 +214,24 @@ def test_partition_values_are_datafusions(
 ) -> None:
     # Every row sits in the partition that DataFusion's date_part gives it, in the zone: the
     # repeated 01:00-02:00 of 2025-11-02 in New York is one hour-of-day partition (1).
+    parts = [("year", Year()), ("month", Month()), ("day", Day()), ("hour", Hour())]
     for tz in PRUNING_ZONES:
         ns, _ = namespaces[(tz, "year(ts), month(ts), day(ts), hour(ts)")]
-        for leaf in ns.partitions().to_pylist():
-            rows = lance.dataset(f"{ns.uri}/{leaf['location']}", version=leaf["read_version"])
-            ts = rows.to_table(columns=["ts"]).column("ts")
-            for name, t in [("year", Year()), ("month", Month()), ("day", Day()), ("hour", Hour())]:
-                got = set(datafusion_alone(t.expression, ts))
+        leaves = ns.partitions().to_pylist()
+        columns = [
+            lance.dataset(f"{ns.uri}/{leaf['location']}", version=leaf["read_version"])
+            .to_table(columns=["ts"])
+            .column("ts")
+            for leaf in leaves
+        ]
+        # one DataFusion evaluation of the rows of every leaf, cut back into the leaves
+        every = pa.chunked_array([c for column in columns for c in column.chunks], columns[0].type)
+        for name, t in parts:
+            values = datafusion_alone(t.expression, every)
+            start = 0
+            for leaf, column in zip(leaves, columns, strict=True):
+                got = set(values[start : start + len(column)])
+                start += len(column)
                 assert got == {leaf[f"ts_{name}"]}, (tz, leaf)
     ns, data = namespaces[("America/New_York", "hour(ts)")]
     repeated = pa.array(

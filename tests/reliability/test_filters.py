@@ -170,6 +170,7 @@ def long_ns(tmp_path_factory: pytest.TempPathFactory) -> lp.PartitionedNamespace
     return ns
 
 
+@pytest.mark.slow  # 10,000-term filters: 5-35 s each on a loaded 2-CPU box
 @pytest.mark.parametrize("name", sorted(LONG_FILTERS))
 def test_filters_of_ten_thousand_terms(long_ns: lp.PartitionedNamespace, name: str) -> None:
     condition, holds = LONG_FILTERS[name]
@@ -178,6 +179,7 @@ def test_filters_of_ten_thousand_terms(long_ns: lp.PartitionedNamespace, name: s
     assert long_ns.count_rows(condition) == len(expected)
 
 
+@pytest.mark.slow  # a 10,000-term OR built with |: ~17 s (a loaded 2-CPU box)
 def test_a_long_filter_built_in_python(long_ns: lp.PartitionedNamespace) -> None:
     """A left-deep chain of 10,000 ORs built with ``|`` (no SQL) reads the same rows."""
     from lance_partitioned.expressions import EqualTo

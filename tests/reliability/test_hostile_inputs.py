@@ -377,7 +377,7 @@ else:
     "terms",
     [
         pytest.param(1000, id="or-1000"),
-        pytest.param(10_000, id="or-10000"),
+        pytest.param(10_000, id="or-10000", marks=pytest.mark.slow),  # ~17 s, loaded
     ],
 )
 def test_very_long_filter_in_a_child_process(

@@ -44,8 +44,9 @@ from hypothesis.stateful import (
 import lance_partitioned as lp
 
 _LONG = os.environ.get("LP_STATEFUL") == "long"
+_FAST = settings.get_current_profile_name() == "fast"  # the inner loop: scripts/test --fast
 SETTINGS = settings(
-    max_examples=300 if _LONG else 40,
+    max_examples=300 if _LONG else 8 if _FAST else 40,
     stateful_step_count=50 if _LONG else 30,
     deadline=None,
     database=None,

@@ -24,56 +24,14 @@ import pyarrow as pa
 import pyarrow.ipc
 from lance.namespace import DirectoryNamespace
 
+from tests.appendix import APPENDIX_A
+
 BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 
-# Appendix A, as a JSON object (pretty-printed by the builders that say so).
-SCHEMA_JSON: dict[str, Any] = {
-    "fields": [
-        {
-            "name": "id",
-            "nullable": False,
-            "type": {"type": "int64"},
-            "metadata": {"lance:field_id": "0"},
-        },
-        {
-            "name": "event_date",
-            "nullable": True,
-            "type": {"type": "date32"},
-            "metadata": {"lance:field_id": "1"},
-        },
-        {
-            "name": "country",
-            "nullable": True,
-            "type": {"type": "utf8"},
-            "metadata": {"lance:field_id": "2"},
-        },
-    ]
-}
-SPEC_V1: list[dict[str, Any]] = [
-    {
-        "field_id": 1,
-        "name": "event_date",
-        "source_id": 1,
-        "expression": "col",
-        "result_type": {"type": "date32"},
-    }
-]
-SPEC_V2: list[dict[str, Any]] = [
-    {
-        "field_id": 2,
-        "name": "event_year",
-        "source_id": 1,
-        "expression": "date_part('year', col)",
-        "result_type": {"type": "int32"},
-    },
-    {
-        "field_id": 3,
-        "name": "country",
-        "source_id": 2,
-        "expression": "col",
-        "result_type": {"type": "utf8"},
-    },
-]
+# Appendix A (tests/appendix.py), pretty-printed by the builders that say so.
+SCHEMA_JSON: dict[str, Any] = APPENDIX_A["schema"]
+SPEC_V1: list[dict[str, Any]] = APPENDIX_A["partition_spec_v1"]
+SPEC_V2: list[dict[str, Any]] = APPENDIX_A["partition_spec_v2"]
 PARTITION_COLUMNS = [
     pa.field("event_date", pa.date32()),
     pa.field("event_year", pa.int32()),

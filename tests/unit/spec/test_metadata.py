@@ -17,57 +17,7 @@ from lance_partitioned.spec.metadata import (
 )
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
-
-# Spec 000, Appendix A: the metadata properties, each a JSON value.
-APPENDIX_A: dict[str, Any] = {
-    "partition_spec_v1": [
-        {
-            "field_id": 1,
-            "name": "event_date",
-            "source_id": 1,
-            "expression": "col",
-            "result_type": {"type": "date32"},
-        }
-    ],
-    "partition_spec_v2": [
-        {
-            "field_id": 2,
-            "name": "event_year",
-            "source_id": 1,
-            "expression": "date_part('year', col)",
-            "result_type": {"type": "int32"},
-        },
-        {
-            "field_id": 3,
-            "name": "country",
-            "source_id": 2,
-            "expression": "col",
-            "result_type": {"type": "utf8"},
-        },
-    ],
-    "schema": {
-        "fields": [
-            {
-                "name": "id",
-                "nullable": False,
-                "type": {"type": "int64"},
-                "metadata": {"lance:field_id": "0"},
-            },
-            {
-                "name": "event_date",
-                "nullable": True,
-                "type": {"type": "date32"},
-                "metadata": {"lance:field_id": "1"},
-            },
-            {
-                "name": "country",
-                "nullable": True,
-                "type": {"type": "utf8"},
-                "metadata": {"lance:field_id": "2"},
-            },
-        ]
-    },
-}
+from tests.appendix import APPENDIX_A
 
 
 def as_table_metadata(props: dict[str, Any]) -> dict[str, str]:

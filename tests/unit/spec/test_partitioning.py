@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -23,85 +22,7 @@ from lance_partitioned.spec.partitioning import (
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.shorthand import parse_partition_by
 from lance_partitioned.spec.transforms import Bucket, Identity, Month, Year
-
-# Spec 000, Appendix A, verbatim.
-APPENDIX_A = json.loads(
-    """
-{
-  "partition_spec_v1": [
-    {
-      "field_id": 1,
-      "name": "event_date",
-      "source_id": 1,
-      "expression": "col",
-      "result_type": { "type": "date32" }
-    }
-  ],
-  "partition_spec_v2": [
-    {
-      "field_id": 2,
-      "name": "event_year",
-      "source_id": 1,
-      "expression": "date_part('year', col)",
-      "result_type": { "type": "int32" }
-    },
-    {
-      "field_id": 3,
-      "name": "country",
-      "source_id": 2,
-      "expression": "col",
-      "result_type": { "type": "utf8" }
-    }
-  ],
-  "schema": {
-    "fields": [
-      {
-        "name": "id",
-        "nullable": false,
-        "type": { "type": "int64" },
-        "metadata": { "lance:field_id": "0" }
-      },
-      {
-        "name": "event_date",
-        "nullable": true,
-        "type": { "type": "date32" },
-        "metadata": { "lance:field_id": "1" }
-      },
-      {
-        "name": "country",
-        "nullable": true,
-        "type": { "type": "utf8" },
-        "metadata": { "lance:field_id": "2" }
-      }
-    ]
-  }
-}
-"""
-)
-
-# Spec 000, Appendix E (the schema object): legacy_field (id 2) is deprecated.
-APPENDIX_E_SCHEMA = {
-    "fields": [
-        {
-            "name": "id",
-            "nullable": False,
-            "type": {"type": "int64"},
-            "metadata": {"lance:field_id": "0"},
-        },
-        {
-            "name": "event_date",
-            "nullable": True,
-            "type": {"type": "date32"},
-            "metadata": {"lance:field_id": "1"},
-        },
-        {
-            "name": "legacy_field",
-            "nullable": True,
-            "type": {"type": "utf8"},
-            "metadata": {"lance:field_id": "2", "lance:deprecated": "true"},
-        },
-    ]
-}
+from tests.appendix import APPENDIX_A, APPENDIX_E_SCHEMA
 
 V1 = PartitionSpec(1, (PartitionField(1, "event_date", 1, "col", pa.date32()),))
 V2 = PartitionSpec(

@@ -13,62 +13,10 @@ from lance.schema import LanceSchema
 
 from lance_partitioned.errors import SchemaError, UnknownTypeError
 from lance_partitioned.spec.schema import DEPRECATED_KEY, FIELD_ID_KEY, NamespaceSchema
+from tests.appendix import APPENDIX_A, APPENDIX_E_SCHEMA
 
-# The "schema" object of spec 000, Appendix A, copied verbatim.
-APPENDIX_A_SCHEMA = json.loads(
-    """
-{
-    "fields": [
-      {
-        "name": "id",
-        "nullable": false,
-        "type": { "type": "int64" },
-        "metadata": { "lance:field_id": "0" }
-      },
-      {
-        "name": "event_date",
-        "nullable": true,
-        "type": { "type": "date32" },
-        "metadata": { "lance:field_id": "1" }
-      },
-      {
-        "name": "country",
-        "nullable": true,
-        "type": { "type": "utf8" },
-        "metadata": { "lance:field_id": "2" }
-      }
-    ]
-}
-"""
-)
-
-# The "schema" object of spec 000, Appendix E, copied verbatim.
-APPENDIX_E_SCHEMA = json.loads(
-    """
-{
-    "fields": [
-      {
-        "name": "id",
-        "nullable": false,
-        "type": { "type": "int64" },
-        "metadata": { "lance:field_id": "0" }
-      },
-      {
-        "name": "event_date",
-        "nullable": true,
-        "type": { "type": "date32" },
-        "metadata": { "lance:field_id": "1" }
-      },
-      {
-        "name": "legacy_field",
-        "nullable": true,
-        "type": { "type": "utf8" },
-        "metadata": { "lance:field_id": "2", "lance:deprecated": "true" }
-      }
-    ]
-}
-"""
-)
+# The "schema" objects of spec 000, Appendices A and E (verbatim in tests/appendix.py).
+APPENDIX_A_SCHEMA = APPENDIX_A["schema"]
 
 
 def _f(name: str, dtype: pa.DataType, field_id: int | str | None, **extra: str) -> pa.Field:
