@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from lance_partitioned.adapter import PartitionedLanceNamespace
     from lance_partitioned.dml import DeleteResult, MergeBuilder, MergeResult, UpdateResult
     from lance_partitioned.dml.results import WriteResult
+    from lance_partitioned.entry import write
     from lance_partitioned.errors import PartitionCountWarning
     from lance_partitioned.history import Tags
     from lance_partitioned.ingest import WriteOptions, WriteProgress
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
     from lance_partitioned.spec.schema import NamespaceSchema
     from lance_partitioned.spec.shorthand import AmbiguousPartitionWarning
-    from lance_partitioned.writing import write
 
 __all__ = [
     "AmbiguousPartitionWarning",
@@ -95,7 +95,7 @@ _LAZY = {
     "Tag": "lance_partitioned.manifest.versions",
     "PartitionCountWarning": "lance_partitioned.errors",
     "RestoreResult": "lance_partitioned.restore",
-    "write": "lance_partitioned.writing",
+    "write": "lance_partitioned.entry",
 }
 
 configure_lance()  # before any module of ours imports Lance

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 
 from lance_partitioned import dml, engines, errors, evolution, history, scan
-from lance_partitioned.adapter import PartitionedLanceNamespace
 from lance_partitioned.consistency import leaf_schema
 from lance_partitioned.dml import DeleteResult, MergeBuilder, UpdateResult
 from lance_partitioned.dml.results import WriteResult
@@ -48,6 +47,7 @@ from lance_partitioned.transaction import WRITE_MODES, WriteMode
 if TYPE_CHECKING:
     import polars as pl
 
+    from lance_partitioned.adapter import PartitionedLanceNamespace
     from lance_partitioned.engines import OnScan
     from lance_partitioned.engines.dataset import PartitionedDataset
     from lance_partitioned.history import Tags
@@ -415,6 +415,8 @@ class PartitionedNamespace:
         >>> ns.as_lance_namespace().list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces
         ['v1']
         """
+        from lance_partitioned.adapter import PartitionedLanceNamespace
+
         return PartitionedLanceNamespace(self)
 
     # ------------------------------------------------------------------ changes

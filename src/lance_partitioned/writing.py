@@ -1,5 +1,6 @@
-"""Data in: the one-call :func:`write`, what ``create(schema=...)`` accepts, ``schema_mode``
-and the warning for writes that create very many small partitions.
+"""Data in: what ``create(schema=...)`` accepts, ``schema_mode`` and the warning for writes
+that create very many small partitions (the one-call :func:`lance_partitioned.write` is in
+:mod:`lance_partitioned.entry`).
 
 >>> import tempfile, pandas as pd
 >>> import lance_partitioned as lp
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
@@ -25,9 +26,6 @@ import pyarrow as pa
 from lance_partitioned import errors
 
 if TYPE_CHECKING:
-    from lance_partitioned.ingest import WriteOptions, WriteProgress
-    from lance_partitioned.namespace import WriteResult
-    from lance_partitioned.spec.partitioning import PartitionField
     from lance_partitioned.spec.schema import NamespaceSchema
 
 __all__ = [
@@ -38,7 +36,6 @@ __all__ = [
     "new_columns",
     "schema_of",
     "warn_partition_count",
-    "write",
 ]
 
 SchemaMode = Literal["merge"]
@@ -179,92 +176,3 @@ def warn_partition_count(rows: Sequence[int], spec: str, stacklevel: int = 3) ->
         errors.PartitionCountWarning,
         stacklevel=stacklevel,
     )
-
-
-def write(
-    uri: str,
-    data: Any,
-    *,
-    partition_by: str | Sequence[PartitionField] | None = None,
-    mode: Literal["append", "overwrite", "overwrite_partitions"] = "append",
-    schema_mode: SchemaMode | None = None,
-    where: str | None = None,
-    storage_options: Mapping[str, str] | None = None,
-    options: WriteOptions | None = None,
-    progress: Callable[[WriteProgress], None] | None = None,
-) -> WriteResult:
-    """Write ``data`` to the partitioned namespace at ``uri``, creating it when absent (as
-    deltalake's ``write_deltalake``).
-
-    Parameters
-    ----------
-    uri : str
-        Root directory or object-store URI.
-    data
-        What :meth:`~lance_partitioned.PartitionedNamespace.write` accepts: a pyarrow
-        ``Table``, ``RecordBatch`` or ``RecordBatchReader``, a pandas or Polars DataFrame, a
-        Polars LazyFrame, any object with ``__arrow_c_stream__``, an iterable of batches.
-    partition_by : str or list of PartitionField, optional
-        The partition spec of a namespace this call creates (required then: the namespace's
-        schema is the data's). For an existing namespace it may be given and must equal the
-        current spec (:class:`~lance_partitioned.errors.PartitionSpecError` otherwise).
-    mode, schema_mode, where, options, progress
-        As for :meth:`~lance_partitioned.PartitionedNamespace.write`.
-    storage_options : mapping, optional
-        Storage options of every Lance call.
-
-    Raises
-    ------
-    InvalidInputError
-        No namespace at ``uri`` and no ``partition_by``.
-    """
-    from lance_partitioned.ingest import as_reader, drop_pandas_index
-    from lance_partitioned.manifest import Manifest
-    from lance_partitioned.namespace import PartitionedNamespace
-
-    check_schema_mode(schema_mode)
-    if Manifest(str(uri), dict(storage_options or {})).exists():
-        ns = PartitionedNamespace.open(uri, storage_options=storage_options)
-        if partition_by is not None:
-            _check_partition_by(ns, partition_by)
-    else:
-        if partition_by is None:
-            raise errors.InvalidInputError(
-                f"no namespace exists at {uri!r}: the first write creates it and needs "
-                "partition_by (e.g. partition_by='months(ts), country', or '' for an "
-                "unpartitioned namespace)"
-            )
-        reader = drop_pandas_index(as_reader(data), ())
-        ns = PartitionedNamespace.create(
-            uri,
-            schema=plain_schema(reader.schema),
-            partition_by=partition_by,
-            storage_options=storage_options,
-        )
-        data = reader
-    return ns.write(
-        data,
-        mode=mode,
-        options=options,
-        progress=progress,
-        where=where,
-        schema_mode=schema_mode,
-    )
-
-
-def _check_partition_by(ns: Any, partition_by: str | Sequence[PartitionField]) -> None:
-    from lance_partitioned.spec.shorthand import parse_partition_by
-
-    spec = ns.current_spec
-    if isinstance(partition_by, str):
-        same = spec.same_fields(parse_partition_by(partition_by, ns.namespace_schema))
-    else:
-        same = tuple(partition_by) == spec.fields
-    if not same:
-        described = ", ".join(f"{f.name} = {f.expression}" for f in spec.fields)
-        raise errors.PartitionSpecError(
-            f"partition_by={partition_by!r} differs from the current partition spec "
-            f"v{spec.version} of {ns.uri!r} ({described or 'unpartitioned'}); leave it out to "
-            "write with the current spec, or change the spec first with "
-            "update_partition_spec"
-        )

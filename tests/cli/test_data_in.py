@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 import lance_partitioned as lp
-from tests.cli.conftest import Here
-from tests.cli.helpers import SCHEMA, cli, events, one_line_error
+from tests.cli.helpers import SCHEMA, Result, cli, events, one_line_error
+
+Here = Callable[..., Result]
+
+
+@pytest.fixture
+def here() -> Here:
+    """The command line, run in this process (``tests.cli.helpers.cli``)."""
+    return cli
 
 
 def _ns(tmp_path: Path) -> lp.PartitionedNamespace:

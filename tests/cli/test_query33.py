@@ -4,10 +4,21 @@ zoned timestamp literals with an explicit offset."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 import lance_partitioned as lp
-from tests.cli.conftest import Here
+from tests.cli.helpers import Result, cli
+
+Here = Callable[..., Result]
+
+
+@pytest.fixture
+def here() -> Here:
+    """The command line, run in this process (``tests.cli.helpers.cli``)."""
+    return cli
 
 
 def test_partitions_filter_over_a_source_column_prunes_as_scan_does(
