@@ -81,6 +81,7 @@ from lance_partitioned.manifest import (
 )
 from lance_partitioned.manifest.versions import list_versions
 from lance_partitioned.runtime import DEFAULT_THREADS
+from lance_partitioned.sessions import leaf_session
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
@@ -168,6 +169,7 @@ class ScanTask:
                 self.uri,
                 version=self.read_version,
                 storage_options=dict(self.storage_options) or None,
+                session=self._session(),
             )
         except (OSError, ValueError) as exc:
             typed = errors.storage_error(exc, self.uri, "read")
@@ -179,6 +181,14 @@ class ScanTask:
             raise errors.CorruptNamespaceError(
                 missing_leaf_message(self.object_id, self.uri, self.read_version, exc)
             ) from exc
+
+    def _session(self) -> lance.Session | None:  # type: ignore[name-defined]
+        """The namespace's shared leaf session (:mod:`lance_partitioned.sessions`) for a
+        fixed version; None (a fresh one) for the latest, which Lance looks up each time."""
+        if self.read_version is None:
+            return None
+        root = self.manifest_root or self.uri.rstrip("/").rsplit("/", 1)[0]
+        return leaf_session(root, dict(self.storage_options))
 
     def removed_by_cleanup(self) -> errors.TableVersionNotFoundError | None:
         """The error to raise when the leaf cannot be opened because a cleanup removed the

@@ -38,6 +38,7 @@ import pyarrow as pa
 from lance_partitioned import errors
 from lance_partitioned.runtime import DEFAULT_THREADS
 from lance_partitioned.scan import missing_leaf_message
+from lance_partitioned.sessions import leaf_session
 
 if TYPE_CHECKING:
     from lance_partitioned.namespace import PartitionedNamespace
@@ -173,16 +174,19 @@ def leaf_sizes(
     *,
     threads: int | None = None,
     small_rows: int = SMALL_FRAGMENT_ROWS,
+    session: lance.Session | None = None,  # type: ignore[name-defined]
 ) -> list[LeafSize | errors.CorruptNamespaceError]:
-    """Measure every leaf, in the order of ``leaves``, sharing one Lance session.
+    """Measure every leaf, in the order of ``leaves``, sharing one Lance session
+    (``session``, or a new one).
 
     A leaf that cannot be opened gives its
     :class:`~lance_partitioned.errors.CorruptNamespaceError` in its place; a storage failure
     is raised.
     """
-    session = lance.Session(  # type: ignore[attr-defined]
-        index_cache_size_bytes=0, metadata_cache_size_bytes=_METADATA_CACHE_BYTES
-    )
+    if session is None:
+        session = lance.Session(  # type: ignore[attr-defined]
+            index_cache_size_bytes=0, metadata_cache_size_bytes=_METADATA_CACHE_BYTES
+        )
 
     def measure(leaf: LeafLocation) -> LeafSize | errors.CorruptNamespaceError:
         try:
@@ -247,7 +251,8 @@ def partition_sizes(
             strict=True,
         )
     ]
-    measured = leaf_sizes(leaves, threads=threads, small_rows=small_rows)
+    shared = leaf_session(ns.uri, ns.storage_options)  # leaf versions never change
+    measured = leaf_sizes(leaves, threads=threads, small_rows=small_rows, session=shared)
     failed = [m for m in measured if not isinstance(m, LeafSize)]
     if failed:
         shown = "; ".join(str(e) for e in failed[:3])
