@@ -121,8 +121,9 @@ class PartitionedNamespace:
         *,
         storage_options: Mapping[str, str] | None = None,
         version: int | None = None,
+        max_workers: int | None = None,
     ) -> None:
-        self._manifest = Manifest(str(root), dict(storage_options or {}))
+        self._manifest = Manifest(str(root), dict(storage_options or {}), max_workers=max_workers)
         self._pinned = version
         self._snapshot = self._manifest.snapshot(version)
 
@@ -136,6 +137,7 @@ class PartitionedNamespace:
         partition_by: str | Sequence[PartitionField],
         storage_options: Mapping[str, str] | None = None,
         exist_ok: bool = False,
+        max_workers: int | None = None,
     ) -> PartitionedNamespace:
         """Create a partitioned namespace with a schema and a first partition spec.
 
@@ -151,6 +153,10 @@ class PartitionedNamespace:
         exist_ok : bool
             Return the existing namespace when it has the same schema and spec instead of
             raising :class:`~lance_partitioned.errors.NamespaceAlreadyExistsError`.
+        max_workers : int, optional
+            Width of the per-leaf thread pools of this object's operations (default:
+            ``$LANCE_PARTITIONED_MAX_WORKERS``, else sized for the storage; see
+            :func:`lance_partitioned.runtime.max_workers`).
         """
         ns_schema = NamespaceSchema.from_arrow(schema)
         check_column_names(ns_schema)
@@ -164,7 +170,11 @@ class PartitionedNamespace:
             check_authored(spec, ns_schema)
             warn_ambiguous_date_parts(spec.fields, ns_schema)
         metadata = NamespaceMetadata(ns_schema, (spec,))
-        manifest = Manifest(str(uri), storage_options)
+        manifest = Manifest(str(uri), storage_options, max_workers=max_workers)
+
+        def made() -> PartitionedNamespace:
+            return cls(str(uri), storage_options=storage_options, max_workers=max_workers)
+
         if manifest.exists():
             if manifest.is_unfinished():
                 if not exist_ok:
@@ -173,11 +183,11 @@ class PartitionedNamespace:
                         f"{uri!r}: pass exist_ok=True to finish it"
                     )
                 _storage(lambda: manifest.finish_create(metadata), manifest.root, "create")
-                return cls(str(uri), storage_options=storage_options)
+                return made()
             if not exist_ok:
                 raise errors.NamespaceAlreadyExistsError(f"a namespace already exists at {uri!r}")
             try:
-                existing = cls(str(uri), storage_options=storage_options)
+                existing = made()
             except errors.NotAPartitionedNamespaceError as exc:
                 raise errors.NamespaceAlreadyExistsError(
                     f"a directory namespace with content (not a partitioned one) exists at {uri!r}"
@@ -190,7 +200,7 @@ class PartitionedNamespace:
         _storage(
             lambda: Manifest.create(str(uri), metadata, storage_options), manifest.root, "create"
         )
-        return cls(str(uri), storage_options=storage_options)
+        return made()
 
     @classmethod
     def open(
@@ -199,15 +209,19 @@ class PartitionedNamespace:
         *,
         storage_options: Mapping[str, str] | None = None,
         version: int | str | dt.datetime | None = None,
+        max_workers: int | None = None,
     ) -> PartitionedNamespace:
         """Open a partitioned namespace, at its latest ``__manifest`` version or ``version``
         (read-only): a version number, a tag name, or a time, which opens the latest version
         committed at or before it (a naive datetime is taken to be UTC). Errors: see
-        :func:`lance_partitioned.history.resolve_version`."""
+        :func:`lance_partitioned.history.resolve_version`. ``max_workers``: as for
+        :meth:`create`."""
         from lance_partitioned import history
 
         number = history.resolve_version(Manifest(str(uri), storage_options), version)
-        return cls(str(uri), storage_options=storage_options, version=number)
+        return cls(
+            str(uri), storage_options=storage_options, version=number, max_workers=max_workers
+        )
 
     def refresh(self) -> PartitionedNamespace:
         """Re-read the latest ``__manifest`` version (no-op when opened at a fixed version)."""
@@ -225,6 +239,13 @@ class PartitionedNamespace:
     def storage_options(self) -> dict[str, str]:
         """Storage options used for every Lance call."""
         return dict(self._manifest.storage_options)
+
+    @property
+    def max_workers(self) -> int:
+        """Width of the per-leaf thread pools (writes, DML, reads, sizes, optimize): the
+        ``max_workers`` option, else ``$LANCE_PARTITIONED_MAX_WORKERS``, else sized for the
+        storage (:func:`lance_partitioned.runtime.max_workers`)."""
+        return self._manifest.max_workers
 
     @property
     def metadata(self) -> NamespaceMetadata:
@@ -310,6 +331,7 @@ class PartitionedNamespace:
         target = leaf_schema(snapshot.metadata.schema)
         if where is not None:
             data = dml.require_matching(data, where, snapshot)
+        options = options or WriteOptions(threads=self.max_workers)
         pending = _storage(
             lambda: stage(
                 self._manifest,
@@ -317,7 +339,7 @@ class PartitionedNamespace:
                 data,
                 mode="append" if where is not None else mode,
                 target=target,
-                options=options or WriteOptions(),
+                options=options,
                 progress=progress,
             ),
             self.uri,
@@ -328,7 +350,7 @@ class PartitionedNamespace:
                 self._manifest,
                 pending,
                 where=where,
-                leaf_threads=(options or WriteOptions()).threads,
+                leaf_threads=options.threads,
             ),
             self.uri,
             "write",
@@ -440,7 +462,7 @@ class PartitionedNamespace:
         Leaves are read in parallel at their ``read_version``; ``limit`` stops early.
         """
         tasks = self.plan_scan(filter, columns)
-        return scan.to_table(tasks, self.namespace_schema, columns, limit)
+        return scan.to_table(tasks, self.namespace_schema, columns, limit, self.max_workers)
 
     def to_pandas(
         self,
@@ -473,12 +495,12 @@ class PartitionedNamespace:
         DuckDB, Polars and DataFusion read the reader directly (Arrow C stream).
         """
         tasks = self.plan_scan(filter, columns)
-        return scan.to_batches(tasks, self.namespace_schema, columns, batch_size)
+        return scan.to_batches(tasks, self.namespace_schema, columns, batch_size, self.max_workers)
 
     def count_rows(self, filter: str | Predicate | None = None) -> int:
         """Rows matching ``filter``; leaves decided by their partition values are counted from
         the ``__manifest`` without opening them."""
-        return scan.count_rows(self.plan_scan(filter, []), self.namespace_schema)
+        return scan.count_rows(self.plan_scan(filter, []), self.namespace_schema, self.max_workers)
 
     # ------------------------------------------------------------------ evolution
     def _require_writable(self, operation: str) -> None:

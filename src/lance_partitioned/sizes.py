@@ -222,7 +222,7 @@ def partition_sizes(
     filter : str, optional
         SQL over the partition columns, as for ``partitions()``.
     threads : int, optional
-        Leaves opened in parallel.
+        Leaves opened in parallel (default: the namespace's ``max_workers``).
     small_rows : int
         Fragments with fewer rows count as small.
     unreadable : {"warn", "raise"}
@@ -252,7 +252,8 @@ def partition_sizes(
         )
     ]
     shared = leaf_session(ns.uri, ns.storage_options)  # leaf versions never change
-    measured = leaf_sizes(leaves, threads=threads, small_rows=small_rows, session=shared)
+    width = threads or ns._manifest.max_workers
+    measured = leaf_sizes(leaves, threads=width, small_rows=small_rows, session=shared)
     failed = [m for m in measured if not isinstance(m, LeafSize)]
     if failed:
         shown = "; ".join(str(e) for e in failed[:3])
