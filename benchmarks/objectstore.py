@@ -228,7 +228,9 @@ def run_delta(
     actions: dict[str, Callable[[], object]] = {
         OPERATIONS[0]: write,
         OPERATIONS[1]: append,
-        OPERATIONS[2]: lambda: handle["dt"].to_pyarrow_table(filters=[("event_date", "=", day(3))]),
+        OPERATIONS[2]: lambda: handle["dt"].to_pyarrow_table(
+            filters=[("event_date", "=", START + dt.timedelta(days=3))]
+        ),
         OPERATIONS[3]: open_plan,
         OPERATIONS[4]: lambda: handle["dt"].delete(
             f"event_date < '{day(deleted)}' AND id % 10 = 0"
