@@ -44,7 +44,7 @@ from lance_partitioned.manifest import (
     spec_namespace_id,
     value_tokens,
 )
-from lance_partitioned.runtime import DEFAULT_THREADS
+from lance_partitioned.runtime import max_workers
 from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
@@ -81,15 +81,17 @@ class WriteOptions:
         Passed to Lance when staging fragments.
     threads : int
         Threads grouping input chunks, staging fragments and committing leaves in parallel
-        (default: two per CPU, between 2 and 8; Lance encodes on its own threads too). Up to
-        this many chunks are grouped ahead of the one being staged.
+        (default: ``$LANCE_PARTITIONED_MAX_WORKERS``, else two per CPU, between 2 and 8; Lance
+        encodes on its own threads too; a namespace's ``max_workers`` option when
+        ``PartitionedNamespace.write`` gets no options). Up to this many chunks are grouped
+        ahead of the one being staged.
     """
 
     chunk_bytes: int = 16 << 20
     flush_bytes: int = 128 << 20
     max_buffer_bytes: int = 640 << 20
     max_rows_per_file: int = 1 << 20
-    threads: int = DEFAULT_THREADS
+    threads: int = field(default_factory=max_workers)
 
 
 @dataclass(frozen=True)

@@ -73,8 +73,9 @@ class PartitionedNamespace:
         *,
         storage_options: Mapping[str, str] | None = None,
         version: int | None = None,
+        max_workers: int | None = None,
     ) -> None:
-        self._manifest = Manifest(str(root), dict(storage_options or {}))
+        self._manifest = Manifest(str(root), dict(storage_options or {}), max_workers=max_workers)
         self._pinned = version
         self._snapshot = self._manifest.snapshot(version)
 
@@ -87,6 +88,7 @@ class PartitionedNamespace:
         partition_by: str | Sequence[PartitionField],
         storage_options: Mapping[str, str] | None = None,
         exist_ok: bool = False,
+        max_workers: int | None = None,
     ) -> PartitionedNamespace:
         """Create a partitioned namespace with a schema and a first partition spec.
 
@@ -104,12 +106,16 @@ class PartitionedNamespace:
         exist_ok : bool
             Return the existing namespace when it has the same schema and spec instead of
             raising :class:`~lance_partitioned.errors.NamespaceAlreadyExistsError`.
+        max_workers : int, optional
+            Width of the per-leaf thread pools of this object's operations (default:
+            ``$LANCE_PARTITIONED_MAX_WORKERS``, else sized for the storage; see
+            :func:`lance_partitioned.runtime.max_workers`).
         """
         from lance_partitioned.writing import schema_of
 
         metadata = NamespaceMetadata.create(schema_of(schema), partition_by)
         create_manifest(str(uri), metadata, storage_options, exist_ok=exist_ok)
-        return cls(str(uri), storage_options=storage_options)
+        return cls(str(uri), storage_options=storage_options, max_workers=max_workers)
 
     @classmethod
     def open(
@@ -118,13 +124,17 @@ class PartitionedNamespace:
         *,
         storage_options: Mapping[str, str] | None = None,
         version: int | str | dt.datetime | None = None,
+        max_workers: int | None = None,
     ) -> PartitionedNamespace:
         """Open a partitioned namespace, at its latest ``__manifest`` version or ``version``
         (read-only): a version number, a tag name, or a time, which opens the latest version
         committed at or before it (a naive datetime is taken to be UTC). Errors: see
-        :func:`lance_partitioned.history.resolve_version`."""
+        :func:`lance_partitioned.history.resolve_version`. ``max_workers``: as for
+        :meth:`create`."""
         number = history.resolve_version(Manifest(str(uri), storage_options), version)
-        return cls(str(uri), storage_options=storage_options, version=number)
+        return cls(
+            str(uri), storage_options=storage_options, version=number, max_workers=max_workers
+        )
 
     def refresh(self) -> PartitionedNamespace:
         """Re-read the latest ``__manifest`` version (no-op when opened at a fixed version)."""
@@ -142,6 +152,13 @@ class PartitionedNamespace:
     def storage_options(self) -> dict[str, str]:
         """Storage options used for every Lance call."""
         return dict(self._manifest.storage_options)
+
+    @property
+    def max_workers(self) -> int:
+        """Width of the per-leaf thread pools (writes, DML, reads, sizes, optimize): the
+        ``max_workers`` option, else ``$LANCE_PARTITIONED_MAX_WORKERS``, else sized for the
+        storage (:func:`lance_partitioned.runtime.max_workers`)."""
+        return self._manifest.max_workers
 
     @property
     def metadata(self) -> NamespaceMetadata:
@@ -234,7 +251,7 @@ class PartitionedNamespace:
             raise errors.InvalidInputError(
                 f"where= replaces the rows matching it and needs mode='overwrite', not {mode!r}"
             )
-        options = options or WriteOptions()
+        options = options or WriteOptions(threads=self.max_workers)
         started = time.perf_counter()
         with self._committed("write") as moved_to:
             self.refresh()
@@ -349,7 +366,7 @@ class PartitionedNamespace:
         Leaves are read in parallel at their ``read_version``; ``limit`` stops early.
         """
         tasks = self.plan_scan(filter, columns)
-        return scan.to_table(tasks, self.namespace_schema, columns, limit)
+        return scan.to_table(tasks, self.namespace_schema, columns, limit, self.max_workers)
 
     def to_pandas(
         self,
@@ -382,12 +399,12 @@ class PartitionedNamespace:
         DuckDB, Polars and DataFusion read the reader directly (Arrow C stream).
         """
         tasks = self.plan_scan(filter, columns)
-        return scan.to_batches(tasks, self.namespace_schema, columns, batch_size)
+        return scan.to_batches(tasks, self.namespace_schema, columns, batch_size, self.max_workers)
 
     def count_rows(self, filter: str | Predicate | None = None) -> int:
         """Rows matching ``filter``; leaves decided by their partition values are counted from
         the ``__manifest`` without opening them."""
-        return scan.count_rows(self.plan_scan(filter, []), self.namespace_schema)
+        return scan.count_rows(self.plan_scan(filter, []), self.namespace_schema, self.max_workers)
 
     def to_pyarrow_dataset(
         self, filter: str | Predicate | None = None, *, on_scan: OnScan | None = None

@@ -79,6 +79,7 @@ from lance_partitioned.pruning.fieldnames import (
     without_fields,
 )
 from lance_partitioned.runtime import DEFAULT_THREADS
+from lance_partitioned.sessions import leaf_session
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
@@ -162,7 +163,13 @@ class ScanTask:
             version that pins it is (naming both): the namespace is damaged.
         """
         try:
-            return open_leaf(self.uri, self.read_version, dict(self.storage_options), action="read")
+            return open_leaf(
+                self.uri,
+                self.read_version,
+                dict(self.storage_options),
+                session=self._session(),
+                action="read",
+            )
         except errors.TableNotFoundError as exc:
             gone = self.removed_by_cleanup()
             if gone is not None:
@@ -172,6 +179,14 @@ class ScanTask:
                     self.object_id, self.uri, self.read_version, exc.__cause__ or exc
                 )
             ) from exc
+
+    def _session(self) -> lance.Session | None:  # type: ignore[name-defined]
+        """The namespace's shared leaf session (:mod:`lance_partitioned.sessions`) for a
+        fixed version; None (a fresh one) for the latest, which Lance looks up each time."""
+        if self.read_version is None:
+            return None
+        root = self.manifest_root or self.uri.rstrip("/").rsplit("/", 1)[0]
+        return leaf_session(root, dict(self.storage_options))
 
     def removed_by_cleanup(self) -> errors.TableVersionNotFoundError | None:
         """The error to raise when the leaf cannot be opened because a cleanup removed the

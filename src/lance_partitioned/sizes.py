@@ -41,6 +41,7 @@ from lance_partitioned import errors
 from lance_partitioned.manifest import BASE_COLUMNS, DELIMITER, open_leaf
 from lance_partitioned.runtime import DEFAULT_THREADS
 from lance_partitioned.scan import filter_partitions, missing_leaf_message
+from lance_partitioned.sessions import leaf_session
 
 if TYPE_CHECKING:
     from lance_partitioned.manifest import Manifest, ManifestSnapshot
@@ -171,16 +172,19 @@ def leaf_sizes(
     *,
     threads: int | None = None,
     small_rows: int = SMALL_FRAGMENT_ROWS,
+    session: lance.Session | None = None,  # type: ignore[name-defined]
 ) -> list[LeafSize | errors.CorruptNamespaceError]:
-    """Measure every leaf, in the order of ``leaves``, sharing one Lance session.
+    """Measure every leaf, in the order of ``leaves``, sharing one Lance session
+    (``session``, or a new one).
 
     A leaf that cannot be opened gives its
     :class:`~lance_partitioned.errors.CorruptNamespaceError` in its place; a storage failure
     is raised.
     """
-    session = lance.Session(  # type: ignore[attr-defined]
-        index_cache_size_bytes=0, metadata_cache_size_bytes=_METADATA_CACHE_BYTES
-    )
+    if session is None:
+        session = lance.Session(  # type: ignore[attr-defined]
+            index_cache_size_bytes=0, metadata_cache_size_bytes=_METADATA_CACHE_BYTES
+        )
 
     def measure(leaf: LeafLocation) -> LeafSize | errors.CorruptNamespaceError:
         try:
@@ -250,7 +254,7 @@ def partition_sizes(
     filter : str, optional
         SQL over the partition columns or the namespace's columns, as for ``partitions()``.
     threads : int, optional
-        Leaves opened in parallel.
+        Leaves opened in parallel (default: the namespace's ``max_workers``).
     small_rows : int
         Fragments with fewer rows count as small.
     unreadable : {"warn", "raise"}
@@ -279,7 +283,9 @@ def partition_sizes(
             strict=True,
         )
     ]
-    measured = leaf_sizes(leaves, threads=threads, small_rows=small_rows)
+    shared = leaf_session(manifest.root, manifest.storage_options)  # leaf versions never change
+    width = threads or manifest.max_workers
+    measured = leaf_sizes(leaves, threads=width, small_rows=small_rows, session=shared)
     failed = [m for m in measured if not isinstance(m, LeafSize)]
     if failed:
         shown = "; ".join(str(e) for e in failed[:3])

@@ -72,7 +72,6 @@ from lance_partitioned.manifest import (
     local_path,
     properties_error,
 )
-from lance_partitioned.runtime import DEFAULT_THREADS
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
@@ -181,7 +180,8 @@ def verify(
     sample_rows : int
         Rows read from each leaf to check its values (its first ones).
     threads : int, optional
-        Leaves checked in parallel.
+        Leaves checked in parallel (default: :func:`lance_partitioned.runtime.max_workers`,
+        which reads ``LANCE_PARTITIONED_MAX_WORKERS``).
     repair : bool
         Roll the leaves of interrupted writes back to their ``read_version`` (see
         :mod:`lance_partitioned.maintenance.rollback`; nothing is removed, so it is safe
@@ -227,7 +227,7 @@ def verify(
     entries = raw.entries
     problems.extend(_check_rows(entries, metadata))
     leaves = [entry for entry in entries if entry.is_table]
-    width = max(1, min(threads or DEFAULT_THREADS, len(leaves) or 1))
+    width = max(1, min(threads or manifest.max_workers, len(leaves) or 1))
     sampled = 0
     ahead: list[_Ahead] = []
     with ThreadPoolExecutor(max_workers=width) as pool:

@@ -130,7 +130,7 @@ class MergeBuilder:
         self._on = keys
         self._null_safe = bool(null_safe)
         self._after = after
-        self._options = options or WriteOptions()
+        self._options = options or WriteOptions(threads=manifest.max_workers)
         self._update: tuple[bool, str | None] = (False, None)
         self._insert = False
         self._delete: tuple[bool, str | Predicate | None] = (False, None)

@@ -82,7 +82,7 @@ def commit_staged(
     pending: PendingWrite,
     *,
     where: str | Predicate | None = None,
-    leaf_threads: int = 8,
+    leaf_threads: int | None = None,
     txn: tuple[str, int] | None = None,
     details: Mapping[str, str] | None = None,
 ) -> CommitResult:

@@ -197,7 +197,7 @@ def update(
 ) -> UpdateResult:
     """Set ``assignments`` (column -> SQL over the row) on the rows matching ``where``."""
     started = time.perf_counter()
-    options = options or WriteOptions()
+    options = options or WriteOptions(threads=manifest.max_workers)
     first = manifest.snapshot()
     checked = check_assignments(assignments, first.metadata.schema.read_schema())
     leaf_tasks(manifest, first, where)  # a bad predicate fails before anything is read

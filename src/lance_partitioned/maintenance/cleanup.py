@@ -76,7 +76,6 @@ from lance_partitioned.maintenance.versions import (
     utc,
 )
 from lance_partitioned.manifest import MANIFEST_DIR, TABLE, Manifest
-from lance_partitioned.runtime import DEFAULT_THREADS
 
 __all__ = ["CleanupProgress", "CleanupResult", "Removed", "cleanup", "on_step"]
 
@@ -598,7 +597,7 @@ def cleanup(
         if (prefix := _relative(store.root, uri)) is not None
     }
     leaves = sorted(refs.items())
-    width = max(1, min(threads or DEFAULT_THREADS, len(leaves) or 1))
+    width = max(1, min(threads or manifest.max_workers, len(leaves) or 1))
     with ThreadPoolExecutor(1) as first, ThreadPoolExecutor(width) as pool:
         step_one = first.submit(
             _clean_manifest, store, manifest_history, expired, cutoff, dry_run, totals

@@ -59,7 +59,6 @@ from lance_partitioned import errors
 from lance_partitioned.manifest import CommitConflict, Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.manifest.table import ManifestCompaction
-from lance_partitioned.runtime import DEFAULT_THREADS
 from lance_partitioned.scan import Filter, ScanTask, plan_scan
 from lance_partitioned.transaction import ChangePlan, LeafChange, commit_changes
 
@@ -408,7 +407,7 @@ def optimize(
     progress : callable, optional
         Called with an :class:`OptimizeProgress` once per selected leaf.
     threads : int, optional
-        Leaves compacted in parallel.
+        Leaves compacted in parallel (default: ``manifest.max_workers``).
 
     Raises
     ------
@@ -420,7 +419,7 @@ def optimize(
             f"target_rows_per_fragment must be at least 1, got {target_rows_per_fragment}"
         )
     started = time.perf_counter()
-    width = threads or DEFAULT_THREADS
+    width = threads or manifest.max_workers
     options = CompactionOptions(target_rows_per_fragment=target_rows_per_fragment)
     planner = _Planner(manifest, filter, options, progress, width)
     committed = commit_changes(manifest, planner, leaf_threads=width)

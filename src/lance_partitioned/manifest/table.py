@@ -27,7 +27,7 @@ from lance.lance import _Session as Session
 from lance.optimize import Compaction, CompactionOptions
 from lance.schema import LanceSchema
 
-from lance_partitioned import errors
+from lance_partitioned import errors, runtime
 from lance_partitioned.manifest.datasets import open_leaf
 from lance_partitioned.manifest.layout import (
     BASE_COLUMNS,
@@ -39,6 +39,7 @@ from lance_partitioned.manifest.layout import (
     READ_VERSION,
     _spec_version_of,
     _with_base,
+    local_path,
     manifest_schema,
     rows_table,
     spec_namespace_id,
@@ -76,12 +77,22 @@ class Manifest:
         The namespace root (a local path or an object store URI).
     storage_options : dict, optional
         Passed to every Lance call.
+    max_workers : int, optional
+        Width of the per-leaf thread pools of the operations on this namespace (see
+        :func:`lance_partitioned.runtime.max_workers`).
     """
 
-    def __init__(self, root: str, storage_options: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        root: str,
+        storage_options: Mapping[str, str] | None = None,
+        *,
+        max_workers: int | None = None,
+    ) -> None:
         self.root = root.rstrip("/")
         self.uri = f"{self.root}/{MANIFEST_DIR}"
         self.storage_options = dict(storage_options or {})
+        self.max_workers = runtime.max_workers(max_workers, remote=local_path(self.root) is None)
         self._session: Session | None = None
         self._last: ManifestSnapshot | None = None  # the last snapshot read or committed
         self._dataset: LanceDataset | None = None  # the __manifest at that version, open

@@ -482,11 +482,13 @@ def commit_changes(
     plan: Callable[[ManifestSnapshot], ChangePlan],
     *,
     backoff: Backoff | None = None,
-    leaf_threads: int = 8,
+    leaf_threads: int | None = None,
     on_leaves_committed: Callable[[dict[str, int]], None] | None = None,
     txn: tuple[str, int] | None = None,
 ) -> CommitResult:
     """Make what ``plan`` returns visible atomically (see the module docstring).
+
+    Leaves commit on ``leaf_threads`` threads (None: ``manifest.max_workers``).
 
     Each attempt reads the latest ``__manifest`` snapshot and calls ``plan(snapshot)``; after a
     conflict it is called again with the new snapshot, so a planner caches its work by (leaf,
@@ -509,7 +511,7 @@ def commit_changes(
     prepared: dict[str, Prepared] = {}  # leaf -> the operation its change prepared
     last: _Planned | None = None  # the last attempt's plan, to rebase the next one on
     _pause("staged")
-    with ThreadPoolExecutor(max_workers=max(1, leaf_threads)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, leaf_threads or manifest.max_workers)) as pool:
         for attempt in range(backoff.attempts):
             snapshot = manifest.snapshot()
             if txn is not None:

@@ -208,7 +208,7 @@ def commit_write(
     operation: Operation | None = None,
     deletes: Callable[[ManifestSnapshot], RowDeletes] | None = None,
     txn: tuple[str, int] | None = None,
-    leaf_threads: int = 8,
+    leaf_threads: int | None = None,
     backoff: Backoff | None = None,
     on_leaves_committed: Callable[[dict[str, int]], None] | None = None,
 ) -> CommitResult:

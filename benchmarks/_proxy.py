@@ -1,0 +1,220 @@
+"""A TCP proxy in front of an HTTP object store that adds a fixed delay to every request and
+counts requests: slow object storage on 127.0.0.1, measured.
+
+The proxy parses the client's side of each connection just enough to find where one HTTP/1.1
+request ends and the next begins (the request head up to its blank line, then a body of
+``Content-Length`` bytes or ``Transfer-Encoding: chunked``), so the delay is paid **once per
+request**, also on a keep-alive connection that carries many: when a request's head is
+complete, the proxy records ``(method, path)``, waits ``delay`` seconds, then forwards it.
+Responses are copied back as they come. Without TLS only (``http://`` endpoints).
+
+>>> import socket, threading
+>>> server = socket.create_server(("127.0.0.1", 0))
+>>> def answer():
+...     conn, _ = server.accept()
+...     data = b""
+...     while data.count(b"\\r\\n\\r\\n") < 2 or not data.endswith(b"abc"):
+...         data += conn.recv(1024)
+...     conn.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 0\\r\\n\\r\\n")
+...     conn.close()
+>>> thread = threading.Thread(target=answer); thread.start()
+>>> with DelayProxy(server.getsockname()[1], delay=0.0) as proxy:
+...     with socket.create_connection(("127.0.0.1", proxy.port)) as client:
+...         client.sendall(b"GET /a HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n"
+...                        b"PUT /b HTTP/1.1\\r\\nContent-Length: 3\\r\\n\\r\\nabc")
+...         reply = client.recv(1024)
+...     thread.join()
+...     proxy.requests()
+[('GET', '/a'), ('PUT', '/b')]
+>>> server.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections import Counter
+from types import TracebackType
+
+__all__ = ["DelayProxy"]
+
+_CHUNK = 1 << 16
+
+
+class _RequestParser:
+    """Splits a client byte stream into HTTP/1.1 requests (heads, then bodies)."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+        self.state = "head"
+        self.remaining = 0  # body bytes (or chunk bytes + CRLF) still to pass
+
+    def feed(self, data: bytes) -> list[tuple[bytes, tuple[str, str] | None]]:
+        """Pieces to forward, in order; a piece that starts a request carries its
+        ``(method, path)``."""
+        self.buffer += data
+        out: list[tuple[bytes, tuple[str, str] | None]] = []
+        while self.buffer:
+            if self.state == "head":
+                end = self.buffer.find(b"\r\n\r\n")
+                if end < 0:
+                    break
+                head, self.buffer = self.buffer[: end + 4], self.buffer[end + 4 :]
+                lines = head.decode("latin-1").split("\r\n")
+                method, _, rest = lines[0].partition(" ")
+                headers = {
+                    k.strip().lower(): v.strip()
+                    for k, _, v in (line.partition(":") for line in lines[1:] if line)
+                }
+                out.append((head, (method, rest.rsplit(" ", 1)[0])))
+                if "chunked" in headers.get("transfer-encoding", "").lower():
+                    self.state = "chunk-size"
+                else:
+                    self.remaining = int(headers.get("content-length", "0") or 0)
+                    self.state = "body" if self.remaining else "head"
+            elif self.state in ("body", "chunk-data"):
+                piece = self.buffer[: self.remaining]
+                self.buffer = self.buffer[len(piece) :]
+                self.remaining -= len(piece)
+                out.append((piece, None))
+                if self.remaining == 0:
+                    self.state = "head" if self.state == "body" else "chunk-size"
+            else:  # "chunk-size" or "trailer": one line at a time
+                end = self.buffer.find(b"\r\n")
+                if end < 0:
+                    break
+                line, self.buffer = self.buffer[: end + 2], self.buffer[end + 2 :]
+                out.append((line, None))
+                if self.state == "trailer":
+                    if line == b"\r\n":
+                        self.state = "head"
+                    continue
+                size = int(line.split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.state = "trailer"
+                else:
+                    self.remaining, self.state = size + 2, "chunk-data"
+        return out
+
+
+class DelayProxy:
+    """A proxy on ``127.0.0.1:<port>`` to ``127.0.0.1:<upstream_port>``, delaying each request
+    by ``delay`` seconds and recording it.
+
+    Use it as a context manager (its event loop runs on a daemon thread); :attr:`endpoint` is
+    its ``http://`` URL, :meth:`requests` what it forwarded, :meth:`reset` forgets them.
+    """
+
+    def __init__(self, upstream_port: int, *, delay: float = 0.02) -> None:
+        self.upstream_port = upstream_port
+        self.delay = delay
+        self.port = 0
+        self._log: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()  # the loop holds tasks weakly only
+
+    @property
+    def endpoint(self) -> str:
+        """The proxy's URL."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def requests(self) -> list[tuple[str, str]]:
+        """``(method, path with query)`` of every request forwarded since the last reset."""
+        with self._lock:
+            return list(self._log)
+
+    def count(self) -> int:
+        """Requests forwarded since the last reset."""
+        with self._lock:
+            return len(self._log)
+
+    def by_method(self) -> Counter[str]:
+        """Requests since the last reset, by HTTP method."""
+        return Counter(method for method, _ in self.requests())
+
+    def reset(self) -> None:
+        """Forget the requests recorded so far."""
+        with self._lock:
+            self._log.clear()
+
+    def __enter__(self) -> DelayProxy:
+        self._thread.start()
+        started = asyncio.run_coroutine_threadsafe(
+            asyncio.start_server(self._serve, "127.0.0.1", 0), self._loop
+        )
+        self._server = started.result(timeout=10)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        server = self._server
+        if server is not None:
+
+            async def stop() -> None:
+                server.close()
+                tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+            asyncio.run_coroutine_threadsafe(stop(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+    def _keep(self, task: asyncio.Task[None]) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        current = asyncio.current_task()
+        if current is not None:
+            self._keep(current)  # type: ignore[arg-type]
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        except OSError:
+            writer.close()
+            return
+        back = asyncio.ensure_future(self._copy(up_reader, writer))
+        self._keep(back)
+        try:
+            parser = _RequestParser()
+            while data := await reader.read(_CHUNK):
+                for piece, request in parser.feed(data):
+                    if request is not None:
+                        with self._lock:
+                            self._log.append(request)
+                        if self.delay:
+                            await asyncio.sleep(self.delay)
+                    up_writer.write(piece)
+                await up_writer.drain()
+            if up_writer.can_write_eof():
+                up_writer.write_eof()
+            await back
+        except (OSError, asyncio.CancelledError):
+            back.cancel()
+        finally:
+            up_writer.close()
+            writer.close()
+
+    @staticmethod
+    async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(_CHUNK):
+                writer.write(data)
+                await writer.drain()
+        except OSError:
+            pass
+        finally:
+            if writer.can_write_eof():
+                with contextlib.suppress(OSError):
+                    writer.write_eof()
