@@ -53,7 +53,7 @@ def test_the_option_sizes_writes_reads_sizes_and_optimize(
 ) -> None:
     ns = _namespace(tmp_path / "ns", max_workers=3)
     assert ns.max_workers == 3
-    assert pools["lance_partitioned.write"] == {3}
+    assert pools["lance_partitioned.ingest"] == {3}
     assert pools["lance_partitioned.transaction"] == {3}
     pools.clear()
     assert ns.partitions().num_rows == LEAVES
@@ -78,7 +78,7 @@ def test_the_environment_variable_sizes_them_without_the_option(
     ns = _namespace(tmp_path / "ns")
     assert ns.max_workers == 5
     assert lp.WriteOptions().threads == 5
-    assert pools["lance_partitioned.write"] == {5}
+    assert pools["lance_partitioned.ingest"] == {5}
     pools.clear()
     assert verify(ns.uri).problems == []
     assert pools["lance_partitioned.verify"] == {5}
