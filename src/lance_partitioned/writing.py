@@ -1,17 +1,6 @@
 """Data in: what ``create(schema=...)`` accepts, ``schema_mode`` and the warning for writes
 that create very many small partitions (the one-call :func:`lance_partitioned.write` is in
 :mod:`lance_partitioned.entry`).
-
->>> import tempfile, pandas as pd
->>> import lance_partitioned as lp
->>> uri = tempfile.mkdtemp()
->>> frame = pd.DataFrame({"id": [1, 2, 3], "country": ["US", "FR", "US"]})
->>> lp.write(uri, frame[frame.id != 2], partition_by="country").rows_written
-2
->>> lp.write(uri, frame.assign(amount=1.5), schema_mode="merge").rows_written
-3
->>> lp.PartitionedNamespace.open(uri).schema.names
-['id', 'country', 'amount']
 """
 
 from __future__ import annotations
