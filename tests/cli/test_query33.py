@@ -4,28 +4,15 @@ zoned timestamp literals with an explicit offset."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 import lance_partitioned as lp
-from tests.cli.helpers import Result, cli
-
-Here = Callable[..., Result]
+from tests.cli.helpers import cli
 
 
-@pytest.fixture
-def here() -> Here:
-    """The command line, run in this process (``tests.cli.helpers.cli``)."""
-    return cli
-
-
-def test_partitions_filter_over_a_source_column_prunes_as_scan_does(
-    namespace: Path, here: Here
-) -> None:
+def test_partitions_filter_over_a_source_column_prunes_as_scan_does(namespace: Path) -> None:
     condition = "ts >= TIMESTAMP '2026-01-01 00:00:00+00:00'"
-    result = here("partitions", namespace, "--filter", condition, "--json")
+    result = cli("partitions", namespace, "--filter", condition, "--json")
     assert result.code == 0, result.err
     listed = sorted(leaf["object_id"] for leaf in result.json())
     ns = lp.PartitionedNamespace.open(str(namespace))
@@ -33,7 +20,7 @@ def test_partitions_filter_over_a_source_column_prunes_as_scan_does(
     assert 0 < len(listed) < ns.partitions(sizes=False).num_rows
 
 
-def test_scan_filter_with_an_offset_literal_reads_the_instant(tmp_path: Path, here: Here) -> None:
+def test_scan_filter_with_an_offset_literal_reads_the_instant(tmp_path: Path) -> None:
     import datetime as dt
 
     import pyarrow as pa
@@ -45,6 +32,6 @@ def test_scan_filter_with_an_offset_literal_reads_the_instant(tmp_path: Path, he
     ns.write(pa.table({"id": range(16), "ts": pa.array(stamps, zoned.field("ts").type)}, zoned))
     # midnight in Berlin (+02:00) is 22:00 UTC: the last 8 quarter hours
     condition = "ts >= TIMESTAMP '2025-06-01 00:00:00+02:00'"
-    result = here("scan", tmp_path / "ns", "--filter", condition, "--columns", "id", "--json")
+    result = cli("scan", tmp_path / "ns", "--filter", condition, "--columns", "id", "--json")
     assert result.code == 0, result.err
     assert sorted(json.loads(line)["id"] for line in result.out.splitlines()) == list(range(8, 16))
