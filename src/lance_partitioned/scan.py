@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_partitioned import errors
+from lance_partitioned.columnpaths import ColumnPath, resolve_columns, select_columns
 from lance_partitioned.consistency import conform_batch, leaf_field
 from lance_partitioned.expressions import (
     AlwaysFalse,
@@ -290,20 +291,18 @@ def manifest_filter(
 
 
 def output_fields(schema: NamespaceSchema, columns: Sequence[str] | None) -> list[pa.Field]:
-    """The read-schema fields selected by ``columns`` (all live columns for None)."""
+    """The output fields selected by ``columns`` (all live columns for None): read-schema
+    columns, and struct fields named by their dotted paths (see
+    :mod:`~lance_partitioned.columnpaths`)."""
+    return [c.field for c in output_columns(schema, columns)]
+
+
+def output_columns(schema: NamespaceSchema, columns: Sequence[str] | None) -> list[ColumnPath]:
+    """The entries of ``columns`` resolved against the read schema (all live columns for None)."""
     read = schema.read_schema()
     if columns is None:
-        return list(read)
-    if isinstance(columns, str):
-        raise errors.InvalidInputError(
-            f"columns must be a list of names, got the string {columns!r}"
-        )
-    missing = [name for name in columns if name not in read.names]
-    if missing:
-        raise errors.InvalidInputError(
-            f"unknown column(s) {missing}: the namespace columns are {read.names}"
-        )
-    return [read.field(name) for name in columns]
+        return [ColumnPath(f.name, f.name, (), f) for f in read]
+    return resolve_columns(read, columns)
 
 
 def plan_scan(
@@ -456,10 +455,11 @@ def read_task(
     NULL, other types are cast. The residual filter runs inside Lance when the leaf stores the
     columns it reads under their namespace names and types, otherwise after conforming.
     """
-    fields = output_fields(schema, columns)
+    outputs = output_columns(schema, columns)
+    read = schema.read_schema()
+    fields = [read.field(name) for name in dict.fromkeys(c.column for c in outputs)]
     dataset = task.open()
     leaf = dataset.schema
-    read = schema.read_schema()
     predicate = task.residual
     filtered = [] if isinstance(predicate, AlwaysTrue) else residual_fields(predicate, read)
     names = {f.name for f in fields}
@@ -481,14 +481,14 @@ def read_task(
         limit=limit if pushdown is not None or isinstance(predicate, AlwaysTrue) else None,
         with_row_id=not scan_columns,  # Lance needs one column to count rows
     )
-    out_schema = pa.schema(fields)
+    out_schema = pa.schema([c.field for c in outputs])
     post = None if pushdown is not None or isinstance(predicate, AlwaysTrue) else predicate
     remaining = limit
     for batch in scanner.to_batches():
         conformed = conform_batch(batch, sources, needed)
         if post is not None:
             conformed = post_filter(conformed, post)
-        result = conformed.select(out_schema.names)
+        result = select_columns(conformed, outputs)
         if remaining is not None:
             result = result.slice(0, remaining)
             remaining -= result.num_rows

@@ -166,7 +166,9 @@ def backtick_identifiers(sql: str, table: str) -> tuple[str, tuple[str, ...]]:
     """Rewrite the unparser's ``"t"."col"`` to ```col```, skipping string literals.
 
     Lance reads double quotes as a string, DataFusion as an identifier; both read backticks
-    as an identifier. Returns the new text and the columns named, in order of appearance.
+    as an identifier. Returns the new text and the columns named, in order of appearance: an
+    identifier right after ``"col".`` is a struct field of that column (``"t"."device"."os"``,
+    DataFusion's ``device.os``), not a column.
 
     Raises
     ------
@@ -178,6 +180,8 @@ def backtick_identifiers(sql: str, table: str) -> tuple[str, tuple[str, ...]]:
     >>> sql = '"t"."my col" = ' + "'x'"
     >>> backtick_identifiers(sql, "t")
     ("`my col` = 'x'", ('my col',))
+    >>> backtick_identifiers('"t"."device"."os" IS NULL', "t")
+    ('`device`.`os` IS NULL', ('device',))
     """
     out: list[str] = []
     columns: dict[str, None] = {}
@@ -197,7 +201,8 @@ def backtick_identifiers(sql: str, table: str) -> tuple[str, tuple[str, ...]]:
                 continue
             if "`" in name:
                 raise Unrenderable(f"identifier {name!r} contains a backtick")
-            columns[name] = None
+            if not (len(out) >= 2 and out[-1] == "." and out[-2].endswith("`")):
+                columns[name] = None  # else a field of the struct just named
             out.append(f"`{name}`")
         else:
             out.append(c)
