@@ -31,11 +31,13 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
 from lance_partitioned import errors
+from lance_partitioned.columnpaths import resolve_columns
 from lance_partitioned.expressions.parse import parse_sql
 from lance_partitioned.expressions.tree import AlwaysTrue, Predicate, and_
 from lance_partitioned.namespace import PartitionedNamespace
 from lance_partitioned.scan import ScanTask, bound_filter, to_batches
 from lance_partitioned.spark.filters import pushable_columns, to_predicate
+from lance_partitioned.spark.nested_filters import nested_predicate, pushable_paths
 from lance_partitioned.spark.options import SourceOptions
 from lance_partitioned.spark.types import spark_arrow_schema, spark_type_for, to_spark_batch
 from lance_partitioned.spark.workers import freeze_worker_heap
@@ -123,12 +125,12 @@ def make_reader(
     )
     read_schema = ns.schema
     columns = tuple(schema.fieldNames())
-    unknown = [name for name in columns if name not in read_schema.names]
-    if unknown:
+    try:
+        resolve_columns(read_schema, columns)  # top-level columns or struct fields by path
+    except errors.InvalidInputError as exc:
         raise errors.InvalidInputError(
-            f"column(s) {unknown} are not in the namespace at {options.uri!r}; its columns "
-            f"are {read_schema.names}"
-        )
+            f"the namespace at {options.uri!r} cannot read these columns: {exc}"
+        ) from exc
     job = ReadJob(
         uri=options.uri,
         storage_options=options.storage_options,
@@ -152,6 +154,13 @@ def make_reader(
         if name in native
         and spark_types[name] == spark_type_for(read_schema.field(name).type, name)
     )
+    reader.filter_paths = pushable_paths(
+        read_schema.field(name)
+        for name in columns
+        if name in read_schema.names
+        and pa.types.is_struct(read_schema.field(name).type)
+        and spark_types[name] == spark_type_for(read_schema.field(name).type, name)
+    )
     return reader
 
 
@@ -166,6 +175,7 @@ class LancePartitionedReader(DataSourceReader):
         self.job = job
         self.predicate: Predicate = AlwaysTrue()
         self.filter_columns: frozenset[str] = frozenset()
+        self.filter_paths: frozenset[str] = frozenset()  # struct fields, quoted paths
         self._opened = namespace  # the planning worker's, never pickled
 
     def __getstate__(self) -> dict[str, Any]:
@@ -232,7 +242,9 @@ class FilteringReader(LancePartitionedReader):
         accepted: list[Predicate] = []
         rest: list[Filter] = []
         for spark_filter in filters:
-            predicate = to_predicate(spark_filter, self.filter_columns)
+            predicate = to_predicate(spark_filter, self.filter_columns) or nested_predicate(
+                spark_filter, self.filter_paths
+            )
             if predicate is not None:
                 try:
                     bound_filter(predicate, read_schema)

@@ -81,13 +81,10 @@ class LancePartitionedDataSource(DataSource):
         if options.filter is not None:
             bound_filter(options.filter, schema)  # a bad filter fails at load(), not later
         if options.columns is not None:
-            missing = [name for name in options.columns if name not in schema.names]
-            if missing:
-                raise errors.InvalidInputError(
-                    f"option columns names {missing}, not in the namespace at "
-                    f"{options.uri!r}; its columns are {schema.names}"
-                )
-            schema = pa.schema([schema.field(name) for name in options.columns])
+            from lance_partitioned.columnpaths import resolve_columns
+
+            paths = resolve_columns(schema, options.columns)  # names a struct field by path
+            schema = pa.schema([path.field for path in paths])
         return spark_schema_for(schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
