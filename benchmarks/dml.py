@@ -15,7 +15,15 @@ then each system runs, in this order and timed one by one:
 2. delete 1% of the rows scattered by a non-partition predicate (``id % 100 = 0``);
 3. update 1% of the rows (``amount = amount + 1`` where ``id % 100 = 1``);
 4. merge 100k rows keyed by ``id`` (50% update existing rows, 50% insert new ones);
-5. the same merge keyed by ``id`` and the partition source columns.
+5. the same merge keyed by ``id`` and the partition source columns;
+6. optimize (ours: ``ns.optimize()``; delta: ``optimize.compact()``), after the others.
+
+The ``months`` spec is issue 33's side-by-side: ``zoned_events`` (Europe/Berlin timestamps
+over 2024-2025, 20 countries and NULL, a ``device`` struct) partitioned by ``months(ts),
+country``, 24 x 21 = 504 partitions; delta gets the same month number as a ``ts_months``
+column, and its keyed merge matches ``country`` with ``IS NOT DISTINCT FROM`` (ours matches
+NULL partition sources NULL-safely), so both tables keep the same rows. ``--merge-rows``
+sets the merge size (default: 1% of the rows).
 
 Every run starts from freshly written tables in a new directory under ``--dir``, deleted at
 the end. The table printed is the wall time of each operation, delta / ours, and the CPU time
@@ -27,8 +35,11 @@ to time the metadata-only delete without the merges.
 
 Usage::
 
-    .venv/bin/python benchmarks/dml.py [--rows N] [--dir /tmp] [--only date,bucket]
-        [--ops delete_partition,delete_scattered,update,merge_id,merge_keyed]
+    .venv/bin/python benchmarks/dml.py [--rows N] [--dir /tmp] [--only date,bucket,months]
+        [--ops delete_partition,delete_scattered,update,merge_id,merge_keyed,optimize]
+        [--merge-rows N]
+
+Issue 33's run: ``--rows 1000000 --only months --merge-rows 15000``.
 """
 
 from __future__ import annotations
@@ -48,8 +59,49 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import lance_partitioned as lp
-from _data import make_events
+from _data import USERS, make_events
 from lance_partitioned.spec.transforms import parse_transform
+
+ZONE = "Europe/Berlin"
+COUNTRIES_20 = (
+    *("US", "FR", "DE", "GB", "JP", "CN", "IN", "BR", "CA", "AU"),
+    *("ES", "IT", "NL", "SE", "PL", "MX", "KR", "ZA", "NG", "AR"),
+)
+DEVICE = pa.struct([("os", pa.string()), ("version", pa.int32())])
+OSES = pa.array(["ios", "android", "windows", "macos", "linux"])
+MONTHS = parse_transform(
+    "(date_part('year', col) - 1970) * 12 + date_part('month', col) - 1", pa.int32()
+)
+
+
+def zoned_events(rows: int, seed: int = 0) -> pa.Table:
+    """Issue 33's events: ``id``, ``ts`` (Europe/Berlin, uniform over 2024-2025), ``country``
+    (20 codes, 3% NULL), ``user_id``, ``amount``, ``device`` (a struct of ``os`` and
+    ``version``); a pure function of ``(id, seed)`` as ``make_events``."""
+    rng = np.random.default_rng(seed)
+    ids = np.arange(rows, dtype=np.int64)
+    start = np.datetime64("2023-12-31T23:00:00", "us")  # 2024-01-01 00:00 in Berlin
+    span = 731 * 86_400 * 1_000_000
+    micros = rng.integers(0, span, rows)
+    country = pa.array(COUNTRIES_20).take(pa.array(rng.integers(0, 20, rows)))
+    country = pc.if_else(pa.array(rng.random(rows) < 0.03), pa.scalar(None, pa.string()), country)
+    device = pa.StructArray.from_arrays(
+        [
+            OSES.take(pa.array(rng.integers(0, 5, rows))),
+            pa.array(rng.integers(10, 18, rows), pa.int32()),
+        ],
+        fields=list(DEVICE),
+    )
+    return pa.table(
+        {
+            "id": ids,
+            "ts": pa.array(start + micros.astype("timedelta64[us]")).cast(pa.timestamp("us", ZONE)),
+            "country": country,
+            "user_id": pa.array(rng.integers(0, USERS, rows)),
+            "amount": pa.array(rng.integers(0, 100_000, rows) / 100.0),
+            "device": device,
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -62,6 +114,8 @@ class Spec:
     sources: tuple[str, ...]  # the partition source columns (for the keyed merge)
     ours_partition: str  # one partition, as ours selects it
     delta_partition: str  # the same, on delta's columns
+    make: Callable[[int, int], pa.Table] = make_events  # the table of (rows, seed)
+    nullable: tuple[str, ...] = ()  # delta's partition columns holding NULL
 
 
 SPECS = {
@@ -81,21 +135,37 @@ SPECS = {
         "user_id_bucket = 3",
         "user_bucket = 3",
     ),
+    "months": Spec(
+        "months",
+        "months(ts), country",
+        ("ts_months", "country"),
+        ("ts", "country"),
+        "ts_months = 660 AND country = 'US'",  # January 2025
+        "ts_months = 660 AND country = 'US'",
+        zoned_events,
+        ("country",),
+    ),
 }
 
 
 def with_delta_columns(table: pa.Table) -> pa.Table:
     """``table`` with delta's precomputed partition columns."""
+    if "ts" in table.column_names:
+        return table.append_column(
+            "ts_months", pc.cast(MONTHS.apply(table.column("ts")), pa.int32())
+        )
     years = pc.cast(pc.year(table.column("event_date")), pa.int32())
     bucket = parse_transform("abs(hash(col)) % 16", pa.int32())
     buckets = pc.cast(bucket.apply(table.column("user_id")), pa.int32())
     return table.append_column("event_year", years).append_column("user_bucket", buckets)
 
 
-def merge_source(table: pa.Table, spec: Spec, residue: int, first_new: int) -> pa.Table:
-    """100k rows (scaled to the table: 1%): half are existing rows (outside the deleted
+def merge_source(
+    table: pa.Table, spec: Spec, residue: int, first_new: int, rows: int | None = None
+) -> pa.Table:
+    """``rows`` rows (default 1% of the table): half are existing rows (outside the deleted
     partition, ids ``== residue`` mod 200) with a new ``amount``, half new ids."""
-    half = max(1, table.num_rows // 200)
+    half = max(1, (rows or table.num_rows // 100) // 2)
     ids = table.column("id")
     kept = table.filter(pc.equal(pc.remainder(ids, 200), residue))
     outside = with_delta_columns(kept)
@@ -106,12 +176,16 @@ def merge_source(table: pa.Table, spec: Spec, residue: int, first_new: int) -> p
         "amount",
         pc.add(kept.column("amount"), 0.5),
     )
-    fresh = make_events(half, seed=7)
+    fresh = spec.make(half, 7)
     fresh = fresh.set_column(0, "id", pa.array(np.arange(first_new, first_new + half)))
     return pa.concat_tables([kept, fresh])
 
 
 def _in_deleted_partition(table: pa.Table, spec: Spec) -> pa.ChunkedArray:
+    if spec.key == "months":
+        return pc.and_(
+            pc.equal(table.column("ts_months"), 660), pc.equal(table.column("country"), "US")
+        )
     if spec.key == "date":
         return pc.and_(
             pc.equal(table.column("event_year"), 2024), pc.equal(table.column("country"), "US")
@@ -130,8 +204,9 @@ OPERATIONS = {
     "delete_partition": "delete one partition",
     "delete_scattered": "delete 1% scattered",
     "update": "update 1%",
-    "merge_id": "merge 100k on id",
-    "merge_keyed": "merge 100k on id + partition source",
+    "merge_id": "merge on id",
+    "merge_keyed": "merge on id + partition source",
+    "optimize": "optimize",
 }
 
 
@@ -141,37 +216,38 @@ def run(actions: dict[str, Callable[[], object]], ops: list[str]) -> dict[str, t
 
 
 def run_ours(
-    root: str, table: pa.Table, spec: Spec, ops: list[str]
+    root: str, table: pa.Table, spec: Spec, ops: list[str], merge_rows: int | None = None
 ) -> dict[str, tuple[float, float]]:
     schema = table.schema
     ns = lp.PartitionedNamespace.create(root, schema=schema, partition_by=spec.partition_by)
     ns.write(table)
     n = table.num_rows
     sources = [s for s in spec.sources if s != "id"]
-    first = merge_source(table, spec, 2, n)
-    second = merge_source(table, spec, 4, n + n)
+    first = merge_source(table, spec, 2, n, merge_rows)
+    second = merge_source(table, spec, 4, n + n, merge_rows)
     actions: dict[str, Callable[[], object]] = {
         "delete one partition": lambda: ns.delete(spec.ours_partition),
         "delete 1% scattered": lambda: ns.delete("id % 100 = 0"),
         "update 1%": lambda: ns.update("id % 100 = 1", set={"amount": "amount + 1"}),
-        "merge 100k on id": lambda: (
+        "merge on id": lambda: (
             ns.merge(first, on="id")
             .when_matched_update_all()
             .when_not_matched_insert_all()
             .execute()
         ),
-        "merge 100k on id + partition source": lambda: (
+        "merge on id + partition source": lambda: (
             ns.merge(second, on=["id", *sources])
             .when_matched_update_all()
             .when_not_matched_insert_all()
             .execute()
         ),
+        "optimize": lambda: ns.optimize(),
     }
     return run(actions, ops)
 
 
 def run_delta(
-    root: str, table: pa.Table, spec: Spec, ops: list[str]
+    root: str, table: pa.Table, spec: Spec, ops: list[str], merge_rows: int | None = None
 ) -> dict[str, tuple[float, float]]:
     from deltalake import DeltaTable, write_deltalake
 
@@ -179,9 +255,12 @@ def run_delta(
     write_deltalake(root, extended, partition_by=list(spec.delta_columns))
     dt = DeltaTable(root)
     n = table.num_rows
-    first = with_delta_columns(merge_source(table, spec, 2, n))
-    second = with_delta_columns(merge_source(table, spec, 4, n + n))
-    keyed = " AND ".join(f"t.{c} = s.{c}" for c in ("id", *spec.delta_columns))
+    first = with_delta_columns(merge_source(table, spec, 2, n, merge_rows))
+    second = with_delta_columns(merge_source(table, spec, 4, n + n, merge_rows))
+    keyed = " AND ".join(
+        f"t.{c} IS NOT DISTINCT FROM s.{c}" if c in spec.nullable else f"t.{c} = s.{c}"
+        for c in ("id", *spec.delta_columns)
+    )
 
     def merge(source: pa.Table, predicate: str) -> None:
         (
@@ -198,8 +277,9 @@ def run_delta(
         "update 1%": lambda: DeltaTable(root).update(
             updates={"amount": "amount + 1"}, predicate="id % 100 = 1"
         ),
-        "merge 100k on id": lambda: merge(first, "t.id = s.id"),
-        "merge 100k on id + partition source": lambda: merge(second, keyed),
+        "merge on id": lambda: merge(first, "t.id = s.id"),
+        "merge on id + partition source": lambda: merge(second, keyed),
+        "optimize": lambda: DeltaTable(root).optimize.compact(),
     }
     return run(actions, ops)
 
@@ -217,7 +297,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--dir", default=tempfile.gettempdir())
-    parser.add_argument("--only", default="date,bucket", help="specs: date, bucket")
+    parser.add_argument("--only", default="date,bucket", help="specs: date, bucket, months")
+    parser.add_argument("--merge-rows", type=int, default=None, help="default: 1%% of --rows")
     parser.add_argument(
         "--ops",
         default=",".join(OPERATIONS),
@@ -229,20 +310,23 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown operation(s) {unknown}: choose among {list(OPERATIONS)}")
     ops = [op for op in OPERATIONS if op in ops]
-    table = make_events(args.rows, seed=1)
+    keys = [key.strip() for key in args.only.split(",") if key.strip()]
+    tables = {make: make(args.rows, 1) for make in {SPECS[key].make for key in keys}}
+    merge_rows = args.merge_rows or args.rows // 100
     lines = [
-        f"rows: {args.rows:,}",
+        f"rows: {args.rows:,}, merge source: {merge_rows:,} rows",
         "",
         "| spec | operation | ours s | delta-rs s | delta / ours | ours CPU s | delta-rs CPU s |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
-    for key in args.only.split(","):
-        spec = SPECS[key.strip()]
+    for key in keys:
+        spec = SPECS[key]
+        table = tables[spec.make]
         work = tempfile.mkdtemp(prefix="lp-dml-bench-", dir=args.dir)
         try:
             ours_root, delta_root = os.path.join(work, "ours"), os.path.join(work, "delta")
-            ours = run_ours(ours_root, table, spec, ops)
-            delta = run_delta(delta_root, table, spec, ops)
+            ours = run_ours(ours_root, table, spec, ops, merge_rows)
+            delta = run_delta(delta_root, table, spec, ops, merge_rows)
             counted = count_check(ours_root, delta_root)
             if counted[0] != counted[1]:
                 raise SystemExit(f"row counts differ after the operations: {counted}")
