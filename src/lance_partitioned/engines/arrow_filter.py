@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 from lance_partitioned.engines.nodes import (
     Call,
     Field,
+    FieldPath,
     Literal,
     Node,
     Opaque,
@@ -189,6 +190,8 @@ class _Decoder:
             return None
         stack.pop()
         first = parts[0] if parts else None
+        if len(parts) > 1 and all(type(part) is Field for part in parts):
+            return FieldPath(parts[0].name, tuple(part.name for part in parts[1:]))
         return Opaque(frozenset({first.name}) if isinstance(first, Field) else None)
 
 

@@ -50,12 +50,16 @@ from lance_partitioned.expressions import (
     bind,
     or_,
 )
+from lance_partitioned.expressions.render import quote_identifier, to_sql
 from lance_partitioned.expressions.sqltext import NotALiteral, python_value
+from lance_partitioned.expressions.tree import Unknown
+from lance_partitioned.expressions.visitor import map_leaves
 
 __all__ = [
     "COMPARISONS",
     "Call",
     "Field",
+    "FieldPath",
     "Literal",
     "Node",
     "Opaque",
@@ -70,6 +74,15 @@ class Field:
     """A top-level column."""
 
     name: str
+
+
+@dataclass(frozen=True)
+class FieldPath(Field):
+    """A field of the struct column ``name``, below it by ``path`` (``device.os``: the column
+    ``device``, the path ``("os",)``). Translated into SQL on the backtick-quoted path, which
+    Lance and DataFusion evaluate (it prunes no leaf)."""
+
+    path: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -211,16 +224,54 @@ def _family(column: pa.DataType, literal: pa.DataType) -> str | None:
 class _Translator:
     def __init__(self, schema: pa.Schema) -> None:
         self.schema = schema
+        self.paths: dict[str, tuple[str, str]] = {}  # stand-in column -> (column, quoted path)
+        self.extended = schema  # with a stand-in column per struct field met
 
     def column(self, node: Node) -> pa.Field | None:
+        if isinstance(node, FieldPath):
+            return self.struct_field(node)
         if not isinstance(node, Field):
             return None
         index = self.schema.get_field_index(node.name)
         return None if index < 0 else self.schema.field(index)
 
+    def struct_field(self, node: FieldPath) -> pa.Field | None:
+        """A stand-in column for a struct field (its type), which :meth:`finish` turns into
+        SQL on the field's path."""
+        index = self.schema.get_field_index(node.name)
+        if index < 0:
+            return None
+        field = self.schema.field(index)
+        for segment in node.path:
+            if not pa.types.is_struct(field.type) or field.type.get_field_index(segment) < 0:
+                return None
+            field = field.type.field(segment)
+        try:
+            quoted = ".".join(quote_identifier(s) for s in (node.name, *node.path))
+        except InvalidInputError:
+            return None
+        stand_in = f"__lp_struct_field_{len(self.paths)}__"
+        self.paths[stand_in] = (node.name, quoted)
+        self.extended = self.extended.append(pa.field(stand_in, field.type))
+        return pa.field(stand_in, field.type)
+
+    def finish(self, predicate: Predicate) -> Predicate:
+        """``predicate`` with its leaves on stand-in columns as SQL on the struct fields."""
+        if not self.paths:
+            return predicate
+
+        def on_path(leaf: Predicate) -> Predicate:
+            term = getattr(leaf, "term", None)
+            if not isinstance(term, str) or term not in self.paths:
+                return leaf
+            column, quoted = self.paths[term]
+            return Unknown(to_sql(leaf).replace(quote_identifier(term), quoted), (column,))
+
+        return map_leaves(predicate, on_path)
+
     def bound(self, predicate: Predicate, exact: bool) -> _Result:
         try:
-            return bind(predicate, self.schema), exact
+            return self.finish(bind(predicate, self.extended)), exact
         except InvalidInputError:  # the engine filters (and reports) what we cannot bind
             return _UNKNOWN
 
@@ -231,7 +282,7 @@ class _Translator:
             column = self.column(node)
             if column is None or not pa.types.is_boolean(column.type):
                 return _UNKNOWN
-            return EqualTo(node.name, positive), True
+            return self.finish(EqualTo(column.name, positive)), True
         if isinstance(node, Opaque):
             return _UNKNOWN
         name = node.name
@@ -303,7 +354,8 @@ class _Translator:
         if node.name == "is_null_or_nan" and pa.types.is_floating(column.type):
             return _UNKNOWN
         is_null = node.name != "is_valid"
-        return (IsNull(column.name) if is_null == positive else NotNull(column.name)), True
+        test = IsNull(column.name) if is_null == positive else NotNull(column.name)
+        return self.finish(test), True
 
     def membership(self, node: Call, positive: bool) -> _Result:
         column = self.column(node.args[0])

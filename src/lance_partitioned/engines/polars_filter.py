@@ -32,6 +32,7 @@ import pyarrow as pa
 from lance_partitioned.engines.nodes import (
     Call,
     Field,
+    FieldPath,
     Literal,
     Node,
     Opaque,
@@ -118,6 +119,12 @@ def _function(body: dict[str, Any]) -> Node:
             low, high = _BETWEEN[closed]
             value = inputs[0]
             return Call("and", (Call(low, (value, inputs[1])), Call(high, (value, inputs[2]))))
+    struct = function.get("StructExpr") if isinstance(function, dict) else None
+    by_name = struct.get("FieldByName") if isinstance(struct, dict) else None
+    if isinstance(by_name, str) and len(inputs) == 1 and isinstance(inputs[0], Field):
+        parent = inputs[0]  # pl.col("device").struct.field("os")
+        above = parent.path if isinstance(parent, FieldPath) else ()
+        return FieldPath(parent.name, (*above, by_name))
     starts_with = isinstance(function, dict) and function.get("StringExpr") == "StartsWith"
     if starts_with and len(inputs) == 2:
         return Call("starts_with", tuple(inputs))
