@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import lance_partitioned as lp
-from lance_partitioned.errors import InvalidInputError
+from lance_partitioned.errors import InvalidInputError, PartitionByParseError
 
 DEVICE = pa.struct([("os", pa.utf8()), ("ver", pa.int32())])
 SCHEMA = pa.schema([("id", pa.int64()), ("country", pa.utf8()), ("device", DEVICE)])
@@ -85,3 +85,8 @@ def test_dml_where_on_a_struct_field(ns: lp.PartitionedNamespace) -> None:
     assert ns.update("device.ver < 17", values={"country": "FR"}).rows_updated == 2
     assert _ids(ns.to_table("country = 'FR'", columns=["id"])) == [2, 4]
     assert ns.count_rows() == 5
+
+
+def test_a_struct_field_as_partition_source_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(PartitionByParseError, match=r"top-level column.*'device'"):
+        lp.write(str(tmp_path / "ns"), _rows(), partition_by="bucket(4, device.ver)")

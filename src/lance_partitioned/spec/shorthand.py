@@ -180,6 +180,14 @@ def _tokenize(text: str) -> list[_Token]:
             while i < len(text) and (text[i].isalnum() or text[i] == "_"):
                 i += 1
             tokens.append(_Token("ident", text[start:i], start, text[start:i]))
+        elif ch == "." and tokens and tokens[-1].kind in ("ident", "qident"):
+            raise _parse_error(
+                text,
+                start,
+                f"a partition source must be a top-level column, not a field of the struct "
+                f"column {tokens[-1].value!r}; partition by a top-level copy of the field "
+                "(struct fields are read and filtered by their dotted path)",
+            )
         else:
             raise _parse_error(text, start, f"unexpected character {ch!r}")
     tokens.append(_Token("end", "", len(text), ""))
