@@ -16,6 +16,19 @@ def test_dml_benchmark_runs_and_prints_its_table(tmp_path: Path) -> None:
         pytest.skip("deltalake (the bench extra) is not installed")
     done = run("dml.py", "--rows", "20000", "--dir", str(tmp_path))
     rows = [line for line in done.stdout.splitlines() if line.startswith("| `")]
-    assert len(rows) == 10, done.stdout
+    assert len(rows) == 12, done.stdout  # 2 specs x 6 operations
     assert "delete one partition" in done.stdout
+    assert "| optimize |" in done.stdout
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_dml_benchmark_runs_issue_33_months_spec(tmp_path: Path) -> None:
+    if available("delta") != ["delta"]:
+        pytest.skip("deltalake (the bench extra) is not installed")
+    ops = "delete_partition,merge_keyed,optimize"
+    args = ("--rows", "5000", "--merge-rows", "100", "--only", "months", "--ops", ops)
+    done = run("dml.py", *args, "--dir", str(tmp_path))
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| `months(ts)")]
+    assert len(rows) == 3, done.stdout
+    assert "merge source: 100 rows" in done.stdout
