@@ -341,5 +341,7 @@ def _collect(
             ]
         )
         return empty.empty_table()
+    order = [*(f.name for f in fields), key, _ROWID, _LEAF, "_partition"]
+    tables = [table.select(order) for table in tables]
     tables = [table.cast(tables[0].schema) for table in tables]
     return _merge(tables, key, descending, k)
