@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import lance_partitioned as lp
+from lance_partitioned.search import RRF_K, IndexBuildProgress
 from lance_partitioned.search.definitions import INDICES_KEY
 from lance_partitioned.transaction import pause_at
 
@@ -18,7 +19,7 @@ from .helpers import DIM, namespace, rows
 
 def test_create_list_stats_drop(tmp_path: Path) -> None:
     ns = namespace(tmp_path / "ns", sizes={"a": 300, "b": 5, "c": 20})
-    events: list[lp.search.IndexBuildProgress] = []
+    events: list[IndexBuildProgress] = []
     result = ns.create_index("v", "IVF_PQ", min_rows=256, metric="l2", progress=events.append)
     assert (result.name, result.leaves_indexed, result.leaves_flat) == ("v_idx", 1, 2)
     assert ns.version == result.version
@@ -81,7 +82,7 @@ def test_text_and_hybrid_search(tmp_path: Path) -> None:
     fused = hybrid.column("_relevance_score").to_pylist()
     assert fused == sorted(fused, reverse=True)
     assert hybrid.num_rows == 7
-    assert fused[0] <= 2 / lp.search.RRF_K
+    assert fused[0] <= 2 / RRF_K
 
 
 def test_later_leaves_are_indexed_by_optimize_indices(tmp_path: Path) -> None:
