@@ -145,3 +145,19 @@ def test_index_build_racing_optimize(tmp_path: Path) -> None:
         ns.create_index("grp", "BTREE")
     assert ns.count_rows() == 66
     assert ns.index_stats("grp_idx").leaves_missing == 0
+
+
+def test_optimize_builds_missing_indexes_in_its_commit(tmp_path: Path) -> None:
+    ns = namespace(tmp_path / "ns")
+    ns.create_index("grp", "BTREE")
+    ns.create_index("txt", "INVERTED")
+    ns.write(rows({"a": 3, "d": 4}, first_id=1000, seed=2))
+    before = ns.version
+    result = ns.optimize(compact_manifest=False)
+    assert ns.version == before + 1  # one commit
+    assert result.leaves_indexed == 2  # leaf a (new rows) and the new leaf d
+    assert result.leaves_compacted == 0
+    for name in ("grp_idx", "txt_idx"):
+        stats = ns.index_stats(name)
+        assert (stats.leaves_missing, stats.rows_unindexed) == (0, 0)
+    assert ns.optimize(compact_manifest=False).leaves_indexed == 0

@@ -54,9 +54,11 @@ __all__ = [
     "IndexBuildProgress",
     "IndexBuildResult",
     "create_index",
+    "definitions_by_leaf",
     "drop_index",
     "leaf_column",
     "optimize_indices",
+    "refresh_leaf",
 ]
 
 log = logging.getLogger(__name__)
@@ -420,3 +422,36 @@ def _remove(name: str) -> Callable[[LanceDataset], Any]:
         return LanceOperation.CreateIndex(new_indices=[], removed_indices=segments)
 
     return prepare
+
+
+def definitions_by_leaf(
+    manifest: Manifest, snapshot: ManifestSnapshot
+) -> dict[str, list[IndexDefinition]]:
+    """The index definitions of ``snapshot`` that apply to each of its leaves (those whose
+    filter keeps the leaf, as a scan prunes it)."""
+    out: dict[str, list[IndexDefinition]] = {}
+    for definition in load_definitions(snapshot.table_metadata).values():
+        for task in plan_scan(manifest, snapshot, definition.filter, []):
+            out.setdefault(task.object_id, []).append(definition)
+    return out
+
+
+def refresh_leaf(
+    ds: LanceDataset, definitions: list[IndexDefinition], schema: NamespaceSchema
+) -> Any:
+    """One ``CreateIndex`` operation (not committed) that builds, or rebuilds over every
+    fragment, each of ``definitions`` the leaf at ``ds`` lacks or that leaves rows of it
+    unindexed; None when every one is up to date (or the leaf is too small)."""
+    new: list[Any] = []
+    removed: list[Any] = []
+    for definition in definitions:
+        column = leaf_column(ds.schema, schema, definition.field_id)
+        if column is None or not _needs_build(ds, definition):
+            continue
+        operation = build_leaf(ds, definition, column)
+        if operation is not None:
+            new.extend(operation.new_indices)
+            removed.extend(operation.removed_indices)
+    if not new:
+        return None
+    return LanceOperation.CreateIndex(new_indices=new, removed_indices=removed)
