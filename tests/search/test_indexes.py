@@ -4,6 +4,9 @@ renames, and builds racing other writers."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -161,3 +164,23 @@ def test_optimize_builds_missing_indexes_in_its_commit(tmp_path: Path) -> None:
         stats = ns.index_stats(name)
         assert (stats.leaves_missing, stats.rows_unindexed) == (0, 0)
     assert ns.optimize(compact_manifest=False).leaves_indexed == 0
+
+
+def test_sigkill_during_a_build_leaves_every_version_readable(tmp_path: Path) -> None:
+    ns = namespace(tmp_path / "ns")
+    script = (
+        "import os, signal, sys\n"
+        "import lance_partitioned as lp\n"
+        "from lance_partitioned.transaction import pause_at\n"
+        "ns = lp.PartitionedNamespace.open(sys.argv[1])\n"
+        "with pause_at('leaves_committed', lambda: os.kill(os.getpid(), signal.SIGKILL)):\n"
+        "    ns.create_index('grp', 'BTREE')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, ns.uri], check=False, timeout=120)
+    assert done.returncode == -signal.SIGKILL
+    for version in range(2, ns.refresh().version + 1):  # 1: create's first step
+        assert lp.PartitionedNamespace.open(ns.uri, version=version).count_rows() in (0, 60)
+    assert ns.list_indices() == []
+    ns.create_index("grp", "BTREE")
+    assert ns.index_stats("grp_idx").leaves_indexed == 3
+    assert ns.count_rows("grp = 3") == ns.to_table("grp = 3").num_rows
