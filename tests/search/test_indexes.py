@@ -184,3 +184,15 @@ def test_sigkill_during_a_build_leaves_every_version_readable(tmp_path: Path) ->
     ns.create_index("grp", "BTREE")
     assert ns.index_stats("grp_idx").leaves_indexed == 3
     assert ns.count_rows("grp = 3") == ns.to_table("grp = 3").num_rows
+
+
+@pytest.mark.parametrize("index_type", ["IVF_HNSW_SQ", "IVF_PQ"])
+def test_vector_index_search_keeps_filter_and_order(tmp_path: Path, index_type: str) -> None:
+    ns = namespace(tmp_path / "ns", sizes={"a": 300, "b": 40})
+    ns.create_index("v", index_type, min_rows=256)
+    assert ns.index_stats("v_idx").leaves_indexed == 1
+    got = ns.search(np.ones(DIM), k=8, filter="grp < 3", columns=["grp", "tenant"], nprobes=4)
+    assert got.num_rows == 8
+    assert all(g < 3 for g in got.column("grp").to_pylist())
+    distances = got.column("_distance").to_pylist()
+    assert distances == sorted(distances)
