@@ -196,3 +196,10 @@ def test_vector_index_search_keeps_filter_and_order(tmp_path: Path, index_type: 
     assert all(g < 3 for g in got.column("grp").to_pylist())
     distances = got.column("_distance").to_pylist()
     assert distances == sorted(distances)
+
+
+def test_hybrid_column_goes_to_the_side_of_its_type(tmp_path: Path) -> None:
+    ns = namespace(tmp_path / "ns")
+    got = ns.search(np.zeros(DIM), text="grape", column="txt", k=4, columns=["id"])
+    assert got.num_rows == 4
+    assert got.column("_relevance_score").to_pylist()[0] >= 1 / RRF_K

@@ -285,12 +285,17 @@ def search(
     definitions = load_definitions(snapshot.table_metadata)
     fields = output_fields(schema, columns)
     tasks = plan_scan(manifest, snapshot, filter, [f.name for f in fields])
+    vector_column, text_column = column, column
+    if vector is not None and text is not None and column is not None:  # hybrid: by type
+        read = schema.read_schema()
+        vectorish = column in read.names and pa.types.is_fixed_size_list(read.field(column).type)
+        vector_column, text_column = (column, None) if vectorish else (None, column)
     width = max(1, min(threads or manifest.max_workers, len(tasks) or 1))
     with ThreadPoolExecutor(max_workers=width) as pool:
         leaves = list(pool.map(lambda task: _Leaf(task, schema, fields), tasks))
         vector_hits = text_hits = None
         if vector is not None:
-            name = _resolve_column(schema, definitions, column if text is None else None, False)
+            name = _resolve_column(schema, definitions, vector_column, False)
             target = schema.read_schema().field(name)
             if not pa.types.is_fixed_size_list(target.type):
                 raise errors.InvalidInputError(
@@ -315,7 +320,7 @@ def search(
             )
             vector_hits = _collect(list(found), fields, "_distance", False, k)
         if text is not None:
-            name = _resolve_column(schema, definitions, column if vector is None else None, True)
+            name = _resolve_column(schema, definitions, text_column, True)
             target = schema.read_schema().field(name)
             found = pool.map(lambda leaf: _text_leaf(leaf, target, text, k), leaves)
             text_hits = _collect(list(found), fields, "_score", True, k)
