@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from lance_partitioned.engines.dataset import PartitionedDataset
     from lance_partitioned.history import Tags
     from lance_partitioned.restore import RestoreResult
+    from lance_partitioned.search import IndexBuildProgress, IndexBuildResult, IndexStats
 
 __all__ = ["PartitionedNamespace", "WriteResult"]
 
@@ -554,6 +555,109 @@ class PartitionedNamespace:
         """Remove what no retained version needs (see :mod:`.maintenance.cleanup`)."""
         with self._committed("cleanup"):  # commits no version: this object stays where it is
             return cleanup.cleanup(self._manifest, older_than, dry_run=dry_run, progress=progress)
+
+    # ------------------------------------------------------------------ search and indexes
+    def create_index(
+        self,
+        column: str,
+        index_type: str,
+        *,
+        name: str | None = None,
+        filter: str | None = None,
+        replace: bool = False,
+        progress: Callable[[IndexBuildProgress], None] | None = None,
+        **params: Any,
+    ) -> IndexBuildResult:
+        """Build an index on ``column`` of every leaf ``filter`` keeps, published in one
+        ``__manifest`` commit, and record its definition (see :mod:`lance_partitioned.search`).
+
+        ``index_type``: ``IVF_PQ``, ``IVF_HNSW_SQ``, ``IVF_FLAT`` (``params`` go to pylance:
+        ``metric``, ``num_partitions``, ``num_sub_vectors``…; defaults sized per leaf;
+        ``min_rows``, default 10,000: smaller leaves stay flat), ``BTREE``, ``BITMAP``,
+        ``LABEL_LIST``, ``ZONEMAP`` or ``INVERTED``. Leaves written later get it from
+        :meth:`optimize_indices`.
+        """
+        from lance_partitioned import search
+
+        with self._committed("create_index") as moved_to:
+            result = search.create_index(
+                self._manifest,
+                column,
+                index_type,
+                name=name,
+                filter=filter,
+                replace=replace,
+                progress=progress,
+                **params,
+            )
+            moved_to(result.version)
+        return result
+
+    def list_indices(self) -> list[dict[str, Any]]:
+        """The indexes the namespace defines (name, type, column, params, filter)."""
+        from lance_partitioned import search
+
+        return search.list_indices(self._snapshot)
+
+    def index_stats(self, name: str) -> IndexStats:
+        """Leaves indexed, flat or missing, and rows indexed or not, for index ``name``."""
+        from lance_partitioned import search
+
+        return search.index_stats(self._manifest, self._snapshot, name)
+
+    def drop_index(self, name: str) -> None:
+        """Remove index ``name`` from every leaf (one commit) and its definition."""
+        from lance_partitioned import search
+
+        with self._committed("drop_index") as moved_to:
+            moved_to(search.drop_index(self._manifest, name))
+
+    def optimize_indices(self, name: str | None = None) -> list[IndexBuildResult]:
+        """Build the defined indexes (or ``name``) on leaves that lack them and rebuild them on
+        leaves with unindexed rows, one ``__manifest`` commit per index."""
+        from lance_partitioned import search
+
+        with self._committed("optimize_indices") as moved_to:
+            results = search.optimize_indices(self._manifest, name)
+            moved_to(self._manifest.latest_version())
+        return results
+
+    def search(
+        self,
+        vector: Any = None,
+        *,
+        text: str | None = None,
+        column: str | None = None,
+        k: int = 10,
+        filter: str | Predicate | None = None,
+        columns: Sequence[str] | None = None,
+        metric: str | None = None,
+        nprobes: int | None = None,
+        refine_factor: int | None = None,
+        ef: int | None = None,
+        fast_search: bool = False,
+    ) -> pa.Table:
+        """The top ``k`` rows nearest to ``vector`` (``_distance``), matching ``text``
+        (``_score``) or both (``_relevance_score``, RRF), with ``_partition``; leaves pruned by
+        ``filter`` as a scan prunes them (see :mod:`lance_partitioned.search.query`)."""
+        from lance_partitioned import search
+
+        with errors.typed_storage_errors(self.uri, "search"):
+            return search.search(
+                self._manifest,
+                self._snapshot,
+                vector,
+                text=text,
+                column=column,
+                k=k,
+                filter=filter,
+                columns=columns,
+                metric=metric,
+                nprobes=nprobes,
+                refine_factor=refine_factor,
+                ef=ef,
+                fast_search=fast_search,
+            )
 
     # ------------------------------------------------------------------ history
     def versions(self) -> pa.Table:

@@ -11,7 +11,9 @@ small files per leaf. :func:`optimize` rewrites them with Lance's own compaction
    (``lance.optimize.Compaction.plan``) says whether it has something to compact: more than one
    fragment below ``target_rows_per_fragment``, or deletions worth materialising. Leaves with
    nothing to compact (and leaves with Lance indices, which a rewrite would have to remap)
-   are not touched;
+   are not compacted. Such a leaf that lacks an index the namespace defines
+   (:mod:`lance_partitioned.search`), or has rows its index does not cover, gets that index
+   built or rebuilt instead: a Lance ``CreateIndex``, published in the same commit;
 3. the compaction tasks run (new data files, invisible) and become one Lance ``Rewrite``
    operation per leaf, which is what ``Compaction.commit`` commits (without index remapping:
    there are no indices);
@@ -60,6 +62,7 @@ from lance_partitioned.manifest import CommitConflict, Manifest, ManifestSnapsho
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.manifest.table import ManifestCompaction
 from lance_partitioned.scan import Filter, ScanTask, plan_scan
+from lance_partitioned.search.build import definitions_by_leaf, refresh_leaf
 from lance_partitioned.transaction import ChangePlan, LeafChange, commit_changes
 
 __all__ = [
@@ -143,6 +146,9 @@ class OptimizeResult:
         Wall time.
     leaves : tuple of LeafCompaction
         Per selected leaf, in object id order.
+    leaves_indexed : int
+        Leaves not compacted whose missing or incomplete indexes (those the namespace
+        defines, see :mod:`lance_partitioned.search`) were built in the same commit.
     """
 
     version: int
@@ -158,6 +164,7 @@ class OptimizeResult:
     attempts: int
     seconds: float
     leaves: tuple[LeafCompaction, ...] = field(default=(), repr=False)
+    leaves_indexed: int = 0
 
 
 def _signature(fragments: Sequence[Any]) -> tuple[tuple[Any, ...], ...]:
@@ -204,6 +211,8 @@ class _Leaf:
     bytes_after: int = 0
     change: LeafChange | None = None  # one object per (leaf, read_version): commits reused
     compacted_at: int = -1  # the leaf version whose fragments `operation` rewrites
+    indexes: list[Any] = field(default_factory=list)  # index definitions it must have
+    indexed: bool = False  # `operation` builds its indexes (a CreateIndex), not a Rewrite
 
     def __post_init__(self) -> None:
         if self.compacted_at < 0:
@@ -218,7 +227,7 @@ class _Leaf:
             self.rows,
             self.bytes,
             self.bytes_after,
-            self.operation is not None,
+            self.operation is not None and not self.indexed,
         )
 
 
@@ -257,6 +266,8 @@ class _Planner:
         self.progress = progress
         self.threads = threads
         self.cache: dict[tuple[str, int], _Leaf] = {}
+        self.schema = manifest.snapshot().metadata.schema
+        self.indexes: dict[str, list[Any]] = {}
         self.selected: list[_Leaf] = []
         self.lock = threading.Lock()
         self._done = 0
@@ -264,6 +275,8 @@ class _Planner:
 
     def __call__(self, snapshot: ManifestSnapshot) -> ChangePlan:
         tasks = plan_scan(self.manifest, snapshot, self.filter)
+        self.schema = snapshot.metadata.schema
+        self.indexes = definitions_by_leaf(self.manifest, snapshot)
         known = {task.object_id: self._cached(task) for task in tasks}
         todo = [task for task in tasks if known[task.object_id] is None]
         self._done, self._total = len(tasks) - len(todo), len(tasks)
@@ -303,12 +316,21 @@ class _Planner:
             _file_bytes(fragments),
         )
         leaf.fragments_after, leaf.bytes_after = leaf.fragments, leaf.bytes
+        leaf.indexes = self.indexes.get(task.object_id, [])
         if ds.describe_indices():
             log.info("leaf %s has Lance indices: not compacted", task.object_id)
         else:
             self._run(leaf, ds)
+        if leaf.operation is None:
+            self._index(leaf, ds)
         self._report(leaf)
         return leaf
+
+    def _index(self, leaf: _Leaf, ds: LanceDataset) -> None:
+        """Make ``leaf.operation`` the build of the indexes it lacks (if any)."""
+        if leaf.indexes:
+            leaf.operation = refresh_leaf(ds, leaf.indexes, self.schema)
+            leaf.indexed = leaf.operation is not None
 
     def _run(self, leaf: _Leaf, ds: LanceDataset) -> None:
         try:
@@ -351,22 +373,30 @@ class _Planner:
             if signature != leaf.signature:
                 log.warning("leaf %s is not as planned: compacting it again", leaf.object_id)
                 leaf.signature = signature
-                self._run(leaf, ds)
+                if leaf.indexed:
+                    self._index(leaf, ds)
+                else:
+                    self._run(leaf, ds)
                 leaf.compacted_at = int(ds.version)
             return leaf.operation
 
         return prepare
 
-    def _properties(self, compacted: Sequence[_Leaf]) -> dict[str, str]:
-        """A compaction: no row added, removed or updated; the leaves it rewrote."""
+    def _properties(self, changed: Sequence[_Leaf]) -> dict[str, str]:
+        """A compaction: no row added, removed or updated; the leaves it rewrote (and those
+        whose indexes it built)."""
+        indexed = [leaf for leaf in changed if leaf.indexed]
+        compacted = [leaf for leaf in changed if not leaf.indexed]
         details = {
             "leaves_compacted": str(len(compacted)),
             "fragments_before": str(sum(leaf.fragments for leaf in compacted)),
             "fragments_after": str(sum(leaf.fragments_after for leaf in compacted)),
             "rows": str(sum(leaf.rows for leaf in compacted)),
         }
+        if indexed:
+            details["leaves_indexed"] = str(len(indexed))
         operation = Operation("optimize", details=details)
-        return operation.counted(partitions=len(compacted)).to_properties()
+        return operation.counted(partitions=len(compacted) + len(indexed)).to_properties()
 
 
 def _compact_manifest(manifest: Manifest) -> ManifestCompaction | None:
@@ -423,8 +453,10 @@ def optimize(
     options = CompactionOptions(target_rows_per_fragment=target_rows_per_fragment)
     planner = _Planner(manifest, filter, options, progress, width)
     committed = commit_changes(manifest, planner, leaf_threads=width)
-    leaves = [leaf.summary() for leaf in planner.selected]
     published = set(committed.changed)
+    indexed = {leaf.object_id for leaf in planner.selected if leaf.indexed} & published
+    published -= indexed
+    leaves = [leaf.summary() for leaf in planner.selected]
     compacted = [leaf for leaf in leaves if leaf.object_id in published]
     version = committed.version
     before = after = 0
@@ -436,7 +468,7 @@ def optimize(
     return OptimizeResult(
         version=version,
         leaves_compacted=len(compacted),
-        leaves_skipped=len(leaves) - len(compacted),
+        leaves_skipped=len(leaves) - len(compacted) - len(indexed),
         fragments_before=sum(leaf.fragments_before for leaf in leaves),
         fragments_after=sum(
             leaf.fragments_after if leaf.object_id in published else leaf.fragments_before
@@ -453,4 +485,5 @@ def optimize(
         attempts=committed.attempts,
         seconds=time.perf_counter() - started,
         leaves=tuple(leaves),
+        leaves_indexed=len(indexed),
     )

@@ -1,0 +1,260 @@
+"""Search benchmark (issue 29): a pruned top-k across partitions against one table.
+
+``--rows`` rows (default 1,000,000) of ``--dim``-d float32 vectors (default 128) drawn from a
+seeded Gaussian mixture of 64 components, a ``tenant`` column of ``--tenants`` tenants (default
+100) with Zipf sizes (exponent 1.1), a ``body`` text column (6 words of a 1,000-word
+vocabulary, Zipf-distributed). Systems, all in this process:
+
+* ``ours``: a ``PartitionedNamespace`` with ``partition_by="tenant"`` and
+  ``ns.create_index("emb", "IVF_PQ", num_sub_vectors=...)`` (``num_partitions`` sized per
+  leaf; leaves under 10,000 rows are searched flat); ``ns.search``;
+* ``lance``: one Lance table with the same IVF_PQ (``num_partitions`` = sqrt(rows), the same
+  ``num_sub_vectors``), ``prefilter`` on ``tenant``;
+* ``lancedb``: one LanceDB table, the same index, ``.where("tenant = …", prefilter=True)``
+  (skipped, "(not installed)", without the ``lancedb`` package: ``pip install -e ".[bench]"``);
+* ground truth: numpy brute force.
+
+Queries (``--queries`` each, default 50, vectors of the data plus noise): top-10 filtered on a
+small, the median and the largest tenant, and a global top-10; each reports recall@10 against
+the ground truth and QPS with 1 and 2 client threads; ``nprobes`` = ``--nprobes`` (default 20)
+everywhere. Then a full-text query (a word of the vocabulary) with an ``INVERTED`` index on
+``body``, ours against one table (recall: the overlap with the one table's top-10). Index
+build times are reported too, and a scan with ``id = <n>`` (no partition pruned) without and
+with a ``BTREE`` index on ``id`` on every leaf.
+
+Usage::
+
+    .venv/bin/python benchmarks/search.py                            # 1M rows: long
+    .venv/bin/python benchmarks/search.py --rows 100000 --queries 20  # small
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LANCE_LOG", "error")
+
+import lance
+import numpy as np
+import pyarrow as pa
+
+import lance_partitioned as lp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _versions import package_version
+
+K = 10
+
+
+def make_data(rows: int, dim: int, tenants: int, seed: int) -> tuple[pa.Table, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    centers = rng.standard_normal((64, dim)).astype(np.float32) * 3
+    vectors = centers[rng.integers(0, 64, rows)] + rng.standard_normal((rows, dim)).astype(
+        np.float32
+    )
+    weights = 1 / np.arange(1, tenants + 1) ** 1.1
+    sizes = np.maximum(1, np.floor(weights / weights.sum() * rows)).astype(int)
+    sizes[0] += rows - sizes.sum()
+    tenant = np.repeat([f"t{i:03d}" for i in range(tenants)], sizes)
+    vocab = np.array([f"w{i}" for i in range(1000)])
+    zipf = np.minimum(rng.zipf(1.3, (rows, 6)) - 1, 999)
+    body = [" ".join(words) for words in vocab[zipf]]
+    table = pa.table(
+        {
+            "id": np.arange(rows),
+            "tenant": tenant,
+            "emb": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dim),
+            "body": body,
+        }
+    )
+    return table, vectors
+
+
+def timed(action: Callable[[], Any]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def qps(search: Callable[[np.ndarray], list[int]], queries: np.ndarray, threads: int) -> float:
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        elapsed = timed(lambda: list(pool.map(search, queries)))
+    return len(queries) / elapsed
+
+
+def recall(
+    search: Callable[[np.ndarray], list[int]], queries: np.ndarray, truth: list[set[int]]
+) -> float:
+    hits = [len(set(search(q)) & t) / max(1, len(t)) for q, t in zip(queries, truth, strict=True)]
+    return float(np.mean(hits))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--dim", type=int, default=128)
+    parser.add_argument("--tenants", type=int, default=100)
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--nprobes", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    sub_vectors = max(1, args.dim // 16)
+    table, vectors = make_data(args.rows, args.dim, args.tenants, args.seed)
+    tenants = table.column("tenant").to_numpy(zero_copy_only=False)
+    root = Path(tempfile.mkdtemp())
+    rng = np.random.default_rng(args.seed + 1)
+
+    ns = lp.PartitionedNamespace.create(
+        str(root / "ns"), schema=table.schema, partition_by="tenant"
+    )
+    ns.write(table)
+    build_ours = timed(lambda: ns.create_index("emb", "IVF_PQ", num_sub_vectors=sub_vectors))
+    one = lance.write_dataset(table, str(root / "one.lance"))
+    partitions = int(math.sqrt(args.rows))
+    build_one = timed(
+        lambda: one.create_index(
+            "emb", "IVF_PQ", num_partitions=partitions, num_sub_vectors=sub_vectors
+        )
+    )
+    one = lance.dataset(str(root / "one.lance"))
+    try:
+        import lancedb
+
+        db = lancedb.connect(str(root / "db"))
+        ldb = db.create_table("t", table)
+        build_ldb: float | None = timed(
+            lambda: ldb.create_index(
+                metric="l2",
+                num_partitions=partitions,
+                num_sub_vectors=sub_vectors,
+                vector_column_name="emb",
+            )
+        )
+    except ImportError:
+        ldb, build_ldb = None, None
+
+    names, counts = np.unique(tenants, return_counts=True)
+    order = np.argsort(counts)
+    cases: list[tuple[str, str | None]] = [
+        (f"tenant small ({counts[order[0]]:,} rows)", str(names[order[0]])),
+        (
+            f"tenant median ({counts[order[len(order) // 2]]:,} rows)",
+            str(names[order[len(order) // 2]]),
+        ),
+        (f"tenant largest ({counts[order[-1]]:,} rows)", str(names[order[-1]])),
+        ("global", None),
+    ]
+    print(
+        f"# search benchmark: {args.rows:,} rows, {args.dim}-d, {args.tenants} tenants, "
+        f"{args.queries} queries, nprobes {args.nprobes}"
+    )
+    print(
+        f"lance-partitioned {lp.__version__}, pylance {lance.__version__}, "
+        f"lancedb {package_version('lancedb')}\n"
+    )
+    print(
+        f"index build (s): ours {build_ours:.1f}, one table {build_one:.1f}, lancedb "
+        f"{'n/a' if build_ldb is None else f'{build_ldb:.1f}'}\n"
+    )
+    print("| query | system | recall@10 | QPS (1 thread) | QPS (2 threads) |")
+    print("| --- | --- | --- | --- | --- |")
+    for label, tenant in cases:
+        mask = np.ones(len(vectors), bool) if tenant is None else tenants == tenant
+        pool = np.flatnonzero(mask)
+        queries = (
+            vectors[rng.choice(pool, args.queries)]
+            + rng.standard_normal((args.queries, args.dim)).astype(np.float32) * 0.1
+        )
+        truth = []
+        for q in queries:
+            d = ((vectors[pool] - q) ** 2).sum(axis=1)
+            truth.append(set(pool[np.argsort(d)[:K]].tolist()))
+        where = None if tenant is None else f"tenant = '{tenant}'"
+
+        def ours(q: np.ndarray, where: str | None = where) -> list[int]:
+            found = ns.search(q, k=K, filter=where, columns=["id"], nprobes=args.nprobes)
+            return found.column("id").to_pylist()
+
+        def single(q: np.ndarray, where: str | None = where) -> list[int]:
+            found = one.to_table(
+                columns=["id"],
+                nearest={"column": "emb", "q": q, "k": K, "nprobes": args.nprobes},
+                filter=where,
+                prefilter=True,
+            )
+            return found.column("id").to_pylist()
+
+        systems: list[tuple[str, Callable[[np.ndarray], list[int]]]] = [
+            ("ours", ours),
+            ("one table", single),
+        ]
+        if ldb is not None:
+
+            def lancedb_search(q: np.ndarray, where: str | None = where) -> list[int]:
+                query = ldb.search(q, vector_column_name="emb").nprobes(args.nprobes).limit(K)
+                if where is not None:
+                    query = query.where(where, prefilter=True)
+                return query.select(["id"]).to_arrow().column("id").to_pylist()
+
+            systems.append(("lancedb", lancedb_search))
+        for name, search in systems:
+            search(queries[0])  # warm caches
+            print(
+                f"| {label} | {name} | {recall(search, queries, truth):.3f} | "
+                f"{qps(search, queries, 1):.0f} | {qps(search, queries, 2):.0f} |"
+            )
+
+    build_fts_ours = timed(lambda: ns.create_index("body", "INVERTED"))
+    build_fts_one = timed(lambda: one.create_scalar_index("body", "INVERTED"))
+    one = lance.dataset(str(root / "one.lance"))
+    words = [f"w{i}" for i in rng.integers(5, 50, args.queries)]
+
+    def ours_text(word: str) -> list[int]:
+        return ns.search(text=word, k=K, columns=["id"]).column("id").to_pylist()
+
+    def one_text(word: str) -> list[int]:
+        found = one.to_table(columns=["id"], full_text_query=word, limit=K)
+        return found.column("id").to_pylist()
+
+    overlap = np.mean([len(set(ours_text(w)) & set(one_text(w))) / K for w in words])
+    print(
+        f"\nfull text (INVERTED on body; build s: ours {build_fts_ours:.1f}, one table "
+        f"{build_fts_one:.1f}); overlap of ours' top-10 with the one table's: {overlap:.2f}\n"
+    )
+    print("| query | system | QPS (1 thread) | QPS (2 threads) |")
+    print("| --- | --- | --- | --- |")
+    for name, text_search in (("ours", ours_text), ("one table", one_text)):
+        text_search(words[0])
+        word_array = np.array(words, dtype=object)
+        print(
+            f"| FTS global | {name} | {qps(text_search, word_array, 1):.0f} | "
+            f"{qps(text_search, word_array, 2):.0f} |"
+        )
+
+    # a residual filter no partition prunes, on an indexed scalar column (every leaf read)
+    where = f"id = {args.rows // 2}"
+
+    def point() -> None:
+        assert ns.to_table(where, columns=["id"]).num_rows == 1
+
+    before = min(timed(point) for _ in range(5))
+    build_btree = timed(lambda: ns.create_index("id", "BTREE"))
+    after = min(timed(point) for _ in range(5))
+    print(
+        f"\nscan `{where}` (no partition pruned): {before * 1000:.1f} ms without an index, "
+        f"{after * 1000:.1f} ms with a BTREE on id on every leaf ({before / after:.1f}x; "
+        f"build {build_btree:.1f} s)"
+    )
+
+
+if __name__ == "__main__":
+    main()

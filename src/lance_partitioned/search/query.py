@@ -1,0 +1,352 @@
+"""``search``: one pruned top-k over the leaves of a namespace.
+
+1. The leaves are planned with the scan planner (:func:`lance_partitioned.scan.plan_scan`):
+   a leaf that ``filter`` excludes by its partition values is never opened, and each kept
+   leaf gets the residual filter, which goes to Lance as a *prefilter* (applied before the
+   top-k, so a leaf returns its k best matching rows, never fewer because of the filter).
+2. Each kept leaf is searched on its own, in parallel on the namespace's ``max_workers``
+   threads (pylance releases the GIL): Lance's nearest-neighbour search (its index when the
+   leaf has one, unindexed fragments searched flat as well; a leaf without an index is searched
+   exactly) or its full-text search. A residual Lance cannot evaluate (a condition on a
+   partition field's transform, a renamed or promoted column) is evaluated in memory and the
+   leaf searched exactly in numpy.
+3. The per-leaf top-k lists are merged exactly: rows are ordered by ``_distance`` (ascending)
+   or ``_score`` (descending), ties by leaf object id, then by row id in the leaf, and the
+   first k are kept. Among rows tied at the k-th distance inside one leaf, which ones Lance
+   returns is Lance's choice.
+
+Full-text scores are BM25 computed by each leaf's own index over that leaf's corpus (per-leaf
+statistics, merged as they are): pylance has no way to give a leaf's search the term
+statistics of other leaves. A 3-leaf namespace therefore ranks like three tables, not like one
+table of the same rows; within a leaf the order is exact.
+
+Vector and text together are fused with reciprocal rank fusion: each row scores
+``sum(1 / (rrf_k + rank))`` over the two merged lists (rank from 0, ``rrf_k`` = 60, as
+LanceDB's ``RRFReranker``), in ``_relevance_score``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_partitioned import errors
+from lance_partitioned.consistency import conform_batch, leaf_field
+from lance_partitioned.expressions import AlwaysTrue, Predicate
+from lance_partitioned.manifest import Manifest, ManifestSnapshot
+from lance_partitioned.scan import (
+    ScanTask,
+    leaf_filter,
+    output_fields,
+    plan_scan,
+    post_filter,
+    residual_fields,
+)
+from lance_partitioned.search.definitions import VECTOR_TYPES, IndexDefinition, load_definitions
+from lance_partitioned.spec.schema import NamespaceSchema
+
+__all__ = ["RRF_K", "search"]
+
+RRF_K = 60
+"""The ``k`` of reciprocal rank fusion (LanceDB's default)."""
+
+_LEAF = "_leaf"
+_ROWID = "_rowid"
+
+
+def _partition_text(task: ScanTask) -> str:
+    """The leaf's partition values as ``name=value`` joined by ``/``."""
+    return "/".join(f"{name}={value}" for name, value in task.partition_values)
+
+
+def _resolve_column(
+    schema: NamespaceSchema, definitions: dict[str, IndexDefinition], column: str | None, text: bool
+) -> str:
+    read = schema.read_schema()
+    if column is not None:
+        if column not in read.names:
+            raise errors.InvalidInputError(
+                f"search: no column {column!r}; the namespace columns are {read.names}"
+            )
+        return column
+    wanted = ("INVERTED",) if text else VECTOR_TYPES
+    named = {
+        schema.field_by_id(d.field_id).name
+        for d in definitions.values()
+        if d.index_type in wanted and not schema.is_deprecated(d.field_id)
+    }
+    if not named and not text:
+        named = {f.name for f in read if pa.types.is_fixed_size_list(f.type)}
+    if len(named) != 1:
+        what = "full-text" if text else "vector"
+        raise errors.InvalidInputError(
+            f"search: pass column=, the {what} column to search (candidates: {sorted(named)})"
+        )
+    return str(named.pop())
+
+
+def _metric(definitions: dict[str, IndexDefinition], field_id: int, metric: str | None) -> str:
+    """The metric every leaf uses: the one asked, else the vector index's, else L2."""
+    if metric is not None:
+        return metric.lower()
+    for definition in definitions.values():
+        if definition.field_id == field_id and definition.kind == "vector":
+            return str(definition.params.get("metric", "l2")).lower()
+    return "l2"
+
+
+class _Leaf:
+    """One kept leaf opened for a search: its columns mapped to the namespace's."""
+
+    def __init__(self, task: ScanTask, schema: NamespaceSchema, fields: list[pa.Field]) -> None:
+        self.task = task
+        self.ds = task.open()
+        read = schema.read_schema()
+        self.predicate: Predicate = task.residual
+        always = isinstance(self.predicate, AlwaysTrue)
+        filtered = [] if always else residual_fields(self.predicate, read)
+        names = {f.name for f in fields}
+        self.fields = fields
+        self.needed = pa.schema([*fields, *(f for f in filtered if f.name not in names)])
+        self.sources = [leaf_field(self.ds.schema, f) for f in self.needed]
+        by_name = dict(zip(self.needed.names, self.sources, strict=True))
+        self.pushdown = (
+            None
+            if always
+            else leaf_filter(self.ds, self.predicate, filtered, [by_name[f.name] for f in filtered])
+        )
+        self.exact_filter = always or self.pushdown is not None
+        self.columns = sorted({s.name for s in self.sources if s is not None})
+
+    def conform(self, table: pa.Table, extra: Sequence[str]) -> pa.Table:
+        """``table`` (leaf columns plus ``extra``) in the output fields plus ``extra``,
+        ``_leaf`` and ``_partition``; rows failing an in-memory residual removed."""
+        out = []
+        for batch in table.to_batches():
+            conformed = conform_batch(batch, self.sources, self.needed)
+            extras = [batch.column(name) for name in extra]
+            whole = pa.RecordBatch.from_arrays(
+                [*conformed.columns, *extras], names=[*self.needed.names, *extra]
+            )
+            if not self.exact_filter:
+                whole = post_filter(whole, self.predicate)
+            out.append(whole.select([*(f.name for f in self.fields), *extra]))
+        schema = pa.schema([*self.fields, *(table.schema.field(name) for name in extra)])
+        result = pa.Table.from_batches(out, schema=schema)
+        n = result.num_rows
+        result = result.append_column(_LEAF, pa.array([self.task.object_id] * n, pa.utf8()))
+        return result.append_column(
+            "_partition", pa.array([_partition_text(self.task)] * n, pa.utf8())
+        )
+
+
+def _distances(vectors: np.ndarray, query: np.ndarray, metric: str) -> np.ndarray:
+    """Lance's distances: squared L2, ``1 - cosine``, ``1 - dot``."""
+    if metric in ("l2", "euclidean"):
+        return np.asarray(((vectors - query) ** 2).sum(axis=1), dtype=np.float32)
+    if metric == "dot":
+        return np.asarray(1 - vectors @ query, dtype=np.float32)
+    if metric == "cosine":
+        norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(query)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.asarray(1 - (vectors @ query) / norms, dtype=np.float32)
+    raise errors.InvalidInputError(f"search: unknown metric {metric!r} (l2, cosine, dot)")
+
+
+def _vector_leaf(
+    leaf: _Leaf, column: pa.Field, query: np.ndarray, k: int, nearest: dict[str, Any], fast: bool
+) -> pa.Table | None:
+    source = leaf_field(leaf.ds.schema, column)
+    if source is None:
+        return None  # the leaf predates the column: every value NULL, no neighbour
+    if leaf.exact_filter:
+        found = leaf.ds.to_table(
+            columns=[*leaf.columns, "_distance"],
+            nearest={"column": source.name, "q": query, "k": k, **nearest},
+            filter=leaf.pushdown,
+            prefilter=True,
+            with_row_id=True,
+            fast_search=fast,
+        )
+        return leaf.conform(found, ["_distance", _ROWID])
+    # a residual only we can evaluate: filter the leaf in memory, then search it exactly
+    scanned = leaf.ds.to_table(columns=sorted({*leaf.columns, source.name}), with_row_id=True)
+    vectors = scanned.column(source.name)
+    conformed = leaf.conform(scanned, [_ROWID])
+    keep = pc.is_in(scanned.column(_ROWID), conformed.column(_ROWID))
+    vectors = vectors.filter(keep)
+    valid = pc.is_valid(vectors)
+    conformed = conformed.filter(valid)
+    array = vectors.filter(valid).combine_chunks()
+    dim = column.type.list_size
+    matrix = np.asarray(array.values.to_numpy(zero_copy_only=False), dtype=np.float32)
+    distances = _distances(matrix.reshape(-1, dim), query, nearest.get("metric", "l2"))
+    conformed = conformed.append_column("_distance", pa.array(distances, pa.float32()))
+    return conformed.take(np.argsort(distances, kind="stable")[:k])
+
+
+def _text_leaf(leaf: _Leaf, column: pa.Field, text: str, k: int) -> pa.Table | None:
+    source = leaf_field(leaf.ds.schema, column)
+    if source is None:
+        return None
+    query = {"query": text, "columns": [source.name]}
+    try:
+        found = leaf.ds.to_table(
+            columns=[*leaf.columns, "_score"],
+            full_text_query=query,
+            filter=leaf.pushdown,
+            prefilter=True,
+            with_row_id=True,
+            limit=k if leaf.exact_filter else None,
+        )
+    except (OSError, ValueError) as exc:
+        if "INVERTED index" not in str(exc):
+            raise
+        if leaf.ds.count_rows() == 0:
+            return None
+        raise errors.InvalidInputError(
+            f"search: leaf {leaf.task.object_id!r} has no INVERTED index on column "
+            f"{column.name!r}; create one with create_index({column.name!r}, 'INVERTED') or "
+            "build it on new leaves with optimize_indices()"
+        ) from exc
+    return leaf.conform(found, ["_score", _ROWID])
+
+
+def _merge(tables: list[pa.Table], key: str, descending: bool, k: int) -> pa.Table:
+    """The first ``k`` rows of ``tables`` by ``key``, ties by leaf, then row id."""
+    table = pa.concat_tables(tables)
+    order = "descending" if descending else "ascending"
+    indices = pc.sort_indices(
+        table, sort_keys=[(key, order), (_LEAF, "ascending"), (_ROWID, "ascending")]
+    )
+    return table.take(indices[:k])
+
+
+def _rrf(vector: pa.Table, text: pa.Table, k: int) -> pa.Table:
+    """Reciprocal rank fusion of two ranked lists (rows identified by leaf and row id)."""
+    scores: dict[tuple[str, int], float] = {}
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    for table in (vector, text):
+        for rank, row in enumerate(table.to_pylist()):
+            key = (row[_LEAF], row[_ROWID])
+            scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
+            rows.setdefault(key, {}).update(row)
+    ordered = sorted(scores, key=lambda key: (-scores[key], key))[:k]
+    names = [n for n in vector.column_names if n not in ("_distance", _LEAF, _ROWID)]
+    names = [n for n in names if n != "_partition"]
+    out = {n: [rows[key].get(n) for key in ordered] for n in names}
+    fused = pa.table(out, schema=vector.select(names).schema)
+    fused = fused.append_column(
+        "_distance", pa.array([rows[key].get("_distance") for key in ordered], pa.float32())
+    )
+    fused = fused.append_column(
+        "_score", pa.array([rows[key].get("_score") for key in ordered], pa.float32())
+    )
+    fused = fused.append_column(
+        "_relevance_score", pa.array([scores[key] for key in ordered], pa.float32())
+    )
+    return fused.append_column(
+        "_partition", pa.array([rows[key]["_partition"] for key in ordered], pa.utf8())
+    )
+
+
+def search(
+    manifest: Manifest,
+    snapshot: ManifestSnapshot,
+    vector: Any = None,
+    *,
+    text: str | None = None,
+    column: str | None = None,
+    k: int = 10,
+    filter: str | Predicate | None = None,
+    columns: Sequence[str] | None = None,
+    metric: str | None = None,
+    nprobes: int | None = None,
+    refine_factor: int | None = None,
+    ef: int | None = None,
+    fast_search: bool = False,
+    threads: int | None = None,
+) -> pa.Table:
+    """Top-``k`` rows nearest to ``vector`` and/or matching ``text`` (see the module docstring).
+
+    Returns a table of the selected columns plus ``_distance`` (vector), ``_score`` (text) or
+    ``_relevance_score`` (both, with the other two), and ``_partition``.
+    """
+    if vector is None and text is None:
+        raise errors.InvalidInputError("search: pass vector=, text=, or both")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise errors.InvalidInputError(f"search: k must be a positive integer, got {k!r}")
+    schema = snapshot.metadata.schema
+    definitions = load_definitions(snapshot.table_metadata)
+    fields = output_fields(schema, columns)
+    tasks = plan_scan(manifest, snapshot, filter, [f.name for f in fields])
+    vector_column, text_column = column, column
+    if vector is not None and text is not None and column is not None:  # hybrid: by type
+        read = schema.read_schema()
+        vectorish = column in read.names and pa.types.is_fixed_size_list(read.field(column).type)
+        vector_column, text_column = (column, None) if vectorish else (None, column)
+    width = max(1, min(threads or manifest.max_workers, len(tasks) or 1))
+    with ThreadPoolExecutor(max_workers=width) as pool:
+        leaves = list(pool.map(lambda task: _Leaf(task, schema, fields), tasks))
+        vector_hits = text_hits = None
+        if vector is not None:
+            name = _resolve_column(schema, definitions, vector_column, False)
+            target = schema.read_schema().field(name)
+            if not pa.types.is_fixed_size_list(target.type):
+                raise errors.InvalidInputError(
+                    f"search: column {name!r} is not a vector (fixed-size list) column"
+                )
+            query = np.asarray(vector, dtype=np.float32).reshape(-1)
+            if query.shape[0] != target.type.list_size:
+                raise errors.InvalidInputError(
+                    f"search: the query has {query.shape[0]} dimensions, column {name!r} "
+                    f"{target.type.list_size}"
+                )
+            nearest: dict[str, Any] = {
+                "metric": _metric(definitions, schema.field_id(name), metric)
+            }
+            for key, value in (("nprobes", nprobes), ("refine_factor", refine_factor)):
+                if value is not None:
+                    nearest[key] = value
+            if ef is not None:
+                nearest["ef"] = ef
+            found = pool.map(
+                lambda leaf: _vector_leaf(leaf, target, query, k, nearest, fast_search), leaves
+            )
+            vector_hits = _collect(list(found), fields, "_distance", False, k)
+        if text is not None:
+            name = _resolve_column(schema, definitions, text_column, True)
+            target = schema.read_schema().field(name)
+            found = pool.map(lambda leaf: _text_leaf(leaf, target, text, k), leaves)
+            text_hits = _collect(list(found), fields, "_score", True, k)
+    if vector_hits is not None and text_hits is not None:
+        return _rrf(vector_hits, text_hits, k)
+    hits = vector_hits if vector_hits is not None else text_hits
+    assert hits is not None
+    return hits.drop_columns([_LEAF, _ROWID])
+
+
+def _collect(
+    found: list[pa.Table | None], fields: list[pa.Field], key: str, descending: bool, k: int
+) -> pa.Table:
+    tables = [table for table in found if table is not None and table.num_rows]
+    if not tables:
+        empty = pa.schema(
+            [
+                *fields,
+                pa.field(key, pa.float32()),
+                pa.field(_ROWID, pa.uint64()),
+                pa.field(_LEAF, pa.utf8()),
+                pa.field("_partition", pa.utf8()),
+            ]
+        )
+        return empty.empty_table()
+    order = [*(f.name for f in fields), key, _ROWID, _LEAF, "_partition"]
+    tables = [table.select(order) for table in tables]
+    tables = [table.cast(tables[0].schema) for table in tables]
+    return _merge(tables, key, descending, k)
