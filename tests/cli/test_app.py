@@ -40,6 +40,8 @@ def test_help_lists_the_commands_and_no_stub_of_a_missing_operation() -> None:
         "cleanup",
         "delete",
         "restore",
+        "import",
+        "export",
     }
 
 

@@ -2,9 +2,9 @@
 
 Commands: ``create``, ``describe``, ``partitions``, ``scan``, ``write``, ``evolve``,
 ``verify``, ``stats``, ``history``, ``tag``, ``optimize``, ``cleanup``, ``delete``,
-``restore``. Each takes ``--json`` (machine-readable output with stable keys),
-``--storage-option KEY=VALUE`` (repeatable) and ``--debug`` (tracebacks). Exit codes: 0
-ok, 1 the operation found problems, 2 a usage error or a user mistake, reported in one line
+``restore``, ``import``, ``export``. Each takes ``--json`` (machine-readable output with
+stable keys), ``--storage-option KEY=VALUE`` (repeatable) and ``--debug`` (tracebacks). Exit
+codes: 0 ok, 1 the operation found problems, 2 a usage error or a user mistake, reported in one line
 on stderr. See ``docs/cli.md``.
 """
 
@@ -18,6 +18,7 @@ from lance_partitioned.cli import optimize  # isort: skip
 from lance_partitioned.cli import cleanup  # isort: skip
 from lance_partitioned.cli import delete  # isort: skip
 from lance_partitioned.cli import restore  # isort: skip
+from lance_partitioned.cli import interop  # isort: skip
 from lance_partitioned.cli.app import app, main, run
 
 __all__ = ["app", "main", "run"]
@@ -34,4 +35,5 @@ _COMMANDS = (
     cleanup,
     delete,
     restore,
+    interop,
 )

@@ -87,6 +87,7 @@ def export(
     >>> sorted(os.listdir(out))
     ['k=a', 'k=b']
     """
+    from lance_partitioned.interop.sources import bare_schema
     from lance_partitioned.namespace import PartitionedNamespace
 
     if to not in TARGETS:
@@ -103,7 +104,10 @@ def export(
     columns = [c for c in dict.fromkeys(columns) if c in names]
     reader = ns.to_batches(filter)
     written = [0]
-    counted = pa.RecordBatchReader.from_batches(reader.schema, _counting(reader, written, progress))
+    schema = bare_schema(reader.schema)
+    counted = pa.RecordBatchReader.from_batches(
+        schema, _counting(reader, schema, written, progress)
+    )
     with errors.typed_storage_errors(dst, f"export to {to}"):
         if to == "parquet":
             _parquet(counted, dst, columns)
@@ -129,12 +133,13 @@ def _check_destination(dst: str) -> None:
 
 def _counting(
     reader: pa.RecordBatchReader,
+    schema: pa.Schema,
     written: list[int],
     progress: Callable[[ExportProgress], None] | None,
 ) -> Iterator[pa.RecordBatch]:
     for batch in reader:
         written[0] += batch.num_rows
-        yield batch
+        yield pa.RecordBatch.from_arrays(batch.columns, schema=schema)
         if progress is not None:
             progress(ExportProgress(written[0]))
 

@@ -178,6 +178,7 @@ def _namespace(
     storage_options: Mapping[str, str] | None,
 ) -> tuple[Any, str]:
     from lance_partitioned.entry import _check_partition_by
+    from lance_partitioned.interop.sources import bare_schema
     from lance_partitioned.manifest import Manifest
     from lance_partitioned.namespace import PartitionedNamespace
     from lance_partitioned.writing import plain_schema
@@ -191,7 +192,7 @@ def _namespace(
             raise errors.PartitionSpecError(source.partition_error)
         ns = PartitionedNamespace.create(
             dst,
-            schema=plain_schema(source.schema),
+            schema=plain_schema(bare_schema(source.schema)),
             partition_by=source.partition_by if partition_by is None else partition_by,
             storage_options=storage_options,
         )

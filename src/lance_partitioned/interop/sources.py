@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -31,7 +31,16 @@ import pyarrow.dataset as ds
 
 from lance_partitioned import errors
 
-__all__ = ["FORMATS", "Format", "Source", "Unit", "detect_format", "open_source", "require"]
+__all__ = [
+    "FORMATS",
+    "Format",
+    "Source",
+    "Unit",
+    "bare_schema",
+    "detect_format",
+    "open_source",
+    "require",
+]
 
 Format = Literal["hive", "lance", "delta", "iceberg", "auto"]
 FORMATS: tuple[str, ...] = ("hive", "lance", "delta", "iceberg", "auto")
@@ -336,6 +345,29 @@ def _is_string(schema: Any, field_id: int) -> bool:
     return isinstance(schema.find_field(field_id).field_type, StringType)
 
 
-def unit_ids(units: Sequence[Unit]) -> list[str]:
-    """The ids of ``units``, in order."""
-    return [unit.id for unit in units]
+def bare_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` without field or schema metadata (another writer's field ids: a
+    namespace assigns its own).
+
+    >>> bare_schema(pa.schema([pa.field("a", pa.int64(), metadata={"lance:field_id": "0"})]))
+    a: int64
+    """
+    return pa.schema([_bare_field(f) for f in schema])
+
+
+def _bare_field(field: pa.Field) -> pa.Field:
+    return pa.field(field.name, _bare_type(field.type), field.nullable)
+
+
+def _bare_type(dtype: pa.DataType) -> pa.DataType:
+    if pa.types.is_struct(dtype):
+        return pa.struct([_bare_field(dtype.field(i)) for i in range(dtype.num_fields)])
+    if pa.types.is_list(dtype):
+        return pa.list_(_bare_field(dtype.value_field))
+    if pa.types.is_large_list(dtype):
+        return pa.large_list(_bare_field(dtype.value_field))
+    if pa.types.is_fixed_size_list(dtype):
+        return pa.list_(_bare_field(dtype.value_field), dtype.list_size)
+    if pa.types.is_map(dtype):
+        return pa.map_(_bare_field(dtype.key_field), _bare_field(dtype.item_field))
+    return dtype
