@@ -42,7 +42,7 @@ def import_command(
     ] = None,
     format: Annotated[
         str,
-        typer.Option("--format", help="hive, lance, delta, iceberg or auto (detected)."),
+        typer.Option("--format", help="hive, spec001, lance, delta, iceberg or auto (detected)."),
     ] = "auto",
     commit_rows: Annotated[
         int,

@@ -113,7 +113,8 @@ def import_(
     Parameters
     ----------
     src : str or pyiceberg Table
-        A Hive-style directory tree of Parquet, CSV or JSON files, a Lance dataset, a Delta
+        A Hive-style directory tree of Parquet, CSV or JSON files, a spec-001 layout of
+        ``key=value.lance`` leaf datasets, a Lance dataset, a Delta
         table, or an Iceberg table (its metadata JSON file, its table directory or a
         ``pyiceberg.table.Table``).
     dst : str
@@ -122,7 +123,7 @@ def import_(
         The partition spec of a namespace this call creates (default: the source's
         partitioning: its Hive directories, the Delta partition columns, the Iceberg spec
         translated). For an existing namespace it must equal the current spec.
-    format : {"hive", "lance", "delta", "iceberg", "auto"}, optional
+    format : {"hive", "spec001", "lance", "delta", "iceberg", "auto"}, optional
         The source's format (default: detected).
     storage_options, source_options : mapping, optional
         Storage options of the namespace and of the source.

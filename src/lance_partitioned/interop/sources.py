@@ -9,6 +9,8 @@ Format                  What ``src`` is                                 Unit id
 ``hive`` (Parquet,      a directory of ``key=value`` directories        the file's path
 CSV, JSON)              (URL-decoded, ``__HIVE_DEFAULT_PARTITION__``    relative to ``src``
                         is NULL)
+``spec001``             ``key=value`` directories of ``key=value.lance``  ``<leaf>#fragment-<id>``
+                        Lance datasets (:mod:`.layouts`)
 ``lance``               a Lance dataset                                 ``fragment-<id>``
 ``delta``               a Delta table (deltalake)                       the data file's path
 ``iceberg``             an Iceberg table: its metadata JSON file, its   the data file's path
@@ -39,11 +41,13 @@ __all__ = [
     "bare_schema",
     "detect_format",
     "open_source",
+    "partition_type",
+    "quoted",
     "require",
 ]
 
-Format = Literal["hive", "lance", "delta", "iceberg", "auto"]
-FORMATS: tuple[str, ...] = ("hive", "lance", "delta", "iceberg", "auto")
+Format = Literal["hive", "spec001", "lance", "delta", "iceberg", "auto"]
+FORMATS: tuple[str, ...] = ("hive", "spec001", "lance", "delta", "iceberg", "auto")
 _FILE_FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json"}
 
 
@@ -98,7 +102,8 @@ def require(module: str) -> Any:
 def detect_format(src: Any) -> str:
     """The format of ``src``: a pyiceberg ``Table`` or a ``*.metadata.json`` file or a
     directory with ``metadata/*.metadata.json`` is ``iceberg``, a directory with
-    ``_delta_log`` ``delta``, with ``_versions`` ``lance``, any other directory ``hive``.
+    ``_delta_log`` ``delta``, with ``_versions`` ``lance``, with ``key=value.lance`` leaf
+    datasets ``spec001``, any other directory ``hive``.
 
     >>> detect_format("/nowhere/t.metadata.json")
     'iceberg'
@@ -115,7 +120,9 @@ def detect_format(src: Any) -> str:
     if (path / "metadata").is_dir() and any((path / "metadata").glob("*.metadata.json")):
         return "iceberg"
     if path.is_dir():
-        return "hive"
+        from lance_partitioned.interop.layouts import is_spec001
+
+        return "spec001" if is_spec001(path) else "hive"
     raise errors.InvalidInputError(
         f"cannot tell the format of {str(src)!r} (not a directory): pass format="
         "'hive', 'lance', 'delta' or 'iceberg'"
@@ -133,7 +140,15 @@ def open_source(
         local = Path(src)
         if "://" not in str(src) and not local.exists():
             raise errors.TableNotFoundError(f"the import source {str(src)!r} does not exist")
-    opener = {"hive": _hive, "lance": _lance, "delta": _delta, "iceberg": _iceberg}[kind]
+    from lance_partitioned.interop.layouts import spec001_source
+
+    opener = {
+        "hive": _hive,
+        "spec001": spec001_source,
+        "lance": _lance,
+        "delta": _delta,
+        "iceberg": _iceberg,
+    }[kind]
     return opener(src, dict(storage_options or {}))
 
 
@@ -154,7 +169,7 @@ def _hive(src: Any, storage_options: dict[str, str]) -> Source:
     keys = [ds.get_partition_keys(f.partition_expression) for f in discovered.get_fragments()]
     names = list(discovered.partitioning.schema.names)
     partition_schema = pa.schema(
-        [pa.field(name, _partition_type(name, keys, discovered.schema)) for name in names]
+        [pa.field(name, partition_type(name, keys, discovered.schema)) for name in names]
     )
     dataset = ds.dataset(
         root,
@@ -169,19 +184,33 @@ def _hive(src: Any, storage_options: dict[str, str]) -> Source:
         Unit(os.path.relpath(fragment.path, root), _fragment_reader(fragment, schema))
         for fragment in sorted(dataset.get_fragments(), key=lambda f: f.path)
     ]
-    return Source(root, "hive", schema, ", ".join(_quoted(n) for n in names), units)
+    return Source(root, "hive", schema, ", ".join(quoted(n) for n in names), units)
 
 
-def _partition_type(name: str, keys: list[dict[str, Any]], schema: pa.Schema) -> pa.DataType:
-    """A partition column's type: int64 for integers, date32 when every value is an ISO
-    date, string otherwise."""
+def partition_type(name: str, keys: list[dict[str, Any]], schema: pa.Schema) -> pa.DataType:
+    """A partition column's type, from its type in ``schema`` and its values in ``keys``
+    (each partition's values by column): int64 for integers, date32 when every value is an
+    ISO date, string otherwise.
+
+    >>> partition_type("d", [{"d": "2025-01-31"}, {"d": None}], pa.schema([("d", pa.string())]))
+    DataType(date32[day])
+    >>> partition_type("n", [{"n": "-7"}], pa.schema([("n", pa.string())]))
+    DataType(int64)
+    """
     discovered = schema.field(name).type
     if pa.types.is_integer(discovered):
         return pa.int64()
-    values = [k[name] for k in keys if k.get(name) is not None]
-    if values and all(_is_date(str(v)) for v in values):
+    values = [str(k[name]) for k in keys if k.get(name) is not None]
+    if values and all(_is_integer(v) for v in values):
+        return pa.int64()
+    if values and all(_is_date(v) for v in values):
         return pa.date32()
     return pa.string()
+
+
+def _is_integer(text: str) -> bool:
+    digits = text[1:] if text[:1] == "-" else text
+    return digits.isascii() and digits.isdigit() and len(digits) < 19
 
 
 def _is_date(text: str) -> bool:
@@ -194,7 +223,9 @@ def _is_date(text: str) -> bool:
     return True
 
 
-def _quoted(name: str) -> str:
+def quoted(name: str) -> str:
+    """``name`` as the ``partition_by`` shorthand spells it (double-quoted unless a plain
+    identifier)."""
     return name if name.isidentifier() else '"' + name.replace('"', '""') + '"'
 
 
@@ -245,7 +276,7 @@ def _delta(src: Any, storage_options: dict[str, str]) -> Source:
         Unit(fragment.path, _fragment_reader(fragment, schema))
         for fragment in sorted(dataset.get_fragments(), key=lambda f: f.path)
     ]
-    return Source(uri, "delta", schema, ", ".join(_quoted(c) for c in columns), units)
+    return Source(uri, "delta", schema, ", ".join(quoted(c) for c in columns), units)
 
 
 # ------------------------------------------------------------------ iceberg
@@ -321,7 +352,7 @@ def _iceberg_partition_by(table: Any, schema: Any) -> str:
     periods.update({DayTransform: "day", HourTransform: "hour"})
     parts: list[str] = []
     for field in table.spec().fields:
-        column = _quoted(schema.find_column_name(field.source_id))
+        column = quoted(schema.find_column_name(field.source_id))
         transform = field.transform
         if isinstance(transform, IdentityTransform):
             parts.append(column)
