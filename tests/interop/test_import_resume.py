@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.dataset as ds
+import pytest
 
 import lance_partitioned as lp
 from tests.interop._oracle import same_rows
@@ -79,4 +80,20 @@ def test_sigkill_then_rerun_imports_every_row_once(tmp_path: Path) -> None:
 
     again = _run(tree, uri, kill=False)  # a third run finds every unit done
     assert again.stdout.split() == ["0", "10", "0"]
+    same_rows(lp.PartitionedNamespace.open(str(uri)).to_table(), table)
+
+
+def test_a_source_changed_since_the_interrupted_import_is_refused(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    table = pa.table({"id": pa.array(range(30), pa.int64()), "k": [f"k{i % 3}" for i in range(30)]})
+    ds.write_dataset(table, tree, format="parquet", partitioning=["k"], partitioning_flavor="hive")
+    uri = tmp_path / "ns"
+    lp.import_(str(tree), str(uri), commit_rows=1)
+    extra = pa.table({"id": pa.array([99], pa.int64())})
+    (tree / "k=a0").mkdir()  # sorts before k=k0: every unit moves one place down
+    import pyarrow.parquet as pq
+
+    pq.write_table(extra, tree / "k=a0" / "part-0.parquet")
+    with pytest.raises(lp.errors.InvalidInputError, match="the source changed since"):
+        lp.import_(str(tree), str(uri))
     same_rows(lp.PartitionedNamespace.open(str(uri)).to_table(), table)

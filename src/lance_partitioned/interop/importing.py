@@ -10,7 +10,8 @@ recorded atomically with their rows, in the same ``__manifest`` commit; the comm
 transaction properties also name the source and its last unit. A rerun of the same import
 (same source and destination) reads that count and starts after it: a killed import, run again,
 finishes without a row lost or duplicated. The units must keep their order between runs: a
-source that changed meanwhile is not detected (import it to a new namespace).
+rerun whose source's unit at the recorded position is not the recorded last unit is refused
+(the source changed meanwhile: import it into a new namespace).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from lance_partitioned.spec.partitioning import PartitionField
 
 __all__ = ["ImportProgress", "ImportResult", "app_id", "import_"]
+
+_DETAIL = "lance_partitioned."  # the prefix of an operation's details in the properties
 
 #: Rows committed together by default: a group's rows are staged with bounded memory.
 COMMIT_ROWS = 4_000_000
@@ -235,7 +238,9 @@ def _run(
             snapshot = manifest.snapshot()
             version = snapshot.version
             done = min(WriterTransactions.version_of(snapshot, application) or 0, run.total)
-            skipped = done if skipped is None else skipped
+            if skipped is None:
+                skipped = done
+                _check_resumed(manifest, source, done)
             if done >= run.total:
                 break
             taken: list[Unit] = []
@@ -268,6 +273,32 @@ def _run(
                 run.commits += 1
             run.report(done + len(taken))
     return version, run.committed_rows, skipped or 0, run.commits
+
+
+def _check_resumed(manifest: Any, source: Source, done: int) -> None:
+    """A resumed import (``done`` units recorded) whose recorded last unit is not the
+    ``done``-th of the source now is refused: the source changed since, and skipping the
+    first ``done`` units would lose or duplicate rows. Nothing is checked when the commit
+    that recorded it was cleaned up."""
+    from lance_partitioned.manifest.versions import list_versions
+
+    if done == 0:
+        return
+    for info in reversed(list_versions(manifest)):
+        props = info.properties
+        if props.get(_DETAIL + "import_source") == source.uri and props.get(
+            _DETAIL + "import_units_done"
+        ) == str(done):
+            recorded = props.get(_DETAIL + "import_last_unit")
+            if done > len(source.units) or recorded != source.units[done - 1].id:
+                now = source.units[done - 1].id if done <= len(source.units) else "nothing"
+                raise errors.InvalidInputError(
+                    f"the import of {source.uri!r} into {manifest.root!r} recorded {done} "
+                    f"units done, the last {recorded!r}, but unit {done} of the source is now "
+                    f"{now!r}: the source changed since, and resuming would lose or duplicate "
+                    "rows; import it into a new namespace"
+                )
+            return
 
 
 def _group(
