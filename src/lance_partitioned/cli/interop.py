@@ -4,7 +4,7 @@ Iceberg tables, data out as a Hive Parquet tree, a Delta table or one Lance data
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -19,6 +19,10 @@ from lance_partitioned.cli.app import (
 )
 from lance_partitioned.cli.model import UriArg
 from lance_partitioned.cli.render import human_count, print_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
 
 __all__: list[str] = []
 
@@ -59,17 +63,14 @@ def import_command(
     """Import SRC into the partitioned namespace DST, streamed, one commit per group of
     source files. Resumable: the files done are recorded in the same commit as their rows,
     so the same command run again after a failure finishes without duplicates."""
-    from lance_partitioned.cli.progress import rows_progress
     from lance_partitioned.interop import import_
 
-    with rows_progress(stderr(), disable=json_output) as bar:
-        task = bar.add_task("importing", total=None, partitions="-", bytes=0)
+    with _units_progress(stderr(), disable=json_output) as bar:
+        task = bar.add_task("importing", total=None, rows=0)
 
         def progress(report: Any) -> None:
             bar.update(
-                task,
-                completed=report.rows,
-                partitions=f"{report.units_done}/{report.units_total} files,",
+                task, completed=report.units_done, total=report.units_total, rows=report.rows
             )
 
         result = import_(
@@ -100,6 +101,29 @@ def import_command(
     )
 
 
+def _units_progress(console: Console, disable: bool, units: bool = True) -> Progress:
+    """Source files done of the total (``units``), rows, elapsed time."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    columns: list[ProgressColumn] = [SpinnerColumn(), TextColumn("{task.description}")]
+    if units:
+        columns += [BarColumn(), MofNCompleteColumn(), TextColumn("files,")]
+    columns += [TextColumn("{task.fields[rows]:,} rows"), TimeElapsedColumn()]
+    return Progress(
+        *columns,
+        console=console,
+        disable=disable or not console.is_terminal,
+    )
+
+
 @app.command("export")
 def export_command(
     uri: UriArg,
@@ -118,14 +142,13 @@ def export_command(
 ) -> None:
     """Export the rows of the namespace at URI (matching --filter) to DST: a Hive Parquet tree
     or a Delta table partitioned by the identity partition columns, or one Lance dataset."""
-    from lance_partitioned.cli.progress import rows_progress
     from lance_partitioned.interop import export
 
-    with rows_progress(stderr(), disable=json_output) as bar:
-        task = bar.add_task("exporting", total=None, partitions="-", bytes=0)
+    with _units_progress(stderr(), disable=json_output, units=False) as bar:
+        task = bar.add_task("exporting", total=None, rows=0)
 
         def progress(report: Any) -> None:
-            bar.update(task, completed=report.rows)
+            bar.update(task, rows=report.rows)
 
         result = export(
             uri,
