@@ -16,15 +16,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
 
 from lance_partitioned import errors
-
-if TYPE_CHECKING:
-    from lance_partitioned.interop.sources import Source
+from lance_partitioned.interop.units import Source, Unit, partition_type, quoted
 
 __all__ = ["is_spec001", "spec001_source"]
 
@@ -59,8 +57,6 @@ def _keys(root: Path, leaf: Path) -> list[tuple[str, str | None]]:
 def spec001_source(src: Any, storage_options: dict[str, str]) -> Source:
     """A :class:`~lance_partitioned.interop.sources.Source` over a spec-001 layout."""
     import lance
-
-    from lance_partitioned.interop.sources import Source, Unit, partition_type, quoted
 
     root = Path(os.path.abspath(os.fspath(src)))
     leaves = sorted(_leaves(root))

@@ -20,11 +20,9 @@ CSV, JSON)              (URL-decoded, ``__HIVE_DEFAULT_PARTITION__``    relative
 
 from __future__ import annotations
 
-import datetime as dt
 import importlib
 import os
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +30,8 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from lance_partitioned import errors
+from lance_partitioned.interop.layouts import is_spec001, spec001_source
+from lance_partitioned.interop.units import Source, Unit, partition_type, quoted
 
 __all__ = [
     "FORMATS",
@@ -41,51 +41,12 @@ __all__ = [
     "bare_schema",
     "detect_format",
     "open_source",
-    "partition_type",
-    "quoted",
     "require",
 ]
 
 Format = Literal["hive", "spec001", "lance", "delta", "iceberg", "auto"]
 FORMATS: tuple[str, ...] = ("hive", "spec001", "lance", "delta", "iceberg", "auto")
 _FILE_FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json"}
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One piece of a source that an import commits whole: ``id`` is stable across runs."""
-
-    id: str
-    read: Callable[[], Iterator[pa.RecordBatch]]
-
-
-@dataclass(frozen=True)
-class Source:
-    """A source opened for import.
-
-    Attributes
-    ----------
-    uri : str
-        What was opened (an absolute path for a local source).
-    format : str
-        ``hive``, ``lance``, ``delta`` or ``iceberg``.
-    schema : pyarrow.Schema
-        The schema of every unit's batches.
-    partition_by : str
-        The source's partitioning as the ``partition_by`` shorthand (``""``: none).
-    units : list of Unit
-        In a stable order (sorted by id).
-    partition_error : str, optional
-        Why the source's partitioning has no spec-000 equivalent (``partition_by`` is then
-        ``""`` and an import needs one given).
-    """
-
-    uri: str
-    format: str
-    schema: pa.Schema
-    partition_by: str
-    units: list[Unit]
-    partition_error: str | None = None
 
 
 def require(module: str) -> Any:
@@ -120,8 +81,6 @@ def detect_format(src: Any) -> str:
     if (path / "metadata").is_dir() and any((path / "metadata").glob("*.metadata.json")):
         return "iceberg"
     if path.is_dir():
-        from lance_partitioned.interop.layouts import is_spec001
-
         return "spec001" if is_spec001(path) else "hive"
     raise errors.InvalidInputError(
         f"cannot tell the format of {str(src)!r} (not a directory): pass format="
@@ -140,8 +99,6 @@ def open_source(
         local = Path(src)
         if "://" not in str(src) and not local.exists():
             raise errors.TableNotFoundError(f"the import source {str(src)!r} does not exist")
-    from lance_partitioned.interop.layouts import spec001_source
-
     opener = {
         "hive": _hive,
         "spec001": spec001_source,
@@ -185,48 +142,6 @@ def _hive(src: Any, storage_options: dict[str, str]) -> Source:
         for fragment in sorted(dataset.get_fragments(), key=lambda f: f.path)
     ]
     return Source(root, "hive", schema, ", ".join(quoted(n) for n in names), units)
-
-
-def partition_type(name: str, keys: list[dict[str, Any]], schema: pa.Schema) -> pa.DataType:
-    """A partition column's type, from its type in ``schema`` and its values in ``keys``
-    (each partition's values by column): int64 for integers, date32 when every value is an
-    ISO date, string otherwise.
-
-    >>> partition_type("d", [{"d": "2025-01-31"}, {"d": None}], pa.schema([("d", pa.string())]))
-    DataType(date32[day])
-    >>> partition_type("n", [{"n": "-7"}], pa.schema([("n", pa.string())]))
-    DataType(int64)
-    """
-    discovered = schema.field(name).type
-    if pa.types.is_integer(discovered):
-        return pa.int64()
-    values = [str(k[name]) for k in keys if k.get(name) is not None]
-    if values and all(_is_integer(v) for v in values):
-        return pa.int64()
-    if values and all(_is_date(v) for v in values):
-        return pa.date32()
-    return pa.string()
-
-
-def _is_integer(text: str) -> bool:
-    digits = text[1:] if text[:1] == "-" else text
-    return digits.isascii() and digits.isdigit() and len(digits) < 19
-
-
-def _is_date(text: str) -> bool:
-    if len(text) != 10:
-        return False
-    try:
-        dt.date.fromisoformat(text)
-    except ValueError:
-        return False
-    return True
-
-
-def quoted(name: str) -> str:
-    """``name`` as the ``partition_by`` shorthand spells it (double-quoted unless a plain
-    identifier)."""
-    return name if name.isidentifier() else '"' + name.replace('"', '""') + '"'
 
 
 def _fragment_reader(fragment: Any, schema: pa.Schema) -> Callable[[], Iterator[pa.RecordBatch]]:
