@@ -190,3 +190,17 @@ def test_unknown_format_and_missing_source(tmp_path: Path) -> None:
         lp.import_(str(tmp_path), str(tmp_path / "ns"), format="orc")
     with pytest.raises(errors.TableNotFoundError):
         lp.import_(str(tmp_path / "nowhere"), str(tmp_path / "ns"), format="hive")
+
+
+def test_import_into_an_existing_namespace_appends_under_its_spec(tmp_path: Path) -> None:
+    table = _table()
+    tree = _hive(tmp_path, table)
+    uri = tmp_path / "ns"
+    lp.write(str(uri), table.slice(0, 5), partition_by="region, day")
+    with pytest.raises(errors.PartitionSpecError, match="differs from the current partition spec"):
+        lp.import_(str(tree), str(uri), partition_by="day")
+    lp.import_(str(tree), str(uri))
+    same_rows(
+        lp.PartitionedNamespace.open(str(uri)).to_table(),
+        pa.concat_tables([table.slice(0, 5), table]),
+    )
