@@ -26,7 +26,7 @@ if [ ! -x .venv/bin/python ]; then
   echo ">> creating .venv with $PYTHON"
   "$PYTHON" -m venv .venv
 fi
-EXTRAS="${EXTRAS:-spark,dev,s3,docs}"
+EXTRAS="${EXTRAS:-spark,dev,s3,docs,interop}"
 STAMP=.venv/.installed-$( (cat pyproject.toml; echo "$EXTRAS") | cksum | cut -d' ' -f1)
 if [ ! -f "$STAMP" ]; then
   echo ">> installing lance-partitioned with extras [$EXTRAS] (first run takes a minute)"

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from lance_partitioned.errors import PartitionCountWarning
     from lance_partitioned.history import Tags
     from lance_partitioned.ingest import WriteOptions, WriteProgress
+    from lance_partitioned.interop import export, import_
     from lance_partitioned.maintenance.cleanup import CleanupProgress, CleanupResult
     from lance_partitioned.maintenance.optimize import OptimizeProgress, OptimizeResult
     from lance_partitioned.manifest.versions import Tag
@@ -66,6 +67,8 @@ __all__ = [
     "WriteResult",
     "__version__",
     "errors",
+    "export",
+    "import_",
     "write",
 ]
 __version__ = "0.1.0"
@@ -96,6 +99,8 @@ _LAZY = {
     "PartitionCountWarning": "lance_partitioned.errors",
     "RestoreResult": "lance_partitioned.restore",
     "write": "lance_partitioned.entry",
+    "import_": "lance_partitioned.interop",
+    "export": "lance_partitioned.interop",
 }
 
 configure_lance()  # before any module of ours imports Lance

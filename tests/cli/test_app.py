@@ -42,6 +42,8 @@ def test_help_lists_the_commands_and_no_stub_of_a_missing_operation() -> None:
         "restore",
         "index",
         "search",
+        "import",
+        "export",
     }
 
 

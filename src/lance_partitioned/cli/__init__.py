@@ -2,10 +2,10 @@
 
 Commands: ``create``, ``describe``, ``partitions``, ``scan``, ``write``, ``evolve``,
 ``verify``, ``stats``, ``history``, ``tag``, ``optimize``, ``cleanup``, ``delete``,
-``restore``, ``index``, ``search``. Each takes ``--json`` (machine-readable output with
-stable keys), ``--storage-option KEY=VALUE`` (repeatable) and ``--debug`` (tracebacks). Exit
-codes: 0 ok, 1 the operation found problems, 2 a usage error or a user mistake, reported in
-one line on stderr. See ``docs/cli.md``.
+``restore``, ``index``, ``search``, ``import``, ``export``. Each takes ``--json``
+(machine-readable output with stable keys), ``--storage-option KEY=VALUE`` (repeatable) and
+``--debug`` (tracebacks). Exit codes: 0 ok, 1 the operation found problems, 2 a usage error or
+a user mistake, reported in one line on stderr. See ``docs/cli.md``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from lance_partitioned.cli import cleanup  # isort: skip
 from lance_partitioned.cli import delete  # isort: skip
 from lance_partitioned.cli import restore  # isort: skip
 from lance_partitioned.cli import search  # isort: skip
+from lance_partitioned.cli import interop  # isort: skip
 from lance_partitioned.cli.app import app, main, run
 
 __all__ = ["app", "main", "run"]
@@ -36,4 +37,5 @@ _COMMANDS = (
     delete,
     restore,
     search,
+    interop,
 )
