@@ -21,8 +21,14 @@ prefixes of one bucket, through the same proxy, and run, timed one by one:
 7. cleanup of everything no longer needed (ours: ``cleanup(older_than=0)``; delta:
    ``vacuum(retention_hours=0)``).
 
-The table printed has, per operation, the seconds of each, delta / ours, and the requests
-each made (total, then by method). ``--quick`` is a smoke run: 50 partitions of 5 rows.
+The **floor** (``--only floor``, run by default) is pylance alone on a third prefix: one
+Lance dataset per partition and, per operation, one pylance call per leaf on a pool as wide
+as ours (``write_dataset``, ``write_dataset(mode="append")``, ``to_table``, ``delete``,
+``optimize.compact_files``, ``cleanup_old_versions``; ``_floor.py``): what one table per
+partition costs whatever our code does. It has no ``__manifest``, so no open + plan.
+
+The table printed has, per operation, the seconds of each, delta / ours, ours / floor, and
+the requests each made (total, then by method). ``--quick`` is a smoke run: 50 partitions of 5 rows.
 ``--max-workers`` sets ours' per-leaf pools (default: sized for an object store).
 
 Usage::
@@ -53,6 +59,7 @@ import pyarrow as pa
 
 import lance_partitioned as lp
 from _data import START, make_events
+from _floor import Floor
 from _proxy import DelayProxy
 from lance_partitioned.runtime import max_workers
 
@@ -246,6 +253,30 @@ def run_delta(
     return done
 
 
+def run_floor(
+    proxy: DelayProxy, table: pa.Table, appended: pa.Table, args: argparse.Namespace
+) -> Measured:
+    """The floor: pylance alone, one dataset per partition, each step one call per leaf on a
+    pool as wide as ours (no ``__manifest``: no open + plan)."""
+    floor = Floor(
+        f"s3://{BUCKET}/{uuid.uuid4().hex}/floor",
+        workers=max_workers(args.max_workers, remote=True),
+        storage_options=ours_options(proxy.endpoint),
+    )
+    deleted = min(DELETED, args.partitions)
+    actions: dict[str, Callable[[], object]] = {
+        OPERATIONS[0]: lambda: floor.write(table, "event_date"),
+        OPERATIONS[1]: lambda: floor.write(appended, "event_date", mode="append"),
+        OPERATIONS[2]: lambda: floor.read(day(3)),
+        OPERATIONS[4]: lambda: floor.delete(floor.keys[:deleted], "id % 10 = 0"),
+        OPERATIONS[5]: floor.optimize,
+        OPERATIONS[6]: floor.cleanup,
+    }
+    done = measure(proxy, actions)
+    check(floor.count_rows(), table, appended, deleted, "floor")
+    return done
+
+
 def check(rows: int, table: pa.Table, appended: pa.Table, deleted: int, who: str) -> None:
     """Both systems must end with the same rows: every row, less the deleted ones."""
     import pyarrow.compute as pc
@@ -271,7 +302,9 @@ def main() -> None:
     parser.add_argument("--delay-ms", type=float, default=20.0)
     parser.add_argument("--max-workers", type=int, default=None)
     parser.add_argument("--quick", action="store_true", help="50 partitions of 5 rows")
-    parser.add_argument("--only", default="ours,delta", help="systems: ours, delta")
+    parser.add_argument(
+        "--only", default="ours,delta,floor", help="systems: ours, delta, floor (pylance alone)"
+    )
     args = parser.parse_args()
     if args.quick:
         args.partitions, args.rows_per_partition = 50, 5
@@ -285,35 +318,46 @@ def main() -> None:
             results["ours"] = run_ours(proxy, table, appended, args)
         if "delta" in systems:
             results["delta"] = run_delta(proxy, table, appended, args)
-    ours, delta = results.get("ours", {}), results.get("delta", {})
+        if "floor" in systems:
+            results["floor"] = run_floor(proxy, table, appended, args)
+    ours, delta, floor = results.get("ours", {}), results.get("delta", {}), results.get("floor", {})
     print(
         f"partitions: {args.partitions:,}, rows: {table.num_rows:,}, delay: "
         f"{args.delay_ms:g} ms per request, ours max_workers: "
         f"{max_workers(args.max_workers, remote=True)}"
     )
     print()
-    print("| operation | ours s | delta s | delta / ours | ours requests | delta requests |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print(
+        "| operation | ours s | delta s | delta / ours | ours requests | delta requests "
+        "| floor s | ours / floor | floor requests |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in OPERATIONS:
         label = name.format(n=args.partitions, d=min(DELETED, args.partitions))
-        mine, theirs = ours.get(name), delta.get(name)
+        mine, theirs, base = ours.get(name), delta.get(name), floor.get(name)
         cells = [
             f"{mine[0]:.3f}" if mine else "-",
             f"{theirs[0]:.3f}" if theirs else "-",
             f"{theirs[0] / mine[0]:.2f}x" if mine and theirs else "-",
             f"{sum(mine[1].values())}" if mine else "-",
             f"{sum(theirs[1].values())}" if theirs else "-",
+            f"{base[0]:.3f}" if base else "-",
+            f"{mine[0] / base[0]:.2f}x" if mine and base else "-",
+            f"{sum(base[1].values())}" if base else "-",
         ]
         print(f"| {label} | " + " | ".join(cells) + " |")
     print()
-    print("| operation | ours requests by method | delta requests by method |")
-    print("|---|---|---|")
+    print(
+        "| operation | ours requests by method | delta requests by method "
+        "| floor requests by method |"
+    )
+    print("|---|---|---|---|")
     for name in OPERATIONS:
         label = name.format(n=args.partitions, d=min(DELETED, args.partitions))
-        mine, theirs = ours.get(name), delta.get(name)
+        mine, theirs, base = ours.get(name), delta.get(name), floor.get(name)
         print(
             f"| {label} | {methods(mine[1]) if mine else '-'} | "
-            f"{methods(theirs[1]) if theirs else '-'} |"
+            f"{methods(theirs[1]) if theirs else '-'} | {methods(base[1]) if base else '-'} |"
         )
 
 

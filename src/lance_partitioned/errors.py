@@ -199,8 +199,9 @@ class InternalError(LancePartitionedError, _ln.InternalError):
 class PartitionCountWarning(UserWarning):
     """A write created very many small partitions (more than 1,000 new leaf tables averaging
     under 10,000 rows): each is a Lance table with its own files, so reads, writes and
-    maintenance pay per partition. The message gives the numbers and suggests partitioning
-    by ``bucket(N, col)`` or a coarser transform."""
+    maintenance pay per partition. The message gives the numbers, suggests partitioning
+    by ``bucket(N, col)`` or a coarser transform, and points to the cost model ("What a leaf
+    costs" in ``docs/concepts.md``)."""
 
 
 # What the operating system said, as Lance reports it in an OSError's text, and our class for it.

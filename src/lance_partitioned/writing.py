@@ -161,7 +161,8 @@ def warn_partition_count(rows: Sequence[int], spec: str, stacklevel: int = 3) ->
         f"partition is a Lance table with its own files, so reads, writes and maintenance "
         f"slow down with their number. Partition by a coarser transform, e.g. "
         f"bucket(N, col) instead of col, or months(ts) instead of days(ts) (spec: {spec}); "
-        f"update_partition_spec changes it for new data",
+        f"update_partition_spec changes it for new data. What one partition costs per "
+        f"operation: 'What a leaf costs' in docs/concepts.md",
         errors.PartitionCountWarning,
         stacklevel=stacklevel,
     )

@@ -71,6 +71,16 @@ def test_the_option_sizes_writes_reads_sizes_and_optimize(
     assert pools["lance_partitioned.transaction"] == {3}
 
 
+def test_a_delete_across_leaves_prepares_them_on_the_pool(
+    tmp_path: Path, pools: dict[str, set[int]]
+) -> None:
+    ns = _namespace(tmp_path / "ns", max_workers=3)
+    pools.clear()
+    assert ns.delete("v % 2 = 0").rows_deleted == LEAVES // 2 + 2
+    assert pools["lance_partitioned.dml.delete"] == {3}
+    assert ns.count_rows() == LEAVES // 2 + 2
+
+
 def test_the_environment_variable_sizes_them_without_the_option(
     tmp_path: Path, pools: dict[str, set[int]], monkeypatch: pytest.MonkeyPatch
 ) -> None:

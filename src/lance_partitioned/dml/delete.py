@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Container, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,15 +113,24 @@ def delete_changes(
     changes: list[LeafChange] = []
     drops: dict[str, int] = {}
     schema = snapshot.metadata.schema
+    partial: list[ScanTask] = []
     for task in leaf_tasks(manifest, snapshot, where):
         if spec_versions is not None and task.spec_version not in spec_versions:
             continue
         if is_whole_leaf(task) and task.object_id not in written:
             drops[task.object_id] = leaf_rows(task)
-        elif (found := prepared(task, schema, cache)).operation is not None:
-            if found.change is None:
-                found.change = LeafChange(task.object_id, _prepare(task, schema, cache))
-            changes.append(found.change)
+        else:
+            partial.append(task)
+    # each leaf is opened, scanned and its deletion files written on the per-leaf pool (one
+    # after another, a delete across 100 leaves on an object store waited for every request)
+    width = max(1, min(manifest.max_workers, len(partial)))
+    with ThreadPoolExecutor(width) as pool:
+        found = list(pool.map(lambda task: prepared(task, schema, cache), partial))
+    for task, leaf in zip(partial, found, strict=True):
+        if leaf.operation is not None:
+            if leaf.change is None:
+                leaf.change = LeafChange(task.object_id, _prepare(task, schema, cache))
+            changes.append(leaf.change)
     return changes, drops
 
 

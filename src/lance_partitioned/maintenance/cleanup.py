@@ -70,6 +70,7 @@ from lance_partitioned.maintenance.versions import (
     Removed,
     expired_versions,
     history,
+    listed_versions,
     predict_removal,
     remove_versions,
     staged_files,
@@ -388,8 +389,15 @@ def _clean_leaf(
     options = dict(manifest.storage_options)
     leaf_store, prefix = _leaf_store(store, uri, options)
     listing = leaf_store.files(prefix)
+    cut = len(prefix) + 1 if prefix else 0
+    listed = listed_versions(StoredFile(f.path[cut:], f.size, f.mtime) for f in listing)
+    if _all_younger(listing, cutoff):
+        # nothing in it is old enough to go (no staged file, no version, no rollback): the
+        # listing says so without opening the leaf, which costs requests on an object store
+        totals.kept_leaf_versions += len(listed)
+        return _LeafCleanup(totals, None)
     tags = any(f.path[len(prefix) :].lstrip("/").startswith("_refs/") for f in listing)
-    hist = history(uri, options, tags=tags)
+    hist = history(uri, options, tags=tags, listed=listed)
     remove: set[int] = set()
     rolled = False  # rolled back, or would be in a dry run: the latest version may go
     if hist is not None:
@@ -416,6 +424,12 @@ def _clean_leaf(
         leaf_store, prefix, hist, remove, cutoff, dry_run, totals, kept_extra=extra, listing=listing
     )
     return _LeafCleanup(totals, finish)
+
+
+def _all_younger(listing: Sequence[StoredFile], cutoff: dt.datetime) -> bool:
+    """Whether every file listed is known to be no older than ``cutoff`` (a version's commit
+    time precedes its manifest file's modification time: nothing in such a leaf can go)."""
+    return all(f.mtime is not None and f.mtime >= cutoff for f in listing)
 
 
 def _clean_leaves(

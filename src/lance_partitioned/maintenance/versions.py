@@ -29,6 +29,7 @@ __all__ = [
     "Removed",
     "expired_versions",
     "history",
+    "listed_versions",
     "predict_removal",
     "remove_versions",
     "staged_files",
@@ -191,14 +192,25 @@ def _moment(value: object) -> dt.datetime:
 
 
 def history(
-    uri: str, options: Mapping[str, str] | None, *, tags: bool = True
+    uri: str,
+    options: Mapping[str, str] | None,
+    *,
+    tags: bool = True,
+    listed: Collection[int] | None = None,
 ) -> DatasetHistory | None:
     """The versions of the Lance dataset at ``uri``; None when there is none (a directory
     that holds only staged files). ``tags=False``: the caller knows that it has no tags (no
-    ``_refs/`` file: Lance's cleanup keeps tagged versions anyway), which saves a read."""
+    ``_refs/`` file: Lance's cleanup keeps tagged versions anyway), which saves a read.
+    ``listed``: the versions whose manifests a listing of the dataset found; when that is
+    only the version the dataset opens at (a leaf's usual state after a cleanup), its commit
+    time comes from the manifest just read instead of a second listing and read of every
+    manifest (two requests per leaf on an object store)."""
     try:
         ds = lance.dataset(uri, storage_options=dict(options) if options else None)
-        times = {int(v["version"]): utc(_moment(v["timestamp"])) for v in ds.versions()}
+        if listed is not None and set(listed) == {int(ds.version)}:
+            times = {int(ds.version): utc(_moment(ds.get_version()["timestamp"]))}
+        else:
+            times = {int(v["version"]): utc(_moment(v["timestamp"])) for v in ds.versions()}
         tagged = {int(tag["version"]) for tag in ds.tags.list().values()} if tags else set()
     except (OSError, ValueError) as exc:
         if _not_found(exc):
@@ -241,6 +253,22 @@ def _manifest_path(name: str) -> int | None:
         return None
     number = int(stem)
     return _U64_MAX - number if len(stem) == 20 and number > _U64_MAX // 2 else number
+
+
+def listed_versions(listing: Iterable[StoredFile]) -> dict[int, StoredFile]:
+    """The versions whose manifests a listing of one dataset (paths relative to it) holds.
+
+    >>> listed_versions([StoredFile("_versions/18446744073709551614.manifest", 1, None),
+    ...                  StoredFile("data/a.lance", 1, None)]).keys()
+    dict_keys([1])
+    """
+    out: dict[int, StoredFile] = {}
+    for f in listing:
+        if f.path.startswith("_versions/"):
+            version = _manifest_path(f.path[len("_versions/") :])
+            if version is not None:
+                out[version] = f
+    return out
 
 
 def predict_removal(

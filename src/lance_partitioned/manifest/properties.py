@@ -22,6 +22,12 @@ _PRIVATE_PREFIX = "lance-partitioned."
 _STATS_ROWS = "lance-partitioned.num_rows"
 _STATS_VERSION = "lance-partitioned.num_rows_version"
 _STATS_SCHEMA = "lance-partitioned.schema"
+# the JSON merge_into writes when no other key is there (json.dumps, sorted keys)
+_CANONICAL = (
+    r'^\{"lance-partitioned\.num_rows": "(?P<rows>[0-9]+)", '
+    r'"lance-partitioned\.num_rows_version": "(?P<version>[0-9]+)"'
+    r'(?:, "lance-partitioned\.schema": "[0-9a-f]*")?\}$'
+)
 
 
 def _parse(metadata: str | None) -> dict[str, Any]:
@@ -93,6 +99,36 @@ class LeafStats:
             return None if properties is None else int(properties[_STATS_ROWS])
         except (KeyError, ValueError, TypeError):
             return None
+
+    @classmethod
+    def num_rows_column(
+        cls, metadata: pa.Array | pa.ChunkedArray, read_versions: pa.Array | pa.ChunkedArray
+    ) -> list[int | None]:
+        """:meth:`num_rows_at` of every row at once: the ``metadata`` JSON that
+        :meth:`merge_into` writes with no other key is read by one regular expression over the
+        column; any other JSON (another client's keys, other spacing) row by row.
+
+        >>> text = LeafStats(3, 42).merge_into(None)
+        >>> LeafStats.num_rows_column(pa.array([text, text, '{"x": 1}', None]),
+        ...                           pa.array([3, 4, 3, None]))
+        [42, None, None, None]
+        """
+        import pyarrow.compute as pc
+
+        texts = metadata.combine_chunks() if isinstance(metadata, pa.ChunkedArray) else metadata
+        versions = read_versions.to_pylist()
+        parsed = pc.extract_regex(texts.cast(pa.string()), _CANONICAL)
+        rows = parsed.field("rows").to_pylist()
+        recorded = parsed.field("version").to_pylist()
+        matched = parsed.is_valid().to_pylist()
+        out: list[int | None] = []
+        for i, (count, at, version) in enumerate(zip(rows, recorded, versions, strict=True)):
+            if not matched[i]:
+                text = texts[i].as_py()
+                out.append(cls.num_rows_at(text, version) if text else None)
+            else:
+                out.append(int(count) if version is not None and int(at) == version else None)
+        return out
 
     @classmethod
     def schema_at(cls, metadata: str | None, read_version: int | None) -> str | None:

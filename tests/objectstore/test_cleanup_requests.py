@@ -1,0 +1,76 @@
+"""What a cleanup of an unchanged namespace asks S3 for, counted by a proxy in front of the
+test server (``benchmarks/_proxy.py``): a leaf with nothing old enough to go is not opened,
+and a leaf with one version has its manifest read once."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+import pytest
+
+import lance_partitioned as lp
+from tests.benchmarks.helpers import load
+
+pytestmark = pytest.mark.s3
+
+SCHEMA = pa.schema([("k", pa.string()), ("v", pa.int64())])
+KEYS = ("a", "b", "c")
+
+
+@pytest.fixture
+def proxy(s3_endpoint: str) -> Iterator[Any]:
+    port = urlparse(s3_endpoint).port
+    assert port is not None
+    with load("_proxy").DelayProxy(port, delay=0.0) as running:
+        yield running
+
+
+@pytest.fixture
+def namespace(proxy: Any, s3_uri: str, storage_options: dict[str, str]) -> lp.PartitionedNamespace:
+    options = {**storage_options, "aws_endpoint": proxy.endpoint}
+    ns = lp.PartitionedNamespace.create(
+        s3_uri, schema=SCHEMA, partition_by="k", storage_options=options
+    )
+    ns.write(pa.table({"k": list(KEYS) * 4, "v": list(range(12))}))
+    return ns
+
+
+def _leaf_versions(requests: list[tuple[str, str]], method: str) -> list[str]:
+    """Requests of ``method`` on a leaf's ``_versions/`` (a manifest read, or a listing)."""
+    return [
+        path
+        for m, path in requests
+        if m == method and "/_versions/" in unquote(path) and "__manifest" not in unquote(path)
+    ]
+
+
+def test_a_cleanup_does_not_open_a_leaf_younger_than_its_retention(
+    proxy: Any, namespace: lp.PartitionedNamespace
+) -> None:
+    proxy.reset()
+    result = namespace.cleanup(dt.timedelta(hours=1))
+    requests = proxy.requests()
+    assert result.files == 0
+    assert result.kept_leaf_versions == len(KEYS)
+    assert _leaf_versions(requests, "GET") == [], requests
+    assert _leaf_versions(requests, "HEAD") == [], requests
+
+
+def test_a_cleanup_reads_a_one_version_leaf_manifest_once(
+    proxy: Any, namespace: lp.PartitionedNamespace
+) -> None:
+    namespace.write(pa.table({"k": list(KEYS), "v": [20, 21, 22]}))
+    first = namespace.cleanup(dt.timedelta(0))
+    assert first.leaf_versions.count == len(KEYS)
+
+    proxy.reset()
+    again = namespace.cleanup(dt.timedelta(0))
+    requests = proxy.requests()
+    assert (again.files, again.kept_leaf_versions) == (0, len(KEYS))
+    reads = [p for p in _leaf_versions(requests, "GET") if ".manifest" in p]
+    assert len(reads) == len(KEYS), requests
+    assert namespace.count_rows() == 15
