@@ -35,6 +35,12 @@ if TYPE_CHECKING:
     from lance_partitioned.namespace import PartitionedNamespace
     from lance_partitioned.restore import RestoreResult
     from lance_partitioned.scan import ScanTask
+    from lance_partitioned.search import (
+        IndexBuildProgress,
+        IndexBuildResult,
+        IndexStats,
+        LeafIndexStats,
+    )
     from lance_partitioned.sizes import UnreadableLeafWarning
     from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
     from lance_partitioned.spec.schema import NamespaceSchema
@@ -45,6 +51,10 @@ __all__ = [
     "CleanupProgress",
     "CleanupResult",
     "DeleteResult",
+    "IndexBuildProgress",
+    "IndexBuildResult",
+    "IndexStats",
+    "LeafIndexStats",
     "MergeBuilder",
     "MergeResult",
     "NamespaceSchema",
@@ -96,6 +106,11 @@ _LAZY = {
     "PartitionCountWarning": "lance_partitioned.errors",
     "RestoreResult": "lance_partitioned.restore",
     "write": "lance_partitioned.entry",
+    # search and indexes
+    "IndexBuildResult": "lance_partitioned.search",
+    "IndexBuildProgress": "lance_partitioned.search",
+    "IndexStats": "lance_partitioned.search",
+    "LeafIndexStats": "lance_partitioned.search",
 }
 
 configure_lance()  # before any module of ours imports Lance
