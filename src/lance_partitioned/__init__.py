@@ -36,6 +36,12 @@ if TYPE_CHECKING:
     from lance_partitioned.namespace import PartitionedNamespace
     from lance_partitioned.restore import RestoreResult
     from lance_partitioned.scan import ScanTask
+    from lance_partitioned.search import (
+        IndexBuildProgress,
+        IndexBuildResult,
+        IndexStats,
+        LeafIndexStats,
+    )
     from lance_partitioned.sizes import UnreadableLeafWarning
     from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
     from lance_partitioned.spec.schema import NamespaceSchema
@@ -46,6 +52,10 @@ __all__ = [
     "CleanupProgress",
     "CleanupResult",
     "DeleteResult",
+    "IndexBuildProgress",
+    "IndexBuildResult",
+    "IndexStats",
+    "LeafIndexStats",
     "MergeBuilder",
     "MergeResult",
     "NamespaceSchema",
@@ -101,6 +111,11 @@ _LAZY = {
     "write": "lance_partitioned.entry",
     "import_": "lance_partitioned.interop",
     "export": "lance_partitioned.interop",
+    # search and indexes
+    "IndexBuildResult": "lance_partitioned.search",
+    "IndexBuildProgress": "lance_partitioned.search",
+    "IndexStats": "lance_partitioned.search",
+    "LeafIndexStats": "lance_partitioned.search",
 }
 
 configure_lance()  # before any module of ours imports Lance

@@ -143,11 +143,16 @@ def _prepare(
 
 
 def _evolve(
-    manifest: Manifest, change: Change, operation: Operation, *, backoff: Backoff | None = None
+    manifest: Manifest,
+    change: Change,
+    operation: Operation,
+    *,
+    backoff: Backoff | None = None,
+    also: Callable[[ManifestSnapshot, NamespaceMetadata], Mapping[str, str]] | None = None,
 ) -> int:
     """Apply ``change`` to the latest metadata and publish it (see the module docstring),
     recording ``operation`` on every ``__manifest`` commit (the last one as step
-    ``publish``).
+    ``publish``). ``also`` gives more table metadata keys to set in the publishing commit.
 
     Returns the new ``__manifest`` version, or the version read when ``change`` is a no-op.
     """
@@ -165,9 +170,8 @@ def _evolve(
                 if _ours(manifest.table_metadata(version)) != _ours(snapshot.table_metadata):
                     raise CommitConflict("the namespace metadata changed while preparing")
             properties = operation.counted().with_details(step="publish").to_properties()
-            return manifest.commit_table_metadata(
-                version, new.to_table_metadata(), properties=properties
-            )
+            updates = {**new.to_table_metadata(), **(also(snapshot, new) if also else {})}
+            return manifest.commit_table_metadata(version, updates, properties=properties)
         except CommitConflict as exc:
             log.info("evolution conflict on attempt %d: %s", attempt + 1, exc)
             backoff.sleep(attempt)
@@ -231,13 +235,24 @@ def drop_columns(
 ) -> int:
     """Deprecate columns (``"lance:deprecated": "true"``); their data stays in the leaves.
 
+    The index definitions on the dropped columns are removed in the publishing commit, and
+    their leaf indexes by one more ``__manifest`` commit
+    (:func:`lance_partitioned.search.evolution.drop_leaf_indexes`).
     Returns the new ``__manifest`` version.
     See :func:`lance_partitioned.spec.evolution.drop_columns`.
     """
+    from lance_partitioned.search.evolution import definitions_after_drop, drop_leaf_indexes
+
     operation = Operation("evolve", "drop_columns", details={"columns": ",".join(names)})
-    return _evolve(
-        manifest, lambda meta: rules.drop_columns(meta, names), operation, backoff=backoff
+    dropped: list[str] = []
+    version = _evolve(
+        manifest,
+        lambda meta: rules.drop_columns(meta, names),
+        operation,
+        backoff=backoff,
+        also=lambda snapshot, new: definitions_after_drop(snapshot, new, dropped),
     )
+    return drop_leaf_indexes(manifest, dropped) if dropped else version
 
 
 def _rename_leaves(

@@ -26,6 +26,11 @@ a corrupt key is reported instead of failing the read):
 ``read_version`` (a Lance ``Restore``, as the next write would; it removes nothing, so it is
 safe while writers run) and lists them in :attr:`Report.repaired` instead of the problems.
 
+When the namespace defines indexes, every leaf is checked to hold them
+(:mod:`lance_partitioned.search.verify`): a leaf missing one, or holding one of that name on
+another column, is listed in :attr:`Report.indexes`, not in the problems (reads are right
+either way).
+
 Directories under a local root that no leaf of the version read references are reported with
 their sizes as *orphans* (leftovers of interrupted writes, or leaves an older ``__manifest``
 version still references for time travel): they are not problems.
@@ -72,6 +77,7 @@ from lance_partitioned.manifest import (
     local_path,
     properties_error,
 )
+from lance_partitioned.search.definitions import INDICES_KEY
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
@@ -136,6 +142,10 @@ class Report:
     repaired : list of Problem
         With ``repair=True``: the ``interrupted_write`` problems that were repaired (the leaf
         rolled back to its ``read_version``); they are not in ``problems``.
+    indexes : list of Problem
+        Leaves whose indexes do not match the index definitions (kinds ``index_missing``,
+        ``index_column``, ``index_definition``; see :mod:`lance_partitioned.search.verify`):
+        findings, not problems (``healthy`` ignores them).
     """
 
     version: int
@@ -144,6 +154,7 @@ class Report:
     problems: list[Problem] = field(default_factory=list)
     orphans: list[Orphan] | None = None
     repaired: list[Problem] = field(default_factory=list)
+    indexes: list[Problem] = field(default_factory=list)
 
     @property
     def healthy(self) -> bool:
@@ -242,6 +253,11 @@ def verify(
     if ahead:
         problems.extend(_judge_ahead(manifest, raw.version, ahead, repaired if repair else None))
     referenced = {entry.location for entry in leaves if entry.location}
+    indexes: list[Problem] = []
+    if metadata is not None and INDICES_KEY in raw.table_metadata:
+        from lance_partitioned.search.verify import check_indexes
+
+        indexes = check_indexes(manifest, raw.version, width)
     return Report(
         version=raw.version,
         leaves=len(leaves),
@@ -249,6 +265,7 @@ def verify(
         problems=problems,
         orphans=_orphans(manifest.root, referenced) if number is None else None,
         repaired=repaired,
+        indexes=indexes,
     )
 
 

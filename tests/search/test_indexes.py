@@ -203,3 +203,11 @@ def test_hybrid_column_goes_to_the_side_of_its_type(tmp_path: Path) -> None:
     got = ns.search(np.zeros(DIM), text="grape", column="txt", k=4, columns=["id"])
     assert got.num_rows == 4
     assert got.column("_relevance_score").to_pylist()[0] >= 1 / RRF_K
+
+
+def test_result_types_are_exported_from_the_package() -> None:
+    from lance_partitioned import search
+
+    for name in ("IndexBuildResult", "IndexBuildProgress", "IndexStats", "LeafIndexStats"):
+        assert name in lp.__all__
+        assert getattr(lp, name) is getattr(search, name)

@@ -89,6 +89,10 @@ def verify_command(
                     {"kind": p.kind, "object_id": p.object_id, "message": p.message}
                     for p in report.repaired
                 ],
+                "indexes": [
+                    {"kind": p.kind, "object_id": p.object_id, "message": p.message}
+                    for p in report.indexes
+                ],
             }
         )
         return code
@@ -105,6 +109,11 @@ def verify_command(
         rows = [[p.kind, p.object_id or "", p.message] for p in report.repaired]
         title = f"{_count(len(report.repaired), 'problem')} repaired (leaves rolled back)"
         console.print(table(title, ["kind", "object", "problem"], rows))
+    if report.indexes:
+        rows = [[p.kind, p.object_id or "", p.message] for p in report.indexes]
+        count = _count(len(report.indexes), "index finding")
+        title = f"{count}: leaves not as defined (not problems)"
+        console.print(table(title, ["kind", "object", "finding"], rows))
     if orphans:
         rows = [[o.location, human_bytes(o.bytes)] for o in orphans]
         title = f"{_count(len(orphans), 'directory')} that no leaf references (not problems)"

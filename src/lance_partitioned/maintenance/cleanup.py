@@ -14,9 +14,11 @@ second run finishes the job):
    Lance ``Restore``, as the next write to it would
    (:mod:`~lance_partitioned.maintenance.rollback` says why that is safe while writers run);
    then the data files staged by writers that never committed (no leaf version reads them)
-   older than the cutoff go, then the leaf versions that no retained version pins, older than
-   the cutoff (Lance's cleanup with an explicit list of versions, which keeps every file a
-   remaining version reads; the latest leaf version always stays);
+   older than the cutoff go, and the index directories no leaf version reads (an index built
+   and never committed) whose files are all older than the cutoff, then the leaf versions
+   that no retained version pins, older than the cutoff (Lance's cleanup with an explicit
+   list of versions, which keeps every file a remaining version reads, and removes the index
+   files only the removed versions read; the latest leaf version always stays);
 3. leaf directories that no retained version lists (leaves dropped by ``overwrite``, leaves a
    crashed writer created, another client's unpublished table) whose newest file is older
    than the cutoff: the files listed are deleted, not the directory as such, so a writer

@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 _U64_MAX = (1 << 64) - 1  # Lance's V2 manifest paths name version v as u64::MAX - v
 _STAGED_DIRS = ("data/", "_deletions/")
+_INDEX_DIR = "_indices/"
 _CHECKOUTS = 4  # versions whose files are read one by one before reading every version's
 _TRACKED_KINDS = ("data file", "deletion file")  # in Lance's tracked_files
 
@@ -159,6 +160,24 @@ class DatasetHistory:
             if version in self.times:
                 self._files.setdefault(version, files)
 
+    def index_dirs(self) -> set[str] | None:
+        """The ``_indices/<uuid>`` directory names that any version of the dataset reads
+        (Lance's ``tracked_files``); None when Lance cannot list them."""
+        try:
+            tracked = self.dataset.tracked_files().read_all()
+        except (OSError, ValueError) as exc:
+            log.info("cannot list the index files of %s (%s): none removed", self.uri, exc)
+            return None
+        return {
+            path.split("/")[1]
+            for path, kind in zip(
+                tracked.column("path").to_pylist(),
+                tracked.column("type").to_pylist(),
+                strict=True,
+            )
+            if kind == "index file" and path.startswith(_INDEX_DIR) and path.count("/") >= 2
+        }
+
     def _read_files(self, version: int) -> set[str]:
         # the latest version is open already: a checkout would read its manifest again
         ds = self.dataset
@@ -229,7 +248,7 @@ def staged_files(
 ) -> list[StoredFile]:
     """Data and deletion files older than ``cutoff`` that no version of the dataset reads:
     written by a writer that never committed them (a crash, a lost commit race). A file of
-    unknown age is kept."""
+    unknown age is kept. Index directories too (:func:`staged_index_files`)."""
     candidates = {
         f.path: f
         for f in listing
@@ -241,7 +260,35 @@ def staged_files(
                 break
             for path in hist.files(version):
                 candidates.pop(path, None)
-    return sorted(candidates.values(), key=lambda f: f.path)
+    found = [*candidates.values(), *staged_index_files(hist, listing, cutoff)]
+    return sorted(found, key=lambda f: f.path)
+
+
+def staged_index_files(
+    hist: DatasetHistory | None, listing: Iterable[StoredFile], cutoff: dt.datetime
+) -> list[StoredFile]:
+    """The files of the ``_indices/<uuid>`` directories that no version of the dataset reads
+    and whose newest file is older than ``cutoff``: an index built and never committed (a
+    crash or a lost race during a build; ``create_index_uncommitted``). Lance's version
+    cleanup removes the index files of the versions it removes (an index replaced, then
+    expired), not these. Nothing when Lance cannot list what the versions read."""
+    by_dir: dict[str, list[StoredFile]] = {}
+    for f in listing:
+        if f.path.startswith(_INDEX_DIR) and f.path.count("/") >= 2:
+            by_dir.setdefault(f.path.split("/")[1], []).append(f)
+    old = {
+        name: files
+        for name, files in by_dir.items()
+        if all(f.mtime is not None and f.mtime < cutoff for f in files)
+    }
+    if not old:
+        return []
+    if hist is not None:
+        referenced = hist.index_dirs()
+        if referenced is None:
+            return []
+        old = {name: files for name, files in old.items() if name not in referenced}
+    return [f for files in old.values() for f in files]
 
 
 def _manifest_path(name: str) -> int | None:

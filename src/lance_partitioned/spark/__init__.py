@@ -40,12 +40,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lance_partitioned.spark.search import search
 from lance_partitioned.spark.source import LancePartitionedDataSource
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["FILTER_PUSHDOWN_CONF", "LancePartitionedDataSource", "register"]
+__all__ = ["FILTER_PUSHDOWN_CONF", "LancePartitionedDataSource", "register", "search"]
 
 #: The session setting that makes PySpark hand filters to Python data sources.
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
