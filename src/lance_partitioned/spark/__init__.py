@@ -41,11 +41,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lance_partitioned.spark.source import LancePartitionedDataSource
+from lance_partitioned.spark.table import PartitionedTable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["FILTER_PUSHDOWN_CONF", "LancePartitionedDataSource", "register"]
+__all__ = ["FILTER_PUSHDOWN_CONF", "LancePartitionedDataSource", "PartitionedTable", "register"]
 
 #: The session setting that makes PySpark hand filters to Python data sources.
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
