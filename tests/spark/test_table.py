@@ -136,3 +136,85 @@ def test_a_task_failing_once_commits_once_and_keeps_no_staged_file(
     assert lp.PartitionedNamespace.open(str(spark_root)).version == before + 1
     assert _rows(spark_root) == _rows(python_root)
     assert _data_files(spark_root) == _referenced(spark_root)
+
+
+def _source(spark: SparkSession) -> Any:
+    """Matches in both spec versions (one row moves partition), a NULL-partition match, new
+    rows (one with a NULL country)."""
+    rows = [
+        (1, "DE", 100),
+        (14, "US", 140),
+        (2, None, 200),
+        (20, None, 2000),
+        (50, "FR", 500),
+        (51, None, 510),
+    ]
+    return spark.createDataFrame(rows, "id long, country string, amount long")
+
+
+def test_merge_equals_the_python_merge(spark: SparkSession, tmp_path: Path) -> None:
+    spark_root, python_root = _pair(tmp_path)
+    source = _source(spark)
+    before = lp.PartitionedNamespace.open(str(spark_root)).version
+    result = (
+        PartitionedTable.forPath(spark, str(spark_root))
+        .merge(source, condition="t.id = s.id")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    arrow = pa.Table.from_pylist([r.asDict() for r in source.collect()], schema=SCHEMA)
+    expected = (
+        lp.PartitionedNamespace.open(str(python_root))
+        .merge(arrow, on="id")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    assert result.version == before + 1
+    assert (result.rows_updated, result.rows_inserted) == (
+        expected.rows_updated,
+        expected.rows_inserted,
+    )
+    assert _rows(spark_root) == _rows(python_root)
+
+
+def test_merge_by_source_delete_equals_the_python_merge(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    spark_root, python_root = _pair(tmp_path)
+    source = _source(spark)
+    result = (
+        PartitionedTable.for_path(spark, str(spark_root))
+        .merge(source, on=["id", "country"])
+        .when_matched_update_all()
+        .when_not_matched_by_source_delete("amount < 10")
+        .execute()
+    )
+    arrow = pa.Table.from_pylist([r.asDict() for r in source.collect()], schema=SCHEMA)
+    expected = (
+        lp.PartitionedNamespace.open(str(python_root))
+        .merge(arrow, on=["id", "country"])
+        .when_matched_update_all()
+        .when_not_matched_by_source_delete("amount < 10")
+        .execute()
+    )
+    assert (result.rows_updated, result.rows_deleted) == (
+        expected.rows_updated,
+        expected.rows_deleted,
+    )
+    assert _rows(spark_root) == _rows(python_root)
+
+
+def test_merge_with_duplicate_source_keys_is_a_typed_error(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    _namespace(tmp_path / "ns")
+    before = lp.PartitionedNamespace.open(str(tmp_path / "ns")).version
+    source = spark.createDataFrame(
+        [(3, "FR", 1), (3, "FR", 2)], "id long, country string, amount long"
+    )
+    table = PartitionedTable.for_path(spark, str(tmp_path / "ns"))
+    with pytest.raises(lp.errors.DuplicateKeyError, match="several source rows"):
+        table.merge(source, on="id").when_matched_update_all().execute()
+    assert lp.PartitionedNamespace.open(str(tmp_path / "ns")).version == before

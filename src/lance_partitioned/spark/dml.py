@@ -51,7 +51,15 @@ from lance_partitioned.transaction import PendingWrite
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["TaskHook", "distributed_delete", "distributed_update", "run_leaf_tasks"]
+__all__ = [
+    "LeafJob",
+    "TaskHook",
+    "distributed_delete",
+    "distributed_update",
+    "job_for",
+    "remove_unused",
+    "run_leaf_tasks",
+]
 
 #: Called in every task after its work, with (task index, attempt): a test hook.
 TaskHook = Callable[[int, int], None]
@@ -151,7 +159,7 @@ def remove_unused(job: LeafJob, used: set[str]) -> int:
     return deleted
 
 
-def _job(manifest: Manifest, snapshot: ManifestSnapshot, hook: TaskHook | None) -> LeafJob:
+def job_for(manifest: Manifest, snapshot: ManifestSnapshot, hook: TaskHook | None) -> LeafJob:
     return LeafJob(
         uri=manifest.root,
         storage_options=tuple(sorted(manifest.storage_options.items())),
@@ -178,7 +186,7 @@ def distributed_delete(
     one commit by the driver (whole-leaf matches are dropped without a task)."""
     snapshot = manifest.snapshot()
     tasks = [t for t in leaf_tasks(manifest, snapshot, where) if not is_whole_leaf(t)]
-    job = _job(manifest, snapshot, hook)
+    job = job_for(manifest, snapshot, hook)
     found, _ = run_leaf_tasks(spark, job, tasks, _delete_leaf)
     return dml.delete(manifest, where, prepared=dict(found), details=_ENGINE)
 
@@ -220,7 +228,7 @@ def distributed_update(
         _UpdateItem(task, tuple(sorted(checked.items())))
         for task in leaf_tasks(manifest, snapshot, where)
     ]
-    job = _job(manifest, snapshot, hook)
+    job = job_for(manifest, snapshot, hook)
     try:
         found, used = run_leaf_tasks(spark, job, items, _update_leaf)
         prepared = (snapshot, dict(found))

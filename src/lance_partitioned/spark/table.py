@@ -13,7 +13,7 @@ the driver through :func:`lance_partitioned.transaction.commit_changes` (see
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lance_partitioned import errors
@@ -24,6 +24,7 @@ from lance_partitioned.namespace import PartitionedNamespace
 from lance_partitioned.restore import RestoreResult
 from lance_partitioned.spark import dml as spark_dml
 from lance_partitioned.spark.dml import TaskHook
+from lance_partitioned.spark.merge import SparkMergeBuilder, keys_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -113,6 +114,24 @@ class PartitionedTable:
             return spark_dml.distributed_update(
                 self._spark, self._manifest, where, assignments, hook=self._task_hook
             )
+
+    def merge(
+        self,
+        source: DataFrame,
+        on: str | Sequence[str] | None = None,
+        condition: str | None = None,
+        *,
+        null_safe: bool = False,
+    ) -> SparkMergeBuilder:
+        """An upsert of the DataFrame ``source`` keyed by ``on`` (or a ``condition`` of
+        equalities, ``"t.id = s.id"``): configure it with the ``when_*`` methods (or their
+        camelCase names), then ``execute()``. The source is never collected: its partition
+        values are computed and its rows grouped by target leaf on executors, each task merges
+        one leaf; the driver commits once (see :mod:`lance_partitioned.spark.merge`)."""
+        keys = keys_of(on, condition)
+        return SparkMergeBuilder(
+            self._spark, self._manifest, source, keys, null_safe=null_safe, hook=self._task_hook
+        )
 
     def restore(self, version: int | str | dt.datetime) -> RestoreResult:
         """Make an earlier version's rows the current ones, in one new commit (delta-spark's
