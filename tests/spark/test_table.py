@@ -218,3 +218,26 @@ def test_merge_with_duplicate_source_keys_is_a_typed_error(
     with pytest.raises(lp.errors.DuplicateKeyError, match="several source rows"):
         table.merge(source, on="id").when_matched_update_all().execute()
     assert lp.PartitionedNamespace.open(str(tmp_path / "ns")).version == before
+
+
+def test_a_merge_task_failing_once_commits_once_and_keeps_no_staged_file(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    spark_root, python_root = _pair(tmp_path)
+
+    def fail_first_attempt(index: int, attempt: int) -> None:
+        if attempt == 0 and index == 0:
+            raise RuntimeError("injected failure of attempt 0")
+
+    table = PartitionedTable.for_path(spark, str(spark_root))
+    table._task_hook = fail_first_attempt
+    before = lp.PartitionedNamespace.open(str(spark_root)).version
+    source = _source(spark)
+    result = table.merge(source, on="id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    arrow = pa.Table.from_pylist([r.asDict() for r in source.collect()], schema=SCHEMA)
+    python = lp.PartitionedNamespace.open(str(python_root))
+    python.merge(arrow, on="id").when_matched_update_all().when_not_matched_insert_all().execute()
+    assert result.version == before + 1
+    assert lp.PartitionedNamespace.open(str(spark_root)).version == before + 1
+    assert _rows(spark_root) == _rows(python_root)
+    assert _data_files(spark_root) == _referenced(spark_root)
