@@ -241,3 +241,44 @@ def test_a_merge_task_failing_once_commits_once_and_keeps_no_staged_file(
     assert lp.PartitionedNamespace.open(str(spark_root)).version == before + 1
     assert _rows(spark_root) == _rows(python_root)
     assert _data_files(spark_root) == _referenced(spark_root)
+
+
+def test_optimize_compacts_leaves_on_executors_in_one_commit(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    spark_root, python_root = _pair(tmp_path)
+    for root in (spark_root, python_root):  # a second fragment in every v2 leaf
+        ns = lp.PartitionedNamespace.open(str(root))
+        ns.write(
+            pa.table(
+                {
+                    "id": list(range(30, 42)),
+                    "country": ["FR", "US", None] * 4,
+                    "amount": list(range(12)),
+                },
+                schema=SCHEMA,
+            )
+        )
+    before = lp.PartitionedNamespace.open(str(spark_root)).version
+    result = PartitionedTable.for_path(spark, str(spark_root)).optimize(
+        "country = 'FR' OR country IS NULL", target_rows_per_fragment=1000
+    )
+    expected = lp.PartitionedNamespace.open(str(python_root)).optimize(
+        "country = 'FR' OR country IS NULL", target_rows_per_fragment=1000
+    )
+    assert result.leaves_compacted == expected.leaves_compacted > 0
+    after = lp.PartitionedNamespace.open(str(spark_root))
+    operations = [v["operation"] for v in after.versions().to_pylist() if v["version"] > before]
+    assert operations.count("optimize") == 1
+    fragments = {t.object_id: len(lance_fragments(t.uri)) for t in after.plan_scan(None)}
+    assert fragments == {
+        t.object_id: len(lance_fragments(t.uri))
+        for t in lp.PartitionedNamespace.open(str(python_root)).plan_scan(None)
+    }
+    assert _rows(spark_root) == _rows(python_root)
+
+
+def lance_fragments(uri: str) -> list[Any]:
+    import lance
+
+    return list(lance.dataset(uri).get_fragments())

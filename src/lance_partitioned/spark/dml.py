@@ -42,8 +42,9 @@ from lance_partitioned.dml.plan import (
 from lance_partitioned.dml.results import DeleteResult, UpdateResult
 from lance_partitioned.dml.update import LeafWork, check_assignments, leaf_work
 from lance_partitioned.ingest import WriteOptions
+from lance_partitioned.maintenance.optimize import OptimizeResult, optimize, prepare_leaf
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
-from lance_partitioned.scan import ScanTask
+from lance_partitioned.scan import ScanTask, plan_scan
 from lance_partitioned.spark.staging import StagingJournal, data_files, delete_unreferenced
 from lance_partitioned.spark.workers import freeze_worker_heap
 from lance_partitioned.transaction import PendingWrite
@@ -55,6 +56,7 @@ __all__ = [
     "LeafJob",
     "TaskHook",
     "distributed_delete",
+    "distributed_optimize",
     "distributed_update",
     "job_for",
     "remove_unused",
@@ -104,10 +106,11 @@ def run_leaf_tasks(
     spark: SparkSession,
     job: LeafJob,
     items: Sequence[T],
-    work: Callable[[LeafJob, T], tuple[R, PendingWrite | None]],
+    work: Callable[[LeafJob, T], tuple[R, PendingWrite | Mapping[str, list[str]] | None]],
 ) -> tuple[list[R], set[str]]:
     """Run ``work`` on every item in its own Spark task; returns the values and the names of
-    the journals of the attempts whose results are used."""
+    the journals of the attempts whose results are used. ``work`` returns its value and
+    what it staged (a PendingWrite, or leaf location -> data file names)."""
     if not items:
         return [], set()
 
@@ -120,8 +123,8 @@ def run_leaf_tasks(
         for item in chunk:
             value, pending = work(job, item)
             values.append(value)
-            for leaf in pending.leaves if pending is not None else ():
-                staged.setdefault(leaf.location, []).extend(sorted(data_files(leaf.fragments)))
+            for location, names in staged_files(pending).items():
+                staged.setdefault(location, []).extend(names)
         name = None
         if staged:
             journal = StagingJournal(job.manifest(), job.job_id)
@@ -136,6 +139,18 @@ def run_leaf_tasks(
     results = rdd.mapPartitionsWithIndex(task).collect()
     values = [value for result in results for value in result.values]
     return values, {r.journal for r in results if r.journal is not None}
+
+
+def staged_files(pending: PendingWrite | Mapping[str, list[str]] | None) -> dict[str, list[str]]:
+    """Leaf location -> the data file names staged there."""
+    if pending is None:
+        return {}
+    if not isinstance(pending, PendingWrite):
+        return {k: list(v) for k, v in pending.items()}
+    staged: dict[str, list[str]] = {}
+    for leaf in pending.leaves:
+        staged.setdefault(leaf.location, []).extend(sorted(data_files(leaf.fragments)))
+    return staged
 
 
 def remove_unused(job: LeafJob, used: set[str]) -> int:
@@ -189,6 +204,40 @@ def distributed_delete(
     job = job_for(manifest, snapshot, hook)
     found, _ = run_leaf_tasks(spark, job, tasks, _delete_leaf)
     return dml.delete(manifest, where, prepared=dict(found), details=_ENGINE)
+
+
+# ----------------------------------------------------------------------------- optimize
+def _optimize_leaf(job: LeafJob, item: tuple[ScanTask, int]) -> tuple[Any, dict[str, list[str]]]:
+    task, target = item
+    leaf = prepare_leaf(job.manifest(), task, target)
+    location = job.snapshot().location(task.object_id)
+    new = [f for group in getattr(leaf.operation, "groups", ()) for f in group.new_fragments]
+    return leaf, {location: sorted(data_files(new))} if location and new else {}
+
+
+def distributed_optimize(
+    spark: SparkSession,
+    manifest: Manifest,
+    filter: str | None,
+    target_rows_per_fragment: int = 1_048_576,
+    hook: TaskHook | None = None,
+) -> OptimizeResult:
+    """Compact the leaves ``filter`` selects, each in a Spark task; one commit (and the
+    ``__manifest``'s own compaction) on the driver."""
+    snapshot = manifest.snapshot()
+    tasks = plan_scan(manifest, snapshot, filter)
+    items = [(task, target_rows_per_fragment) for task in tasks]
+    job = job_for(manifest, snapshot, hook)
+    try:
+        found, used = run_leaf_tasks(spark, job, items, _optimize_leaf)
+        result = optimize(
+            manifest, filter, target_rows_per_fragment=target_rows_per_fragment, prepared=found
+        )
+    except BaseException:
+        remove_unused(job, set())
+        raise
+    remove_unused(job, used)
+    return result
 
 
 # ----------------------------------------------------------------------------- update

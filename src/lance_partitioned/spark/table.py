@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from lance_partitioned import errors
 from lance_partitioned.dml.results import DeleteResult, UpdateResult
 from lance_partitioned.dml.update import assignments as to_assignments
+from lance_partitioned.maintenance.optimize import OptimizeResult
 from lance_partitioned.manifest import Manifest
 from lance_partitioned.namespace import PartitionedNamespace
 from lance_partitioned.restore import RestoreResult
@@ -132,6 +133,17 @@ class PartitionedTable:
         return SparkMergeBuilder(
             self._spark, self._manifest, source, keys, null_safe=null_safe, hook=self._task_hook
         )
+
+    def optimize(
+        self, filter: str | None = None, *, target_rows_per_fragment: int = 1_048_576
+    ) -> OptimizeResult:
+        """Compact the leaves ``filter`` selects (as a scan would; None: every leaf), each
+        leaf in a Spark task, published in one commit (delta-spark's
+        ``optimize().executeCompaction()``)."""
+        with errors.typed_storage_errors(self._uri, "optimize"):
+            return spark_dml.distributed_optimize(
+                self._spark, self._manifest, filter, target_rows_per_fragment, self._task_hook
+            )
 
     def restore(self, version: int | str | dt.datetime) -> RestoreResult:
         """Make an earlier version's rows the current ones, in one new commit (delta-spark's
