@@ -152,6 +152,7 @@ def _source(spark: SparkSession) -> Any:
     return spark.createDataFrame(rows, "id long, country string, amount long")
 
 
+@pytest.mark.slow  # three Spark jobs with two shuffles: 10-25 s on 2 shared cores
 def test_merge_equals_the_python_merge(spark: SparkSession, tmp_path: Path) -> None:
     spark_root, python_root = _pair(tmp_path)
     source = _source(spark)
@@ -220,6 +221,7 @@ def test_merge_with_duplicate_source_keys_is_a_typed_error(
     assert lp.PartitionedNamespace.open(str(tmp_path / "ns")).version == before
 
 
+@pytest.mark.slow  # three Spark jobs with two shuffles: 10-25 s on 2 shared cores
 def test_a_merge_task_failing_once_commits_once_and_keeps_no_staged_file(
     spark: SparkSession, tmp_path: Path
 ) -> None:

@@ -2,7 +2,7 @@
 ``DeltaTable``).
 
 >>> from lance_partitioned.spark import PartitionedTable
->>> PartitionedTable.forPath is PartitionedTable.for_path
+>>> PartitionedTable.forPath == PartitionedTable.for_path
 True
 
 Each change plans on the driver, runs its per-leaf work in Spark tasks and commits once on
