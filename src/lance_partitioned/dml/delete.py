@@ -147,16 +147,26 @@ def deleted_rows(
     return read
 
 
-def delete(manifest: Manifest, where: str | Predicate) -> DeleteResult:
+def delete(
+    manifest: Manifest,
+    where: str | Predicate,
+    prepared: Mapping[str, PreparedDelete] | None = None,
+    details: Mapping[str, str] | None = None,
+) -> DeleteResult:
     """Delete the rows matching ``where`` (SQL or a Predicate) in one commit.
+
+    ``prepared`` holds Lance deletes already prepared elsewhere (Spark executors), by leaf
+    object id: each is used while its leaf is still at the version it was prepared on, and
+    a leaf that moved meanwhile is prepared again here. ``details`` are recorded on the
+    commit with the predicate.
 
     Raises :class:`~lance_partitioned.errors.InvalidInputError` for a predicate that does
     not parse or names an unknown column; nothing is changed then.
     """
     started = time.perf_counter()
-    cache: dict[str, PreparedDelete] = {}
+    cache: dict[str, PreparedDelete] = dict(prepared or {})
     dropped: dict[str, int] = {}
-    operation = Operation("delete", details={"predicate": describe(where)})
+    operation = Operation("delete", details={"predicate": describe(where), **(details or {})})
 
     def plan(snapshot: ManifestSnapshot) -> ChangePlan:
         changes, drops = delete_changes(manifest, snapshot, where, cache)

@@ -47,7 +47,7 @@ from lance_partitioned.transaction import (
 )
 from lance_partitioned.transaction.write import Tally
 
-__all__ = ["assign", "assignments", "check_assignments", "update"]
+__all__ = ["LeafWork", "assign", "assignments", "check_assignments", "leaf_work", "update"]
 
 
 def _quoted(name: str) -> str:
@@ -169,20 +169,56 @@ def assign(table: pa.Table, assignments: Mapping[str, str]) -> pa.Table:
 
 
 @dataclass
-class _LeafWork:
-    """What the update did for one leaf at one version: rows read and the staged rows."""
+class LeafWork:
+    """What the update did for one leaf at one version: rows read and the staged rows.
+
+    ``deletion`` is the uncommitted Lance delete of the matched rows prepared with them
+    (elsewhere: a Spark executor) and the rows it deletes; it is committed while the leaf is
+    still at ``read_version``, and prepared again on any other version."""
 
     read_version: int
     rows: int
     staged: PendingWrite | None
     moved: int
     change: LeafChange | None = None  # the same object on every attempt: its commit is kept
+    deletion: tuple[Any, int] | None = None
+
+
+def leaf_work(
+    manifest: Manifest,
+    snapshot: ManifestSnapshot,
+    task: ScanTask,
+    ds: LanceDataset,
+    checked: Mapping[str, str],
+    options: WriteOptions,
+) -> LeafWork:
+    """Read the rows of ``task``'s leaf (opened as ``ds``) that match, compute their new
+    values and stage them under ``snapshot``'s current spec (nothing is committed)."""
+    schema = snapshot.metadata.schema
+    matched = matched_rows(ds, task, schema).drop_columns([ROW_ADDRESS])
+    staged = None
+    moved = 0
+    if matched.num_rows:
+        changed = assign(matched, checked)
+        staged = stage(
+            manifest,
+            snapshot,
+            changed,
+            mode="append",
+            target=leaf_schema(schema),
+            options=options,
+        )
+        moved = sum(leaf.rows for leaf in staged.leaves if leaf.object_id != task.object_id)
+    return LeafWork(int(ds.version), matched.num_rows, staged, moved)
 
 
 def _prepare(
-    task: ScanTask, schema: NamespaceSchema, count: DeleteCount
+    task: ScanTask, schema: NamespaceSchema, count: DeleteCount, work: LeafWork
 ) -> Callable[[LanceDataset], Any]:
     def prepare(ds: LanceDataset) -> Any:
+        if work.deletion is not None and ds.version == work.read_version:
+            count.rows = work.deletion[1]
+            return work.deletion[0]
         return delete_operation(ds, deletion_filter(ds, task, schema), count)
 
     return prepare
@@ -194,46 +230,42 @@ def update(
     assignments: Mapping[str, str],
     *,
     options: WriteOptions | None = None,
+    prepared: tuple[ManifestSnapshot, Mapping[str, LeafWork]] | None = None,
+    details: Mapping[str, str] | None = None,
 ) -> UpdateResult:
-    """Set ``assignments`` (column -> SQL over the row) on the rows matching ``where``."""
+    """Set ``assignments`` (column -> SQL over the row) on the rows matching ``where``.
+
+    ``prepared`` is the per-leaf work already done elsewhere (Spark executors) on a
+    snapshot: each leaf's work is used while the leaf is still at the version it was done
+    on and the namespace metadata is the snapshot's; the others are done again here.
+    ``details`` are recorded on the commit."""
     started = time.perf_counter()
     options = options or WriteOptions(threads=manifest.max_workers)
-    first = manifest.snapshot()
+    first = manifest.snapshot() if prepared is None else prepared[0]
     checked = check_assignments(assignments, first.metadata.schema.read_schema())
     leaf_tasks(manifest, first, where)  # a bad predicate fails before anything is read
-    cache: dict[str, _LeafWork] = {}  # by leaf, for one namespace metadata
+    cache: dict[str, LeafWork] = {} if prepared is None else dict(prepared[1])
     counts: dict[str, DeleteCount] = {}
-    done: list[_LeafWork] = []
+    done: list[LeafWork] = []
     planned = [first.metadata]
     merged: dict[tuple[int, ...], PendingWrite | None] = {}
     operation = Operation(
         "update",
-        details={"predicate": describe(where), "assignments": repr(sorted(checked.items()))},
+        details={
+            "predicate": describe(where),
+            "assignments": repr(sorted(checked.items())),
+            **(details or {}),
+        },
     )
 
-    def work(task: ScanTask, snapshot: ManifestSnapshot) -> _LeafWork:
+    def work(task: ScanTask, snapshot: ManifestSnapshot) -> LeafWork:
         known = cache.get(task.object_id)
         if known is not None and known.read_version == task.read_version:
             return known  # (without opening the leaf again)
         ds = task.open()
         if known is not None and known.read_version == ds.version:
             return known
-        schema = snapshot.metadata.schema
-        matched = matched_rows(ds, task, schema).drop_columns([ROW_ADDRESS])
-        staged = None
-        moved = 0
-        if matched.num_rows:
-            changed = assign(matched, checked)
-            staged = stage(
-                manifest,
-                snapshot,
-                changed,
-                mode="append",
-                target=leaf_schema(schema),
-                options=options,
-            )
-            moved = sum(leaf.rows for leaf in staged.leaves if leaf.object_id != task.object_id)
-        cache[task.object_id] = found = _LeafWork(int(ds.version), matched.num_rows, staged, moved)
+        cache[task.object_id] = found = leaf_work(manifest, snapshot, task, ds, checked, options)
         return found
 
     def plan(snapshot: ManifestSnapshot) -> ChangePlan:
@@ -265,7 +297,7 @@ def update(
                 reads[task.object_id] = found.read_version
             if found.change is None:
                 count = counts.setdefault(task.object_id, DeleteCount())
-                found.change = LeafChange(task.object_id, _prepare(task, schema, count))
+                found.change = LeafChange(task.object_id, _prepare(task, schema, count, found))
             changes.append(found.change)
             if found.staged is not None and found.staged.leaves:
                 writes.append(found.staged)

@@ -70,6 +70,7 @@ __all__ = [
     "OptimizeProgress",
     "OptimizeResult",
     "optimize",
+    "prepare_leaf",
 ]
 
 log = logging.getLogger(__name__)
@@ -399,6 +400,15 @@ class _Planner:
         return operation.counted(partitions=len(compacted) + len(indexed)).to_properties()
 
 
+def prepare_leaf(
+    manifest: Manifest, task: ScanTask, target_rows_per_fragment: int = 1_048_576
+) -> Any:
+    """Compact one leaf without committing (new fragments written, the ``Rewrite``
+    prepared): what :func:`optimize` takes as ``prepared``."""
+    options = CompactionOptions(target_rows_per_fragment=target_rows_per_fragment)
+    return _Planner(manifest, None, options, None, 1)._prepare_task(task)
+
+
 def _compact_manifest(manifest: Manifest) -> ManifestCompaction | None:
     """Compact the ``__manifest`` table, retrying a conflict a few times (then giving up:
     nothing is lost, the next optimize compacts it)."""
@@ -420,6 +430,7 @@ def optimize(
     compact_manifest: bool = True,
     progress: Callable[[OptimizeProgress], None] | None = None,
     threads: int | None = None,
+    prepared: Sequence[Any] = (),
 ) -> OptimizeResult:
     """Compact the leaves selected by ``filter`` and publish them in one ``__manifest`` commit
     (see the module docstring).
@@ -438,6 +449,9 @@ def optimize(
         Called with an :class:`OptimizeProgress` once per selected leaf.
     threads : int, optional
         Leaves compacted in parallel (default: ``manifest.max_workers``).
+    prepared : sequence
+        Leaves already compacted elsewhere (Spark executors: :func:`prepare_leaf`), each
+        used while its leaf is still at the version it was compacted on.
 
     Raises
     ------
@@ -452,6 +466,7 @@ def optimize(
     width = threads or manifest.max_workers
     options = CompactionOptions(target_rows_per_fragment=target_rows_per_fragment)
     planner = _Planner(manifest, filter, options, progress, width)
+    planner.cache.update(((leaf.object_id, leaf.read_version), leaf) for leaf in prepared)
     committed = commit_changes(manifest, planner, leaf_threads=width)
     published = set(committed.changed)
     indexed = {leaf.object_id for leaf in planner.selected if leaf.indexed} & published

@@ -42,11 +42,18 @@ from typing import TYPE_CHECKING
 
 from lance_partitioned.spark.search import search
 from lance_partitioned.spark.source import LancePartitionedDataSource
+from lance_partitioned.spark.table import PartitionedTable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["FILTER_PUSHDOWN_CONF", "LancePartitionedDataSource", "register", "search"]
+__all__ = [
+    "FILTER_PUSHDOWN_CONF",
+    "LancePartitionedDataSource",
+    "PartitionedTable",
+    "register",
+    "search",
+]
 
 #: The session setting that makes PySpark hand filters to Python data sources.
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"

@@ -1,0 +1,497 @@
+"""``PartitionedTable.merge``: an upsert whose work runs on executors, committed once.
+
+1. Each source row gets an id (``monotonically_increasing_id``) and, on executors
+   (``mapInArrow``), the target leaves its keys can match: the partition values the keys
+   determine, computed with the namespace's transforms for every spec version, looked up in
+   the pinned ``__manifest`` snapshot (:func:`lance_partitioned.dml.merge._source_groups`, as
+   the Python merge does). A row goes to every leaf it can match; the leaves that a
+   ``when_not_matched_by_source_delete`` searches get a marker row.
+2. The rows are grouped by leaf (a shuffle); each task merges its leaves' slices with the
+   Python merge's per-leaf search (:meth:`~lance_partitioned.dml.merge.MergeBuilder._search`,
+   reading only that leaf), stages the updated rows under the current spec and prepares the
+   leaf's Lance delete; it returns those (pickled metadata) and the ids of the source rows
+   that matched.
+3. The source rows that matched no target row (an anti-join on the ids) are staged on
+   executors when the merge inserts.
+
+The driver collects only the prepared operations and fragment metadata (never the source)
+and publishes every leaf in one :func:`lance_partitioned.transaction.commit_changes`.
+"""
+
+from __future__ import annotations
+
+import pickle
+import re
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+from lance import LanceDataset
+from pyspark import TaskContext
+
+from lance_partitioned import errors, scan
+from lance_partitioned.consistency import leaf_schema
+from lance_partitioned.dml.merge import MergeBuilder, _source_groups
+from lance_partitioned.dml.plan import DeleteCount, addresses, delete_operation, leaf_tasks
+from lance_partitioned.dml.results import MergeResult
+from lance_partitioned.expressions import AlwaysFalse, Predicate
+from lance_partitioned.ingest import WriteOptions, stage
+from lance_partitioned.manifest import Manifest, ManifestSnapshot
+from lance_partitioned.manifest.operations import Operation
+from lance_partitioned.spark.dml import TASK_THREADS, LeafJob, TaskHook, job_for, remove_unused
+from lance_partitioned.spark.staging import StagingJournal, data_files
+from lance_partitioned.spark.workers import freeze_worker_heap
+from lance_partitioned.transaction import (
+    ChangePlan,
+    LeafChange,
+    PendingWrite,
+    commit_changes,
+    merge_pending,
+)
+from lance_partitioned.transaction.write import Tally
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["SparkMergeBuilder", "keys_of"]
+
+_ROW = "__lp_row"
+_LEAF = "__lp_leaf"
+_RESULT_SCHEMA = "kind string, payload binary, row long"
+_EQUALITY = re.compile(r"^\s*(\w+)\.`?(\w+)`?\s*=\s*(\w+)\.`?(\w+)`?\s*$")
+
+
+def keys_of(on: str | Sequence[str] | None, condition: str | None) -> list[str]:
+    """The key columns of ``on``, or of a ``condition`` that ANDs equalities of one column
+    on both sides (``"t.id = s.id AND t.day = s.day"``).
+
+    >>> keys_of(None, "t.id = s.id AND target.day = source.day")
+    ['id', 'day']
+    """
+    if (on is None) == (condition is None):
+        raise errors.InvalidInputError("merge needs on= (key columns) or condition=, not both")
+    if on is not None:
+        return [on] if isinstance(on, str) else list(on)
+    assert condition is not None
+    keys = []
+    for part in re.split(r"\s+and\s+", condition.strip(), flags=re.IGNORECASE):
+        found = _EQUALITY.match(part)
+        if found is None or found.group(2) != found.group(4) or found.group(1) == found.group(3):
+            raise errors.InvalidInputError(
+                f"merge condition {condition!r}: only equalities of one column in the target "
+                "and the source, joined by AND, are supported (like 't.id = s.id'); use on="
+            )
+        keys.append(found.group(2))
+    return keys
+
+
+@dataclass
+class _LeafResult:
+    """One leaf's merge, prepared on an executor."""
+
+    object_id: str
+    read_version: int
+    deleted: np.ndarray | None  # row addresses to delete
+    operation: Any  # the Lance delete prepared at read_version
+    count: int
+    updated: int
+    by_source: int
+    staged: PendingWrite | None
+
+
+@dataclass(frozen=True)
+class _MergeJob:
+    leaf: LeafJob
+    on: tuple[str, ...]
+    null_safe: bool
+    update: tuple[bool, str | None]
+    insert: bool
+    delete: tuple[bool, str | Predicate | None]
+    columns: tuple[str, ...]  # the source's columns
+    tasks: dict[str, tuple[scan.ScanTask, Predicate]] = field(default_factory=dict)
+
+    def builder(self, manifest: Manifest) -> MergeBuilder:
+        b = MergeBuilder(manifest, None, list(self.on), null_safe=self.null_safe)
+        b._update, b._insert, b._delete = self.update, self.insert, self.delete
+        return b
+
+
+def _journal(job: LeafJob, pending: Sequence[PendingWrite]) -> str | None:
+    staged: dict[str, list[str]] = {}
+    for write in pending:
+        for leaf in write.leaves:
+            staged.setdefault(leaf.location, []).extend(sorted(data_files(leaf.fragments)))
+    if not staged:
+        return None
+    context = TaskContext.get()
+    index = context.partitionId() if context is not None else 0
+    attempt = context.attemptNumber() if context is not None else 0
+    journal = StagingJournal(job.manifest(), job.job_id)
+    name = journal.record(index, attempt, staged)
+    if journal.done():
+        remove_unused(job, set())
+    return name
+
+
+def _payload(kind: str, value: Any) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict(
+        {"kind": [kind], "payload": [pickle.dumps(value)], "row": [None]},
+        schema=pa.schema([("kind", pa.string()), ("payload", pa.binary()), ("row", pa.int64())]),
+    )
+
+
+def _hook(job: LeafJob) -> None:
+    context = TaskContext.get()
+    if job.hook is not None and context is not None:
+        job.hook(context.partitionId(), context.attemptNumber())
+
+
+class SparkMergeBuilder:
+    """A merge of a Spark DataFrame into the namespace: configure it with the ``when_*``
+    methods (or delta-spark's camelCase names), then :meth:`execute` it (one commit). The
+    rules are the Python merge's (:class:`lance_partitioned.dml.MergeBuilder`)."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        manifest: Manifest,
+        source: DataFrame,
+        on: list[str],
+        *,
+        null_safe: bool = False,
+        hook: TaskHook | None = None,
+    ) -> None:
+        self._spark, self._manifest, self._source = spark, manifest, source
+        self._python = MergeBuilder(manifest, None, on, null_safe=null_safe)  # checks ``on``
+        self._on, self._null_safe, self._hook = on, null_safe, hook
+
+    def when_matched_update_all(self, condition: str | None = None) -> SparkMergeBuilder:
+        """Replace each matched target row by its source row (see the Python merge)."""
+        self._python.when_matched_update_all(condition)
+        return self
+
+    def when_matched_update(
+        self, set: dict[str, str] | None = None, condition: str | None = None
+    ) -> SparkMergeBuilder:
+        """delta-spark's ``whenMatchedUpdate``: only ``set`` equal to every source column
+        (``{"col": "source.col"}``) is supported: the same as ``when_matched_update_all``."""
+        columns = set or {}
+        if any(str(v).split(".")[-1].strip("`") != k for k, v in columns.items()):
+            raise errors.UnsupportedOperationError(
+                "when_matched_update(set=...) supports only source.<col> for each <col>; "
+                "select the columns into the source DataFrame and use when_matched_update_all"
+            )
+        return self.when_matched_update_all(condition)
+
+    def when_matched_delete(self, condition: str | None = None) -> SparkMergeBuilder:
+        """Not supported yet (the Python merge has no matched-delete clause)."""
+        raise errors.UnsupportedOperationError(
+            "when_matched_delete is not supported yet: delete the keys with "
+            "PartitionedTable.delete, or merge with when_matched_update_all"
+        )
+
+    def when_not_matched_insert_all(self) -> SparkMergeBuilder:
+        """Insert each source row that matches no target row."""
+        self._python.when_not_matched_insert_all()
+        return self
+
+    def when_not_matched_by_source_delete(
+        self, condition: str | Predicate | None = None
+    ) -> SparkMergeBuilder:
+        """Delete each target row that no source row matches (where ``condition`` holds)."""
+        self._python.when_not_matched_by_source_delete(condition)
+        return self
+
+    whenMatchedUpdateAll = when_matched_update_all  # (delta-spark's names)
+    whenMatchedUpdate = when_matched_update
+    whenMatchedDelete = when_matched_delete
+    whenNotMatchedInsertAll = when_not_matched_insert_all
+    whenNotMatchedBySourceDelete = when_not_matched_by_source_delete
+
+    # ------------------------------------------------------------------------- execute
+    def execute(self) -> MergeResult:
+        """Run the merge on the executors; one ``__manifest`` commit on the driver."""
+        from pyspark.errors import PySparkException
+        from pyspark.sql import functions as F
+
+        started = time.perf_counter()
+        manifest = self._manifest
+        snapshot = manifest.snapshot()
+        read = snapshot.metadata.schema.read_schema()
+        missing = [k for k in self._on if k not in read.names or k not in self._source.columns]
+        if missing:
+            raise errors.InvalidInputError(
+                f"merge key column(s) {missing} must be columns of the namespace {read.names} "
+                f"and of the source {self._source.columns}"
+            )
+        python = self._python
+        delete, condition = python._delete
+        residuals: dict[str, Predicate] = {}
+        if delete:
+            every = scan.plan_scan(manifest, snapshot, condition, columns=[])
+            if condition is not None:
+                every = leaf_tasks(manifest, snapshot, condition)
+            residuals = {t.object_id: t.residual for t in every}
+        tasks = {
+            t.object_id: (t, residuals.get(t.object_id, AlwaysFalse()))
+            for t in scan.plan_scan(manifest, snapshot, None, columns=[])
+        }
+        leaf = job_for(manifest, snapshot, self._hook)
+        job = _MergeJob(
+            leaf=leaf,
+            on=tuple(self._on),
+            null_safe=self._null_safe,
+            update=python._update,
+            insert=python._insert,
+            delete=python._delete,
+            columns=tuple(self._source.columns),
+            tasks=tasks,
+        )
+        keyed = self._source.withColumn(_ROW, F.monotonically_increasing_id()).persist()
+        try:
+            results = self._run(job, keyed, residuals)
+            version, attempts, skipped = self._commit(job, snapshot, results)
+        except PySparkException as exc:
+            remove_unused(leaf, set())
+            for name in ("DuplicateKeyError", "InvalidInputError", "SchemaMismatchError"):
+                if f"{name}:" in str(exc):
+                    message = str(exc).split(f"{name}:", 1)[1].strip().splitlines()[0]
+                    raise getattr(errors, name)(message) from None
+            raise
+        except BaseException:
+            remove_unused(leaf, set())
+            raise
+        finally:
+            keyed.unpersist()
+        remove_unused(leaf, {r[1] for r in results if r[1] is not None})
+        leaves = [r[0] for r in results if isinstance(r[0], _LeafResult)]
+        inserted = sum(r[0] for r in results if isinstance(r[0], int))
+        return MergeResult(
+            version=version,
+            rows_updated=0 if skipped else sum(r.updated for r in leaves),
+            rows_inserted=0 if skipped else inserted,
+            rows_deleted=0 if skipped else sum(r.by_source for r in leaves),
+            leaves_read=len(leaves),
+            attempts=attempts,
+            seconds=time.perf_counter() - started,
+        )
+
+    def _run(
+        self, job: _MergeJob, keyed: DataFrame, residuals: dict[str, Predicate]
+    ) -> list[tuple[Any, str | None]]:
+        with warnings.catch_warnings():
+            # mapInArrow checks the pandas version and warns for pandas 3, which it never uses
+            warnings.filterwarnings("ignore", "PySpark does not yet fully", FutureWarning)
+            return self._jobs(job, keyed, residuals)
+
+    def _jobs(
+        self, job: _MergeJob, keyed: DataFrame, residuals: dict[str, Predicate]
+    ) -> list[tuple[Any, str | None]]:
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        routed_schema = StructType([*keyed.schema.fields, StructField(_LEAF, StringType())])
+        routed = keyed.mapInArrow(lambda it: _route(job, it), routed_schema)
+        markers = [o for o, r in residuals.items() if not isinstance(r, AlwaysFalse)]
+        if markers:
+            empty = self._spark.createDataFrame([(m,) for m in markers], f"{_LEAF} string")
+            for f in keyed.schema.fields:
+                empty = empty.withColumn(f.name, F.lit(None).cast(f.dataType))
+            routed = routed.unionByName(empty)
+        merged = routed.repartition(_LEAF).mapInArrow(lambda it: _merge(job, it), _RESULT_SCHEMA)
+        merged = merged.persist()
+        try:
+            out = [pickle.loads(r.payload) for r in merged.where("kind = 'leaf'").collect()]
+            if job.insert:
+                matched = merged.where("kind = 'matched'").select(F.col("row").alias(_ROW))
+                new = keyed.join(matched, on=_ROW, how="left_anti")
+                staged = new.mapInArrow(lambda it: _insert(job, it), _RESULT_SCHEMA)
+                out += [pickle.loads(r.payload) for r in staged.collect()]
+        finally:
+            merged.unpersist()
+        return out
+
+    def _commit(
+        self,
+        job: _MergeJob,
+        pinned: ManifestSnapshot,
+        results: list[tuple[Any, str | None]],
+    ) -> tuple[int, int, bool]:
+        leaves = [r[0] for r in results if isinstance(r[0], _LeafResult)]
+        writes = [r.staged for r in leaves if r.staged is not None]
+        writes += [r[0] for r in results if isinstance(r[0], PendingWrite)]
+        staged = merge_pending(writes) if writes else None
+        counts = {r.object_id: DeleteCount(r.count) for r in leaves}
+        changes = [
+            LeafChange(r.object_id, _prepare(r, counts[r.object_id]))
+            for r in leaves
+            if r.deleted is not None
+        ]
+        reads = {r.object_id: r.read_version for r in leaves}
+        operation = Operation("merge", details={"on": ",".join(self._on), "engine": "spark"})
+
+        def plan(snapshot: ManifestSnapshot) -> ChangePlan:
+            if snapshot.metadata != pinned.metadata:
+                raise errors.ConcurrentSchemaChangeError(
+                    f"the namespace's schema or partition spec changed at __manifest version "
+                    f"{snapshot.version} while this merge ran: nothing was changed; run it again"
+                )
+            moved = [o for o, v in reads.items() if snapshot.read_version(o) != v]
+            if moved:
+                raise errors.ConcurrentModificationError(
+                    f"leaves {moved[:3]} changed while this merge ran (its matches were read "
+                    "before): nothing was changed; run it again"
+                )
+            tally = Tally(
+                operation,
+                written=[] if staged is None else staged.leaves,
+                deleted=lambda: {o: c.rows for o, c in counts.items()},
+                updated=sum(r.updated for r in leaves),
+            )
+            return ChangePlan(
+                changes=changes, writes=staged, reads=reads, properties=tally.properties
+            )
+
+        result = commit_changes(self._manifest, plan, leaf_threads=TASK_THREADS)
+        return result.version, result.attempts, result.skipped
+
+
+def _prepare(found: _LeafResult, count: DeleteCount) -> Any:
+    def prepare(ds: LanceDataset) -> Any:
+        if ds.version == found.read_version:
+            count.rows = found.count
+            return found.operation
+        return delete_operation(ds, found.deleted, count)  # appended meanwhile: same rows
+
+    return prepare
+
+
+def _route(job: _MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor: each source row with every target leaf its keys can match."""
+    freeze_worker_heap()
+    manifest = job.leaf.manifest()
+    snapshot = job.leaf.snapshot()
+    metadata = snapshot.metadata
+    builder = job.builder(manifest)
+    safe = builder._safe_keys(snapshot)
+    by_spec: dict[int, list[str]] = {}
+    for object_id, (task, _) in job.tasks.items():
+        by_spec.setdefault(task.spec_version, []).append(object_id)
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        table = pa.Table.from_batches([batch])
+        source = builder._source(metadata.schema, table.select(list(job.columns)))
+        out = []
+        for spec in metadata.specs:
+            groups = _source_groups(snapshot, spec, metadata.schema, source, job.on, safe)
+            if groups is None:
+                everyone = np.arange(table.num_rows)
+                groups = dict.fromkeys(by_spec.get(spec.version, []), everyone)
+            for object_id, rows in groups.items():
+                part = table.take(pa.array(rows))
+                out.append(part.append_column(_LEAF, pa.array([object_id] * len(rows))))
+        for part in out:
+            yield from part.to_batches()
+
+
+def _merge(job: _MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor: merge each leaf's slice of the source into that leaf."""
+    freeze_worker_heap()
+    manifest = job.leaf.manifest()
+    snapshot = job.leaf.snapshot()
+    schema = snapshot.metadata.schema
+    builder = job.builder(manifest)
+    builder._insert = False  # the rows that match no leaf are inserted by _insert
+    safe = builder._safe_keys(snapshot)
+    read = schema.read_schema()
+    options = WriteOptions(threads=TASK_THREADS)
+    tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+    if not tables:
+        return
+    everything = pa.concat_tables(tables)
+    leaves = everything.column(_LEAF).to_pylist()
+    results: list[tuple[Any, str | None]] = []
+    matched_ids: list[np.ndarray] = []
+    staged_all: list[PendingWrite] = []
+    for object_id in sorted(set(leaves)):
+        mask = pa.array([leaf == object_id for leaf in leaves])
+        slice_ = everything.filter(mask)
+        slice_ = slice_.filter(slice_.column(_ROW).is_valid())  # (marker rows: none)
+        ids = np.asarray(slice_.column(_ROW).to_numpy(zero_copy_only=False), dtype=np.int64)
+        task, deleting = job.tasks[object_id]
+        ds = task.open()
+        source = builder._source(schema, slice_.select(list(job.columns)))
+        found = builder._search(ds, task, schema, source, deleting, safe)
+        matched_ids.append(ids[found.matched])
+        rows = builder._new_rows(source, [found], read)
+        staged = None
+        if rows.num_rows:
+            staged = stage(
+                manifest, snapshot, rows, mode="append", target=leaf_schema(schema), options=options
+            )
+            staged_all.append(staged)
+        where = addresses(found.deleted)
+        count = DeleteCount()
+        operation = delete_operation(ds, where, count)
+        results.append(
+            (
+                _LeafResult(
+                    object_id,
+                    int(ds.version),
+                    where,
+                    operation,
+                    count.rows,
+                    found.updated,
+                    found.by_source,
+                    staged,
+                ),
+                None,
+            )
+        )
+    name = _journal(job.leaf, staged_all)
+    _hook(job.leaf)
+    for result, _ in results:
+        yield _payload("leaf", (result, name))
+        name = None  # (the journal is used once the first result is)
+    matched = np.concatenate(matched_ids) if matched_ids else np.zeros(0, np.int64)
+    if len(matched):
+        yield pa.RecordBatch.from_pydict(
+            {
+                "kind": ["matched"] * len(matched),
+                "payload": [b""] * len(matched),
+                "row": matched.tolist(),
+            },
+            schema=pa.schema(
+                [("kind", pa.string()), ("payload", pa.binary()), ("row", pa.int64())]
+            ),
+        )
+
+
+def _insert(job: _MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor: stage the source rows that matched no target row."""
+    freeze_worker_heap()
+    manifest = job.leaf.manifest()
+    snapshot = job.leaf.snapshot()
+    schema = snapshot.metadata.schema
+    builder = job.builder(manifest)
+    builder._update = (False, None)
+    tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+    if not tables:
+        return
+    source = builder._source(schema, pa.concat_tables(tables).select(list(job.columns)))
+    rows = builder._new_rows(source, [], schema.read_schema())
+    if not rows.num_rows:
+        return
+    options = WriteOptions(threads=TASK_THREADS)
+    staged = stage(
+        manifest, snapshot, rows, mode="append", target=leaf_schema(schema), options=options
+    )
+    name = _journal(job.leaf, [staged])
+    _hook(job.leaf)
+    yield _payload("leaf", (staged, name))
+    yield _payload("leaf", (int(rows.num_rows), None))
