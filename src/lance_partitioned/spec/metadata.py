@@ -337,10 +337,20 @@ class NamespaceMetadata:
             raise
         except errors.InvalidInputError as exc:
             raise errors.SchemaError(f"__manifest metadata key {SCHEMA_KEY!r}: {exc}") from exc
-        specs = []
-        for version, key, value in raw_specs:
+        from lance_partitioned.spec.dialects import detect_dialect, load_spec
+
+        specs: list[PartitionSpec] = []
+        dialects: set[str] = set()
+        ids: dict[str, int] = {}
+        for version, key, value in sorted(raw_specs):
             obj = _loads(key, value, errors.PartitionSpecError)
-            specs.append(PartitionSpec.from_json(version, obj))
+            dialects.add(detect_dialect(obj, key).value)
+            specs.append(load_spec(version, obj, ids))
+        if len(dialects) > 1:
+            raise errors.PartitionSpecError(
+                "the partition specs mix the two dialects (JSON arrays of spec 000 and "
+                "published objects); a namespace uses one"
+            )
         return cls(schema, tuple(specs))
 
     def to_table_metadata(self) -> dict[str, str]:
