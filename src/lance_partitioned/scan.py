@@ -80,6 +80,7 @@ from lance_partitioned.pruning.fieldnames import (
 )
 from lance_partitioned.runtime import DEFAULT_THREADS
 from lance_partitioned.sessions import leaf_session
+from lance_partitioned.spec.dialects import identity_values
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
@@ -148,6 +149,8 @@ class ScanTask:
     storage_options: tuple[tuple[str, str], ...] = ()
     manifest_root: str | None = None
     manifest_version: int | None = None
+    filled: tuple[tuple[str, Any], ...] = ()
+    """``(column, value)``: a leaf lacking the column reads it as the partition value."""
 
     def open(self) -> lance.LanceDataset:
         """The leaf as a Lance dataset at :attr:`read_version`.
@@ -357,6 +360,7 @@ def plan_scan(
                     storage_options=options,
                     manifest_root=manifest.root,
                     manifest_version=snapshot.version,
+                    filled=identity_values(spec, metadata.schema, values),
                 )
             )
     return tasks
@@ -485,7 +489,7 @@ def read_task(
     post = None if pushdown is not None or isinstance(predicate, AlwaysTrue) else predicate
     remaining = limit
     for batch in scanner.to_batches():
-        conformed = conform_batch(batch, sources, needed)
+        conformed = _fill(conform_batch(batch, sources, needed), task, by_name)
         if post is not None:
             conformed = post_filter(conformed, post)
         result = conformed.select(out_schema.names)
@@ -498,6 +502,19 @@ def read_task(
             yield out.slice(offset, step)
         if remaining == 0:
             return
+
+
+def _fill(
+    batch: pa.RecordBatch, task: ScanTask, by_name: Mapping[str, pa.Field | None]
+) -> pa.RecordBatch:
+    """Columns the leaf lacks that an identity partition value decides (never NULL)."""
+    for name, value in task.filled:
+        if name in by_name and by_name[name] is None:
+            index = batch.schema.get_field_index(name)
+            dtype = batch.schema.field(index).type
+            column = pa.repeat(pa.scalar(value, dtype), batch.num_rows)
+            batch = batch.set_column(index, batch.schema.field(index), column)
+    return batch
 
 
 def _unknowns(predicate: Predicate) -> list[Unknown]:

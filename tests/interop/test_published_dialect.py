@@ -155,3 +155,34 @@ def test_bucket_of_unknown_encoding_is_scanned_not_pruned(tmp_path: os.PathLike[
     assert not bucket.known_encoding
     assert len(ns.plan_scan("n = 27")) == len([v for v in built.leaves if v != (None,)])
     assert _sorted(ns.to_table("n = 27").to_pylist()) == [r for r in _sorted(ROWS) if r["n"] == 27]
+
+
+IDENTITY_S = _field("s", "s", {"type": "identity"}, pa.utf8())
+
+
+def test_root_properties_in_the_arrow_schema_metadata(tmp_path: os.PathLike[str]) -> None:
+    built = build(str(tmp_path), SCHEMA, [IDENTITY_S], ROWS, properties_in_schema=True)
+    ns = lp.PartitionedNamespace.open(built.root)
+    assert [f.name for f in ns.current_spec.fields] == ["partition_field_s"]
+    assert _sorted(ns.to_table("s = 'beta'").to_pylist()) == [
+        r for r in _sorted(ROWS) if r["s"] == "beta"
+    ]
+
+
+def test_table_version_rows_and_unknown_columns_are_ignored(tmp_path: os.PathLike[str]) -> None:
+    extra = [
+        {"object_id": "v1$t$1", "object_type": "table_version", "location": "x", "owner": "dir"},
+    ]
+    built = build(str(tmp_path), SCHEMA, [IDENTITY_S], ROWS, extra_rows=extra)
+    ns = lp.PartitionedNamespace.open(built.root)
+    assert _sorted(ns.to_table().to_pylist()) == _sorted(ROWS)
+    assert len(ns.partitions()) == len(built.leaves)
+
+
+def test_leaves_without_partition_columns_read_their_values(tmp_path: os.PathLike[str]) -> None:
+    built = build(str(tmp_path), SCHEMA, [IDENTITY_S], ROWS, leaves_without_partition_columns=True)
+    ns = lp.PartitionedNamespace.open(built.root)
+    assert _sorted(ns.to_table().to_pylist()) == _sorted(ROWS)
+    assert _sorted(ns.to_table("s = 'beta'", columns=["id", "s"]).to_pylist()) == [
+        {"id": r["id"], "s": r["s"]} for r in _sorted(ROWS) if r["s"] == "beta"
+    ]

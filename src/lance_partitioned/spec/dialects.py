@@ -47,7 +47,8 @@ from lance_partitioned.spec.murmur3 import (
     murmur3_scalar,
 )
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
-from lance_partitioned.spec.transforms import Transform, parse_transform
+from lance_partitioned.spec.schema import NamespaceSchema
+from lance_partitioned.spec.transforms import Identity, Transform, parse_transform
 from lance_partitioned.spec.types import type_from_json
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "PublishedField",
     "PublishedSpec",
     "detect_dialect",
+    "identity_values",
     "load_spec",
 ]
 
@@ -323,3 +325,29 @@ def load_spec(version: int, obj: Any, ids: dict[str, int] | None = None) -> Part
         )
     ids = {} if ids is None else ids
     return PublishedSpec(version, tuple(_published_field(f, ids) for f in fields))
+
+
+def identity_values(
+    spec: PartitionSpec, schema: NamespaceSchema, values: Mapping[str, Any]
+) -> tuple[tuple[str, Any], ...]:
+    """``(column, value)`` of each live source column of an identity field with a non-NULL
+    partition value: what a leaf that lacks the column holds in it (a writer may keep
+    partition values only in the ``__manifest``).
+
+    >>> schema = NamespaceSchema.from_arrow(pa.schema([("s", pa.utf8())]))
+    >>> spec = PartitionSpec(1, (PartitionField(1, "s", 0, "col", pa.utf8()),))
+    >>> identity_values(spec, schema, {"s": "US"})
+    (('s', 'US'),)
+    """
+    out: list[tuple[str, Any]] = []
+    for spec_field in spec.fields:
+        value = values.get(spec_field.name)
+        if value is None or not isinstance(spec_field.transform, Identity):
+            continue
+        try:
+            if schema.is_deprecated(spec_field.source_id):
+                continue
+            out.append((schema.name_of(spec_field.source_id), value))
+        except errors.SchemaError:
+            continue
+    return tuple(out)
