@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 import lance_partitioned as lp
+from lance_partitioned import errors
 from lance_partitioned.spec.dialects import Murmur3Bucket, PublishedSpec
 from tests.interop.published import build, partition_value
 
@@ -186,3 +187,17 @@ def test_leaves_without_partition_columns_read_their_values(tmp_path: os.PathLik
     assert _sorted(ns.to_table("s = 'beta'", columns=["id", "s"]).to_pylist()) == [
         {"id": r["id"], "s": r["s"]} for r in _sorted(ROWS) if r["s"] == "beta"
     ]
+
+
+@pytest.mark.parametrize("column", ["read_branch", "read_tag"])
+def test_a_leaf_pinned_to_a_branch_or_tag_is_refused_not_read_on_main(
+    tmp_path: os.PathLike[str], column: str
+) -> None:
+    import lance
+
+    built = build(str(tmp_path), SCHEMA, [IDENTITY_S], ROWS)
+    leaf = built.leaves[("beta",)]
+    manifest = lance.dataset(f"{built.root}/__manifest")
+    manifest.update({column: "'exp'"}, where=f"object_id = '{leaf}'")
+    with pytest.raises(errors.UnsupportedOperationError, match=column):
+        lp.PartitionedNamespace.open(built.root).to_table()

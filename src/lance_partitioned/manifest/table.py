@@ -45,7 +45,7 @@ from lance_partitioned.manifest.layout import (
     spec_namespace_id,
 )
 from lance_partitioned.manifest.operations import Operation
-from lance_partitioned.manifest.root import root_properties
+from lance_partitioned.manifest.root import refuse_read_refs, root_properties
 from lance_partitioned.manifest.snapshot import (
     CommitConflict,
     ManifestEntry,
@@ -220,6 +220,7 @@ class Manifest:
         read = ds.to_table(with_row_address=True)
         addresses = read.column(_ROW_ADDRESS).combine_chunks()
         rows = _with_base(read.drop_columns([_ROW_ADDRESS])).combine_chunks()
+        refuse_read_refs(rows, self.root)
         self._last = snapshot = ManifestSnapshot(
             ds.version, metadata, table_metadata, rows, addresses
         )
