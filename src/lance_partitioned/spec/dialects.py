@@ -38,6 +38,7 @@ import pyarrow as pa
 from lance_partitioned import errors
 from lance_partitioned.expressions.ranges import FAILED, Preimage
 from lance_partitioned.spec.fastpath import is_string
+from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.murmur3 import (
     ENCODING,
     bucket_murmur3,
@@ -49,7 +50,7 @@ from lance_partitioned.spec.murmur3 import (
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.transforms import Identity, Transform, parse_transform
-from lance_partitioned.spec.types import type_from_json
+from lance_partitioned.spec.types import type_from_json, type_to_json
 
 __all__ = [
     "COLUMN_PREFIX",
@@ -59,7 +60,9 @@ __all__ = [
     "PublishedSpec",
     "detect_dialect",
     "identity_values",
+    "in_dialect",
     "load_spec",
+    "published_spec",
 ]
 
 COLUMN_PREFIX = "partition_field_"
@@ -351,3 +354,110 @@ def identity_values(
         except errors.SchemaError:
             continue
     return tuple(out)
+
+
+def _transform_json(transform: Transform) -> dict[str, Any] | None:
+    """The published transform object of one of ours (None: write an expression)."""
+    from lance_partitioned.spec.transforms import Bucket, Day, Hour, Month, Truncate, Year
+
+    if isinstance(transform, Identity):
+        return {"type": "identity"}
+    for kind, cls in (("year", Year), ("month", Month), ("day", Day), ("hour", Hour)):
+        if type(transform) is cls:
+            return {"type": kind}
+    if isinstance(transform, (Bucket, Murmur3Bucket)):
+        return {"type": "bucket", "num_buckets": transform.num_buckets, "hash_encoding": ENCODING}
+    if isinstance(transform, Truncate):
+        return {"type": "truncate", "width": transform.width}
+    return None
+
+
+def published_spec(
+    spec: PartitionSpec, existing: Sequence[PartitionSpec], schema: NamespaceSchema
+) -> PublishedSpec:
+    """``spec`` (authored as spec 000 fields) in the published dialect.
+
+    A field with the ``source_ids`` and transform of an earlier published field reuses its
+    ``field_id``; a new one takes its spec-000 name as ``field_id`` (suffixed when taken).
+    ``bucket`` becomes the published murmur3 bucket (int32), marked with our hash encoding.
+
+    >>> import pyarrow as pa
+    >>> from lance_partitioned.spec.shorthand import parse_partition_by
+    >>> from lance_partitioned.spec.partitioning import bind_spec
+    >>> schema = NamespaceSchema.from_arrow(pa.schema([("n", pa.int64())]))
+    >>> spec = bind_spec(parse_partition_by("bucket(8, n)", schema), existing=(), schema=schema)
+    >>> published_spec(spec, (), schema).to_json()["fields"][0]["transform"]
+    {'type': 'bucket', 'num_buckets': 8, 'hash_encoding': 'iceberg'}
+    """
+    known: list[PublishedField] = [
+        f for s in existing for f in s.fields if isinstance(f, PublishedField)
+    ]
+    ids = {f.key: f.field_id for f in known}
+    fields: list[PublishedField] = []
+    for spec_field in spec.fields:
+        if isinstance(spec_field, PublishedField):
+            fields.append(spec_field)
+            continue
+        transform_obj = _transform_json(spec_field.transform)
+        source = schema.field_by_id(spec_field.source_id).type
+        if transform_obj is None:
+            body: dict[str, Any] = {"expression": re.sub(r"\bcol\b", "col0", spec_field.expression)}
+            result_type = spec_field.result_type
+        else:
+            body = {"transform": transform_obj}
+            kind = transform_obj["type"]
+            result_type = pa.int32() if kind == "bucket" else spec_field.result_type
+            if kind == "bucket" and not can_murmur3(source):
+                raise errors.PartitionSpecError(
+                    f"partition field {spec_field.name!r}: murmur3 has no encoding for {source}"
+                )
+        candidate = {"source_ids": [spec_field.source_id], **body}
+        same = [
+            f
+            for f in known
+            if f.published_json.get("source_ids") == candidate["source_ids"]
+            and all(f.published_json.get(k) == v for k, v in body.items())
+        ]
+        if same:
+            fields.append(same[0])
+            continue
+        key, n = spec_field.name, 2
+        while key in ids:
+            key, n = f"{spec_field.name}_{n}", n + 1
+        ids[key] = max(ids.values(), default=0) + 1
+        obj = {
+            "field_id": key,
+            **candidate,
+            "result_type": type_to_json(result_type),
+        }
+        fields.append(_published_field(obj, ids))
+        known.append(fields[-1])
+    return PublishedSpec(spec.version, tuple(fields))
+
+
+def in_dialect(metadata: NamespaceMetadata, dialect: str | Dialect) -> NamespaceMetadata:
+    """The metadata of a new namespace with its specs written in ``dialect``.
+
+    Raises
+    ------
+    InvalidInputError
+        ``dialect`` is neither ``"spec000"`` nor ``"published"``.
+
+    >>> import pyarrow as pa
+    >>> meta = NamespaceMetadata.create(pa.schema([("k", pa.utf8())]), "k")
+    >>> in_dialect(meta, "published").to_table_metadata()["partition_spec_v1"]
+    '{"id":1,"fields":[{"field_id":"k","source_ids":[0],"transform":{"type":"identity"},\
+"result_type":{"type":"utf8"}}]}'
+    """
+    try:
+        chosen = Dialect(dialect)
+    except ValueError:
+        raise errors.InvalidInputError(
+            f"dialect must be 'spec000' or 'published', got {dialect!r}"
+        ) from None
+    if chosen is Dialect.SPEC000:
+        return metadata
+    specs: list[PartitionSpec] = []
+    for spec in metadata.specs:
+        specs.append(published_spec(spec, specs, metadata.schema))
+    return NamespaceMetadata(metadata.schema, tuple(specs))

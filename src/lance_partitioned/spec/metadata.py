@@ -373,6 +373,10 @@ class NamespaceMetadata:
                 f"new partition spec v{spec.version} must have a version above the current "
                 f"v{self.current_spec.version}"
             )
+        from lance_partitioned.spec.dialects import PublishedSpec, published_spec
+
+        if isinstance(self.current_spec, PublishedSpec):  # keep the namespace's dialect
+            spec = published_spec(spec, self.specs, self.schema)
         updated = NamespaceMetadata(self.schema, (*self.specs, spec))
         check_authored(spec, self.schema)
         return updated
