@@ -75,6 +75,42 @@ def test_every_write_keeps_the_published_dialect(tmp_path: os.PathLike[str]) -> 
     _leaf_values_match_oracle(ns)
 
 
+def test_merge_overwrite_optimize_and_columns_keep_the_dialect(tmp_path: os.PathLike[str]) -> None:
+    built = build(str(tmp_path), SCHEMA, FIELDS, ROWS)
+    ns = lp.PartitionedNamespace.open(built.root)
+    expected = {r["id"]: dict(r) for r in ROWS}
+    changed = [dict(ROWS[1], n=5), dict(ROWS[2], id=300)]
+    ns.merge(pa.Table.from_pylist(changed, schema=SCHEMA), on="id").when_matched_update_all()\
+        .when_not_matched_insert_all().execute()  # fmt: skip
+    expected.update({r["id"]: r for r in changed})
+    replacement = [dict(ROWS[0], id=400, s="beta")]
+    ns.write(pa.Table.from_pylist(replacement, schema=SCHEMA), mode="overwrite_partitions")
+    key = ("beta", partition_value(BUCKET, ROWS[0]["n"]))  # the one partition replaced
+    expected = {
+        k: r for k, r in expected.items() if (r["s"], partition_value(BUCKET, r["n"])) != key
+    }
+    expected[400] = replacement[0]
+    ns.optimize()
+    ns.add_columns([pa.field("extra", pa.int32())])
+    ns = lp.PartitionedNamespace.open(built.root)
+    specs, columns = _manifest(built.root)
+    assert list(specs) == ["partition_spec_v1"]
+    assert specs["partition_spec_v1"]["fields"][1]["transform"] == BUCKET
+    assert sorted(columns) == ["partition_field_nb", "partition_field_s"]
+    got = [{k: v for k, v in r.items() if k != "extra"} for r in _rows(ns)]
+    assert got == sorted(expected.values(), key=lambda r: r["id"])
+    _leaf_values_match_oracle(ns)
+
+
+def test_writing_a_bucket_of_unknown_encoding_is_refused(tmp_path: os.PathLike[str]) -> None:
+    fields = [_field("nb", "n", {"type": "bucket", "num_buckets": 4}, pa.int32())]
+    built = build(str(tmp_path), SCHEMA, fields, ROWS)
+    ns = lp.PartitionedNamespace.open(built.root)
+    with pytest.raises(errors.TransformError, match="hash_encoding"):
+        ns.write(pa.Table.from_pylist(ROWS[:2], schema=SCHEMA))
+    assert len(lp.PartitionedNamespace.open(built.root).to_table()) == len(ROWS)
+
+
 def test_create_in_the_published_dialect(tmp_path: os.PathLike[str]) -> None:
     root = str(tmp_path)
     ns = lp.PartitionedNamespace.create(

@@ -136,6 +136,12 @@ class Murmur3Bucket(Transform):
         return can_murmur3(source)
 
     def _apply(self, values: pa.Array) -> pa.Array:
+        if not (self.known_encoding or encoding_agnostic(values.type)):
+            raise errors.TransformError(
+                f"bucket[{self.num_buckets}] of another client, whose murmur3 bytes for "
+                f"{values.type} are unknown (no hash_encoding marker): its buckets cannot be "
+                "computed here (reads scan these leaves; writes are refused)"
+            )
         return bucket_murmur3(murmur3_array(values), self.num_buckets)
 
     def apply_reference(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
