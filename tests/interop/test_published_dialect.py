@@ -4,9 +4,12 @@ they open, read back every row, and prune on every transform."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 from typing import Any
 
+import lance
+import lance_namespace as ln
 import pyarrow as pa
 import pytest
 
@@ -193,11 +196,32 @@ def test_leaves_without_partition_columns_read_their_values(tmp_path: os.PathLik
 def test_a_leaf_pinned_to_a_branch_or_tag_is_refused_not_read_on_main(
     tmp_path: os.PathLike[str], column: str
 ) -> None:
-    import lance
-
     built = build(str(tmp_path), SCHEMA, [IDENTITY_S], ROWS)
     leaf = built.leaves[("beta",)]
     manifest = lance.dataset(f"{built.root}/__manifest")
     manifest.update({column: "'exp'"}, where=f"object_id = '{leaf}'")
     with pytest.raises(errors.UnsupportedOperationError, match=column):
         lp.PartitionedNamespace.open(built.root).to_table()
+
+
+def test_runtime_properties_are_named_by_field_id(tmp_path: os.PathLike[str]) -> None:
+    built = build(str(tmp_path), SCHEMA, [IDENTITY_S], ROWS)
+    adapter = lp.PartitionedNamespace.open(built.root).as_lance_namespace()
+    level = built.leaves[("beta",)].split("$")[:2]
+    described = adapter.describe_namespace(ln.DescribeNamespaceRequest(id=level))
+    assert (described.properties or {}).get("partition.s") == "beta"
+
+
+def test_multi_column_fields_are_refused_with_a_typed_error(tmp_path: os.PathLike[str]) -> None:
+    multi = {
+        "field_id": "m",
+        "source_ids": [3, 4],
+        "transform": {"type": "multi_bucket", "num_buckets": 4},
+    }
+    built = build(str(tmp_path), SCHEMA, [IDENTITY_S], ROWS)
+    manifest = lance.dataset(f"{built.root}/__manifest")
+    spec = json.loads(manifest.metadata["partition_spec_v1"])
+    spec["fields"].append({**multi, "result_type": {"type": "int32"}})
+    manifest.update_metadata({"partition_spec_v1": json.dumps(spec)})
+    with pytest.raises(errors.UnsupportedOperationError, match="multi_bucket"):
+        lp.PartitionedNamespace.open(built.root)
