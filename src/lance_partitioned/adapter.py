@@ -40,6 +40,7 @@ from lance_partitioned.manifest import (
     row_properties,
     row_read_version,
 )
+from lance_partitioned.spec.dialects import COLUMN_PREFIX, PublishedSpec
 from lance_partitioned.spec.evaluate import evaluate
 
 __all__ = ["PartitionedLanceNamespace"]
@@ -154,18 +155,22 @@ class PartitionedLanceNamespace(ln.LanceNamespace):
 
     def _properties(self, object_id: str) -> dict[str, str]:
         """The row's own properties (its ``metadata`` JSON, but for our private keys) with a
-        ``partition.<name>`` entry added for each of its non-NULL partition values."""
+        ``partition.<name>`` entry added for each of its non-NULL partition values
+        (``partition.<field_id>`` in the published dialect)."""
         snapshot = self._ns.snapshot
         row = snapshot.row(object_id)
         if row is None:
             return {}
         properties = row_properties(row)
         schema = snapshot.rows.schema
+        published = isinstance(snapshot.metadata.current_spec, PublishedSpec)
         for name in schema.names:
             if name in BASE_COLUMNS or row[name] is None:
                 continue
             value = pa.array([row[name]], schema.field(name).type)
             text = evaluate("CAST(col AS VARCHAR)", value, pa.string())
+            if published and name.startswith(COLUMN_PREFIX):  # partition.<field_id>
+                name = name[len(COLUMN_PREFIX) :]
             properties[f"partition.{name}"] = text[0].as_py()
         return properties
 

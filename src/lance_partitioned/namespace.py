@@ -90,6 +90,7 @@ class PartitionedNamespace:
         storage_options: Mapping[str, str] | None = None,
         exist_ok: bool = False,
         max_workers: int | None = None,
+        dialect: str = "spec000",
     ) -> PartitionedNamespace:
         """Create a partitioned namespace with a schema and a first partition spec.
 
@@ -111,10 +112,15 @@ class PartitionedNamespace:
             Width of the per-leaf thread pools of this object's operations (default:
             ``$LANCE_PARTITIONED_MAX_WORKERS``, else sized for the storage; see
             :func:`lance_partitioned.runtime.max_workers`).
+        dialect : {"spec000", "published"}
+            How the partition specs are written: spec 000 (JSON arrays, the default) or the
+            text published upstream (``{"id": N, "fields": [...]}``, ``partition_field_<id>``
+            columns, murmur3 buckets); see ``docs/interop.md``.
         """
+        from lance_partitioned.spec.dialects import in_dialect
         from lance_partitioned.writing import schema_of
 
-        metadata = NamespaceMetadata.create(schema_of(schema), partition_by)
+        metadata = in_dialect(NamespaceMetadata.create(schema_of(schema), partition_by), dialect)
         create_manifest(str(uri), metadata, storage_options, exist_ok=exist_ok)
         return cls(str(uri), storage_options=storage_options, max_workers=max_workers)
 

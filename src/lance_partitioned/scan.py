@@ -84,6 +84,7 @@ from lance_partitioned.pruning.fieldnames import (
 )
 from lance_partitioned.runtime import DEFAULT_THREADS
 from lance_partitioned.sessions import leaf_session
+from lance_partitioned.spec.dialects import identity_columns
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
@@ -152,6 +153,8 @@ class ScanTask:
     storage_options: tuple[tuple[str, str], ...] = ()
     manifest_root: str | None = None
     manifest_version: int | None = None
+    filled: tuple[tuple[str, Any], ...] = ()
+    """``(column, value)``: a leaf lacking the column reads it as the partition value."""
 
     def open(self) -> lance.LanceDataset:
         """The leaf as a Lance dataset at :attr:`read_version`.
@@ -392,6 +395,7 @@ def _tasks(
     read_versions = versions.to_pylist()
     uris = list(map(manifest.table_uri, rows.column("location").to_pylist()))
     everything = isinstance(predicate, AlwaysTrue)
+    filled = identity_columns(spec, metadata.schema)
     shared = {
         "spec_version": spec.version,
         "fragment_ids": None,
@@ -425,6 +429,7 @@ def _tasks(
                 partition_values=partition_values,
                 residual=remaining,
                 row_count=count,
+                filled=tuple((column, values[i]) for i, column in filled if values[i] is not None),
                 **shared,
             )
         )
@@ -555,7 +560,7 @@ def read_task(
     post = None if pushdown is not None or isinstance(predicate, AlwaysTrue) else predicate
     remaining = limit
     for batch in scanner.to_batches():
-        conformed = conform_batch(batch, sources, needed)
+        conformed = _fill(conform_batch(batch, sources, needed), task, by_name)
         if post is not None:
             conformed = post_filter(conformed, post)
         result = select_columns(conformed, outputs)
@@ -568,6 +573,19 @@ def read_task(
             yield out.slice(offset, step)
         if remaining == 0:
             return
+
+
+def _fill(
+    batch: pa.RecordBatch, task: ScanTask, by_name: Mapping[str, pa.Field | None]
+) -> pa.RecordBatch:
+    """Columns the leaf lacks that an identity partition value decides (never NULL)."""
+    for name, value in task.filled:
+        if name in by_name and by_name[name] is None:
+            index = batch.schema.get_field_index(name)
+            dtype = batch.schema.field(index).type
+            column = pa.repeat(pa.scalar(value, dtype), batch.num_rows)
+            batch = batch.set_column(index, batch.schema.field(index), column)
+    return batch
 
 
 def _unknowns(predicate: Predicate) -> list[Unknown]:

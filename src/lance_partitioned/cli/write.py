@@ -305,6 +305,14 @@ def create(
     exist_ok: Annotated[
         bool, typer.Option("--exist-ok", help="Succeed if the same namespace already exists.")
     ] = False,
+    dialect: Annotated[
+        str,
+        typer.Option(
+            "--dialect",
+            help="How partition specs are written: spec000 (default) or published "
+            "(the text published upstream).",
+        ),
+    ] = "spec000",
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
     debug: DebugOpt = False,
@@ -319,6 +327,7 @@ def create(
         partition_by=partition_by,
         storage_options=storage_options(storage_option),
         exist_ok=exist_ok,
+        dialect=dialect,
     )
     spec = spec_json(ns.current_spec, ns.namespace_schema, True)
     if json_output:

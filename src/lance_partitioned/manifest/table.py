@@ -45,6 +45,7 @@ from lance_partitioned.manifest.layout import (
     spec_namespace_id,
 )
 from lance_partitioned.manifest.operations import Operation
+from lance_partitioned.manifest.root import refuse_read_refs, root_properties
 from lance_partitioned.manifest.snapshot import (
     CommitConflict,
     ManifestEntry,
@@ -158,7 +159,7 @@ class Manifest:
         return RawManifest(
             int(ds.version),
             stamp if isinstance(stamp, dt.datetime) else None,
-            dict(ds.metadata),
+            root_properties(ds),
             partition_columns,
             tuple(entries),
         )
@@ -206,7 +207,7 @@ class Manifest:
         if last is not None and last.version == ds.version:
             self._dataset = ds
             return last
-        table_metadata = dict(ds.metadata)
+        table_metadata = root_properties(ds)
         if not NamespaceMetadata.is_partitioned(table_metadata):
             raise errors.NotAPartitionedNamespaceError(
                 f"{self.root!r} is a directory namespace but not a partitioned namespace: "
@@ -219,6 +220,7 @@ class Manifest:
         read = ds.to_table(with_row_address=True)
         addresses = read.column(_ROW_ADDRESS).combine_chunks()
         rows = _with_base(read.drop_columns([_ROW_ADDRESS])).combine_chunks()
+        refuse_read_refs(rows, self.root)
         self._last = snapshot = ManifestSnapshot(
             ds.version, metadata, table_metadata, rows, addresses
         )
@@ -279,7 +281,7 @@ class Manifest:
         """Whether the ``__manifest`` is one that :meth:`create` left unfinished: no
         partition spec key, and no row but spec version namespaces (``v<N>``)."""
         ds = self._open()
-        if NamespaceMetadata.is_partitioned(dict(ds.metadata)):
+        if NamespaceMetadata.is_partitioned(root_properties(ds)):
             return False
         rows = ds.to_table(columns=["object_id", "object_type"]).to_pylist()
         return all(

@@ -33,6 +33,7 @@ import pyarrow as pa
 
 from lance_partitioned.errors import PartitionExpressionError, TransformError
 from lance_partitioned.spec.hashing import can_hash, hash_array
+from lance_partitioned.spec.murmur3 import can_murmur3, murmur3_array
 
 __all__ = [
     "bind_type",
@@ -65,7 +66,7 @@ def session_context() -> datafusion.SessionContext:
     if ctx is None:
         config = datafusion.SessionConfig().with_target_partitions(1)
         ctx = datafusion.SessionContext(config)
-        ctx.register_udf(_hash_udf(pa.int64()))
+        _register(ctx, pa.int64())
         _local.ctx = ctx
     return ctx
 
@@ -123,9 +124,9 @@ def evaluate(
         column = column.cast(bound)
     batch = pa.RecordBatch.from_arrays([column], names=[_COLUMN])
     ctx = session_context()
-    rebind = can_hash(bound) and bound != pa.int64()
+    rebind = bound != pa.int64() and (can_hash(bound) or can_murmur3(bound))
     if rebind:
-        ctx.register_udf(_hash_udf(bound))
+        _register(ctx, bound)
     ctx.register_record_batches(_TABLE, [[batch]])
     try:
         table = ctx.sql(f"SELECT ({expression}) AS value FROM {_TABLE}").to_arrow_table()
@@ -134,7 +135,7 @@ def evaluate(
     finally:
         ctx.deregister_table(_TABLE)
         if rebind:
-            ctx.register_udf(_hash_udf(pa.int64()))
+            _register(ctx, pa.int64())
     if table.num_columns != 1 or table.num_rows != len(column):
         raise TransformError(
             f"partition expression {expression!r} is not row-wise: it returned "
@@ -173,6 +174,21 @@ def cast_result(values: pa.Array, result_type: pa.DataType, expression: str) -> 
             f"cannot cast the result of partition expression {expression!r} "
             f"from {values.type} to {result_type}: {exc}"
         ) from exc
+
+
+def _register(ctx: datafusion.SessionContext, input_type: pa.DataType) -> None:
+    """Register ``hash`` and the published dialect's ``murmur3`` over ``input_type``."""
+    if can_hash(input_type):
+        ctx.register_udf(_hash_udf(input_type))
+    if can_murmur3(input_type):
+        ctx.register_udf(_murmur3_udf(input_type))
+
+
+@functools.lru_cache(maxsize=64)
+def _murmur3_udf(input_type: pa.DataType) -> datafusion.ScalarUDF:
+    return datafusion.udf(
+        murmur3_array, [input_type], pa.int32(), volatility="immutable", name="murmur3"
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -230,9 +246,9 @@ def check_expression(expression: str, source: pa.DataType, result_type: pa.DataT
     """
     bound = bind_type(source)
     ctx = session_context()
-    rebind = can_hash(bound) and bound != pa.int64()
+    rebind = bound != pa.int64() and (can_hash(bound) or can_murmur3(bound))
     if rebind:
-        ctx.register_udf(_hash_udf(bound))
+        _register(ctx, bound)
     empty = pa.RecordBatch.from_arrays([pa.array([], bound)], names=[_COLUMN])
     ctx.register_record_batches(_TABLE, [[empty]])
     try:
@@ -243,7 +259,7 @@ def check_expression(expression: str, source: pa.DataType, result_type: pa.DataT
     finally:
         ctx.deregister_table(_TABLE)
         if rebind:
-            ctx.register_udf(_hash_udf(pa.int64()))
+            _register(ctx, pa.int64())
     volatile = _volatile_functions()
     for name in _CALL.findall(_QUOTED.sub('""', planned)):
         if name.lower() in volatile:

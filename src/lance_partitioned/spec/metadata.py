@@ -337,10 +337,20 @@ class NamespaceMetadata:
             raise
         except errors.InvalidInputError as exc:
             raise errors.SchemaError(f"__manifest metadata key {SCHEMA_KEY!r}: {exc}") from exc
-        specs = []
-        for version, key, value in raw_specs:
+        from lance_partitioned.spec.dialects import detect_dialect, load_spec
+
+        specs: list[PartitionSpec] = []
+        dialects: set[str] = set()
+        ids: dict[str, int] = {}
+        for version, key, value in sorted(raw_specs):
             obj = _loads(key, value, errors.PartitionSpecError)
-            specs.append(PartitionSpec.from_json(version, obj))
+            dialects.add(detect_dialect(obj, key).value)
+            specs.append(load_spec(version, obj, ids))
+        if len(dialects) > 1:
+            raise errors.PartitionSpecError(
+                "the partition specs mix the two dialects (JSON arrays of spec 000 and "
+                "published objects); a namespace uses one"
+            )
         return cls(schema, tuple(specs))
 
     def to_table_metadata(self) -> dict[str, str]:
@@ -363,6 +373,10 @@ class NamespaceMetadata:
                 f"new partition spec v{spec.version} must have a version above the current "
                 f"v{self.current_spec.version}"
             )
+        from lance_partitioned.spec.dialects import PublishedSpec, published_spec
+
+        if isinstance(self.current_spec, PublishedSpec):  # keep the namespace's dialect
+            spec = published_spec(spec, self.specs, self.schema)
         updated = NamespaceMetadata(self.schema, (*self.specs, spec))
         check_authored(spec, self.schema)
         return updated

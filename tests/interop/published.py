@@ -1,0 +1,189 @@
+"""Namespaces in the published dialect, built from the published text with pylance and pyarrow
+alone (never lance_partitioned): ``partition_spec_v<N>`` objects ``{"id": N, "fields": [...]}``,
+``partition_field_<field_id>`` columns in ``__manifest``, leaves at ``<hash>_<object_id>``.
+
+Partition values are computed here in plain Python (:func:`partition_value`, the oracle of each
+published transform), murmur3 over Iceberg's byte encodings with ``mmh3``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import random
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import lance
+import mmh3
+import pyarrow as pa
+
+BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+EPOCH = dt.date(1970, 1, 1)
+_PK = {b"lance-schema:unenforced-primary-key:position": b"0"}
+BASE_FIELDS = [
+    pa.field("object_id", pa.string(), nullable=False, metadata=_PK),
+    pa.field("object_type", pa.string(), nullable=False),
+    pa.field("location", pa.string()),
+    pa.field("metadata", pa.string()),
+    pa.field("read_version", pa.uint64()),
+    pa.field("read_branch", pa.string()),
+    pa.field("read_tag", pa.string()),
+]
+# The JsonArrowDataType of each Arrow type the fixtures use.
+JSON_TYPES: dict[pa.DataType, dict[str, Any]] = {
+    pa.int32(): {"type": "int32"},
+    pa.int64(): {"type": "int64"},
+    pa.utf8(): {"type": "utf8"},
+    pa.date32(): {"type": "date32"},
+    pa.timestamp("us"): {"type": "timestamp", "unit": "us"},
+}
+
+
+def _encode(value: Any) -> bytes:
+    """Iceberg's bytes of one value (Appendix B of the Iceberg spec)."""
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, dt.datetime):
+        micros = (value - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
+        return struct.pack("<q", micros)
+    if isinstance(value, dt.date):
+        return struct.pack("<q", (value - EPOCH).days)
+    return struct.pack("<q", value)
+
+
+def partition_value(transform: dict[str, Any], value: Any) -> Any:
+    """The oracle: a published transform applied to one Python value."""
+    kind = transform["type"]
+    if value is None:
+        return None
+    if kind == "identity":
+        return value
+    if kind in ("year", "month", "day", "hour"):
+        return getattr(value, kind)
+    if kind == "bucket":
+        return abs(mmh3.hash(_encode(value), 0, signed=True)) % transform["num_buckets"]
+    if kind == "truncate":
+        width = transform["width"]
+        if isinstance(value, str):
+            return value[:width]
+        return value - int(math.fmod(value, width))  # SQL's truncated %
+    raise AssertionError(kind)
+
+
+@dataclass
+class Published:
+    """A published-dialect namespace and what a reader must see in it."""
+
+    root: str
+    schema: pa.Schema
+    fields: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
+    leaves: dict[tuple[Any, ...], str] = field(default_factory=dict)  # values -> object_id
+
+    def expected(self, keep: Any = None) -> list[dict[str, Any]]:
+        return sorted(
+            (r for r in self.rows if keep is None or keep(r)), key=lambda r: repr(sorted(r.items()))
+        )
+
+
+def _schema_json(schema: pa.Schema) -> dict[str, Any]:
+    return {
+        "fields": [
+            {
+                "name": f.name,
+                "nullable": f.nullable,
+                "type": JSON_TYPES[f.type],
+                "metadata": {"lance:field_id": str(i)},
+            }
+            for i, f in enumerate(schema)
+        ]
+    }
+
+
+def build(
+    root: str,
+    schema: pa.Schema,
+    fields: list[dict[str, Any]],
+    rows: list[dict[str, Any]],
+    *,
+    seed: int = 0,
+    properties_in_schema: bool = False,
+    leaves_without_partition_columns: bool = False,
+    extra_rows: Sequence[dict[str, Any]] = (),
+) -> Published:
+    """One spec version (``v1``) with ``fields`` (published field objects whose
+    ``result_type`` is an Arrow type here), ``rows`` as Python dicts.
+
+    ``properties_in_schema`` puts the root properties in the ``__manifest``'s Arrow schema
+    metadata (Daft's branch) instead of its table metadata; ``leaves_without_partition_columns``
+    drops the identity-partitioned source columns from the leaves; ``extra_rows`` are more
+    ``__manifest`` rows (``table_version`` rows, say), written as given.
+    """
+    rng = random.Random(seed)
+    sources = [schema.field(f["source_ids"][0]).name for f in fields]
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        key = tuple(
+            partition_value(f["transform"], row[s]) for f, s in zip(fields, sources, strict=True)
+        )
+        groups.setdefault(key, []).append(row)
+    result = Published(root, schema, fields, rows)
+    names = [f"partition_field_{f['field_id']}" for f in fields]
+    manifest: dict[str, dict[str, Any]] = {"v1": {"object_id": "v1", "object_type": "namespace"}}
+    level_names: dict[tuple[Any, ...], str] = {}
+    for values, group in groups.items():
+        parts = ["v1"]
+        for depth in range(1, len(values) + 1):
+            prefix = values[:depth]
+            parts.append(level_names.setdefault(prefix, "".join(rng.choices(BASE36, k=16))))
+            object_id = "$".join(parts)
+            inherited = dict(zip(names[:depth], prefix, strict=True))
+            manifest.setdefault(
+                object_id, {"object_id": object_id, "object_type": "namespace", **inherited}
+            )
+        object_id = "$".join([*parts, "dataset"])
+        location = f"{rng.getrandbits(32):08x}_{object_id}"
+        data = pa.Table.from_pylist(group, schema=schema)
+        if leaves_without_partition_columns:
+            dropped = [
+                s
+                for f, s in zip(fields, sources, strict=True)
+                if f["transform"]["type"] == "identity"
+            ]
+            data = data.drop_columns(dropped)
+        ds = lance.write_dataset(data, f"{root}/{location}")
+        manifest[object_id] = {
+            "object_id": object_id,
+            "object_type": "table",
+            "location": location,
+            "read_version": ds.version,
+            **dict(zip(names, values, strict=True)),
+        }
+        result.leaves[values] = object_id
+    columns = [
+        *BASE_FIELDS,
+        *(pa.field(n, f["result_type"]) for n, f in zip(names, fields, strict=True)),
+    ]
+    extra_names = {k for r in extra_rows for k in r} - {c.name for c in columns}
+    columns += [pa.field(n, pa.string()) for n in sorted(extra_names)]
+    all_rows = [*manifest.values(), *extra_rows]
+    properties = {
+        "schema": json.dumps(_schema_json(schema)),
+        "partition_spec_v1": json.dumps(
+            {
+                "id": 1,
+                "fields": [{**f, "result_type": JSON_TYPES[f["result_type"]]} for f in fields],
+            }
+        ),
+    }
+    table = pa.Table.from_pylist(all_rows, schema=pa.schema(columns))
+    if properties_in_schema:
+        table = table.replace_schema_metadata(properties)
+    ds = lance.write_dataset(table, f"{root}/__manifest")
+    if not properties_in_schema:
+        ds.update_metadata(properties)
+    return result

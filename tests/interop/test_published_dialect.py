@@ -1,0 +1,227 @@
+"""Published-dialect namespaces, built from the published text with pylance + pyarrow alone:
+they open, read back every row, and prune on every transform."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from typing import Any
+
+import lance
+import lance_namespace as ln
+import pyarrow as pa
+import pytest
+
+import lance_partitioned as lp
+from lance_partitioned import errors
+from lance_partitioned.spec.dialects import Murmur3Bucket, PublishedSpec
+from tests.interop.published import build, partition_value
+
+pytestmark = pytest.mark.interop
+
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("d", pa.date32()),
+        pa.field("ts", pa.timestamp("us")),
+        pa.field("s", pa.utf8()),
+        pa.field("n", pa.int64()),
+    ]
+)
+SOURCE = {"d": 1, "ts": 2, "s": 3, "n": 4}
+ROWS = [
+    {
+        "id": i,
+        "d": None if i == 7 else dt.date(2024, 1, 1) + dt.timedelta(days=53 * i),
+        "ts": dt.datetime(2025, 3, 1, 0, 30) + dt.timedelta(hours=5 * i),
+        "s": [None, "alpha", "beta", "gamma", "alps", "delta"][i % 6],
+        "n": [None, -13, -3, 0, 7, 27, 104, 1 << 40][i % 8],
+    }
+    for i in range(24)
+]
+
+# (field key, source column, transform, result type, filter, python predicate)
+CASES: list[tuple[str, str, dict[str, Any], pa.DataType, str, Any]] = [
+    ("s", "s", {"type": "identity"}, pa.utf8(), "s = 'beta'", lambda r: r["s"] == "beta"),
+    (
+        "d_year",
+        "d",
+        {"type": "year"},
+        pa.int32(),
+        "d < DATE '2025-01-01'",
+        lambda r: r["d"] is not None and r["d"] < dt.date(2025, 1, 1),
+    ),
+    (
+        "d_month",
+        "d",
+        {"type": "month"},
+        pa.int32(),
+        "d = DATE '2024-02-23'",
+        lambda r: r["d"] == dt.date(2024, 2, 23),
+    ),
+    (
+        "d_day",
+        "d",
+        {"type": "day"},
+        pa.int32(),
+        "d = DATE '2024-02-23'",
+        lambda r: r["d"] == dt.date(2024, 2, 23),
+    ),
+    (
+        "ts_hour",
+        "ts",
+        {"type": "hour"},
+        pa.int32(),
+        "ts = TIMESTAMP '2025-03-01 10:30:00'",
+        lambda r: r["ts"] == dt.datetime(2025, 3, 1, 10, 30),
+    ),
+    (
+        "n_bucket",
+        "n",
+        {"type": "bucket", "num_buckets": 4, "hash_encoding": "iceberg"},
+        pa.int32(),
+        "n = 27",
+        lambda r: r["n"] == 27,
+    ),
+    (
+        "s_bucket",
+        "s",
+        {"type": "bucket", "num_buckets": 3},
+        pa.int32(),
+        "s IN ('alpha', 'delta')",
+        lambda r: r["s"] in ("alpha", "delta"),
+    ),
+    (
+        "n_trunc",
+        "n",
+        {"type": "truncate", "width": 10},
+        pa.int64(),
+        "n >= 0 AND n < 10",
+        lambda r: r["n"] is not None and 0 <= r["n"] < 10,
+    ),
+    (
+        "s_trunc",
+        "s",
+        {"type": "truncate", "width": 2},
+        pa.utf8(),
+        "s LIKE 'al%'",
+        lambda r: r["s"] is not None and r["s"].startswith("al"),
+    ),
+]
+
+
+def _field(key: str, column: str, transform: dict[str, Any], result: pa.DataType) -> dict[str, Any]:
+    return {
+        "field_id": key,
+        "source_ids": [SOURCE[column]],
+        "transform": transform,
+        "result_type": result,
+    }
+
+
+def _sorted(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(rows, key=lambda r: r["id"])
+
+
+@pytest.mark.parametrize(
+    ("key", "column", "transform", "result", "where", "keep"), CASES, ids=[c[0] for c in CASES]
+)
+def test_opens_reads_and_prunes(
+    tmp_path: os.PathLike[str],
+    key: str,
+    column: str,
+    transform: dict[str, Any],
+    result: pa.DataType,
+    where: str,
+    keep: Any,
+) -> None:
+    built = build(str(tmp_path), SCHEMA, [_field(key, column, transform, result)], ROWS)
+    ns = lp.PartitionedNamespace.open(built.root)
+    spec = ns.current_spec
+    assert isinstance(spec, PublishedSpec)
+    assert [f.name for f in spec.fields] == [f"partition_field_{key}"]
+    assert _sorted(ns.to_table().to_pylist()) == _sorted(ROWS)
+    assert _sorted(ns.to_table(where).to_pylist()) == [r for r in _sorted(ROWS) if keep(r)]
+    # pruning: only leaves whose partition value some matching row has are scanned
+    wanted = {partition_value(transform, r[column]) for r in ROWS if keep(r)}
+    scanned = {dict(t.partition_values)[f"partition_field_{key}"] for t in ns.plan_scan(where)}
+    assert scanned == wanted
+    assert len(built.leaves) > len(scanned)
+
+
+def test_bucket_of_unknown_encoding_is_scanned_not_pruned(tmp_path: os.PathLike[str]) -> None:
+    transform = {"type": "bucket", "num_buckets": 4}  # another client's int64 hash: unknown bytes
+    built = build(str(tmp_path), SCHEMA, [_field("nb", "n", transform, pa.int32())], ROWS)
+    ns = lp.PartitionedNamespace.open(built.root)
+    bucket = ns.current_spec.fields[0].transform
+    assert isinstance(bucket, Murmur3Bucket)
+    assert not bucket.known_encoding
+    assert len(ns.plan_scan("n = 27")) == len([v for v in built.leaves if v != (None,)])
+    assert _sorted(ns.to_table("n = 27").to_pylist()) == [r for r in _sorted(ROWS) if r["n"] == 27]
+
+
+IDENTITY_S = _field("s", "s", {"type": "identity"}, pa.utf8())
+
+
+def test_root_properties_in_the_arrow_schema_metadata(tmp_path: os.PathLike[str]) -> None:
+    built = build(str(tmp_path), SCHEMA, [IDENTITY_S], ROWS, properties_in_schema=True)
+    ns = lp.PartitionedNamespace.open(built.root)
+    assert [f.name for f in ns.current_spec.fields] == ["partition_field_s"]
+    assert _sorted(ns.to_table("s = 'beta'").to_pylist()) == [
+        r for r in _sorted(ROWS) if r["s"] == "beta"
+    ]
+
+
+def test_table_version_rows_and_unknown_columns_are_ignored(tmp_path: os.PathLike[str]) -> None:
+    extra = [
+        {"object_id": "v1$t$1", "object_type": "table_version", "location": "x", "owner": "dir"},
+    ]
+    built = build(str(tmp_path), SCHEMA, [IDENTITY_S], ROWS, extra_rows=extra)
+    ns = lp.PartitionedNamespace.open(built.root)
+    assert _sorted(ns.to_table().to_pylist()) == _sorted(ROWS)
+    assert len(ns.partitions()) == len(built.leaves)
+
+
+def test_leaves_without_partition_columns_read_their_values(tmp_path: os.PathLike[str]) -> None:
+    built = build(str(tmp_path), SCHEMA, [IDENTITY_S], ROWS, leaves_without_partition_columns=True)
+    ns = lp.PartitionedNamespace.open(built.root)
+    assert _sorted(ns.to_table().to_pylist()) == _sorted(ROWS)
+    assert _sorted(ns.to_table("s = 'beta'", columns=["id", "s"]).to_pylist()) == [
+        {"id": r["id"], "s": r["s"]} for r in _sorted(ROWS) if r["s"] == "beta"
+    ]
+
+
+@pytest.mark.parametrize("column", ["read_branch", "read_tag"])
+def test_a_leaf_pinned_to_a_branch_or_tag_is_refused_not_read_on_main(
+    tmp_path: os.PathLike[str], column: str
+) -> None:
+    built = build(str(tmp_path), SCHEMA, [IDENTITY_S], ROWS)
+    leaf = built.leaves[("beta",)]
+    manifest = lance.dataset(f"{built.root}/__manifest")
+    manifest.update({column: "'exp'"}, where=f"object_id = '{leaf}'")
+    with pytest.raises(errors.UnsupportedOperationError, match=column):
+        lp.PartitionedNamespace.open(built.root).to_table()
+
+
+def test_runtime_properties_are_named_by_field_id(tmp_path: os.PathLike[str]) -> None:
+    built = build(str(tmp_path), SCHEMA, [IDENTITY_S], ROWS)
+    adapter = lp.PartitionedNamespace.open(built.root).as_lance_namespace()
+    level = built.leaves[("beta",)].split("$")[:2]
+    described = adapter.describe_namespace(ln.DescribeNamespaceRequest(id=level))
+    assert (described.properties or {}).get("partition.s") == "beta"
+
+
+def test_multi_column_fields_are_refused_with_a_typed_error(tmp_path: os.PathLike[str]) -> None:
+    multi = {
+        "field_id": "m",
+        "source_ids": [3, 4],
+        "transform": {"type": "multi_bucket", "num_buckets": 4},
+    }
+    built = build(str(tmp_path), SCHEMA, [IDENTITY_S], ROWS)
+    manifest = lance.dataset(f"{built.root}/__manifest")
+    spec = json.loads(manifest.metadata["partition_spec_v1"])
+    spec["fields"].append({**multi, "result_type": {"type": "int32"}})
+    manifest.update_metadata({"partition_spec_v1": json.dumps(spec)})
+    with pytest.raises(errors.UnsupportedOperationError, match="multi_bucket"):
+        lp.PartitionedNamespace.open(built.root)
