@@ -259,7 +259,7 @@ def _rename_leaves(
     manifest: Manifest,
     snapshot: ManifestSnapshot,
     renamed: NamespaceMetadata,
-    old: str,
+    aliases: Mapping[str, str],
     operation: Operation,
 ) -> None:
     """Rename the column in every leaf (Lance's metadata-only ``alter_columns``, one leaf
@@ -274,8 +274,9 @@ def _rename_leaves(
     A leaf column carrying our field id key is found by it; one of another client's leaf
     (matched by name) is found by its old name and gets the key, so that readers of the
     namespace schema before the rename (old name) and after it (new name) both find it.
+    ``aliases`` maps the field id key of each renamed column to its name in the leaves (the
+    last part of its name in ``snapshot``'s schema).
     """
-    aliases = {str(_renamed_id(snapshot.metadata, renamed)): old.rsplit(".", 1)[-1]}
     schema = leaf_schema(renamed.schema)
     step = operation.with_details(step="rename_leaves")
     known: dict[tuple[str, str], LeafWrite] = {}  # the same object: its commit is reused
@@ -294,7 +295,7 @@ def _rename_leaves(
         leaves = [
             known.setdefault(
                 (object_id, location),
-                LeafWrite(object_id, location, [], 0, {}, aliases=aliases),
+                LeafWrite(object_id, location, [], 0, {}, aliases=dict(aliases)),
             )
             for object_id, location in zip(
                 current.tables.column("object_id").to_pylist(),
@@ -345,7 +346,8 @@ def rename_column(manifest: Manifest, old: str, new: str, *, backoff: Backoff | 
     renamed = rules.rename_column(snapshot.metadata, old, new)  # typed errors before any write
     operation = Operation("evolve", "rename_column", details={"column": old, "new_name": new})
     if renamed != snapshot.metadata:
-        _rename_leaves(manifest, snapshot, renamed, old, operation)
+        aliases = {str(_renamed_id(snapshot.metadata, renamed)): old.rsplit(".", 1)[-1]}
+        _rename_leaves(manifest, snapshot, renamed, aliases, operation)
     return _evolve(
         manifest, lambda meta: rules.rename_column(meta, old, new), operation, backoff=backoff
     )

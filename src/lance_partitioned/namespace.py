@@ -34,6 +34,7 @@ from lance_partitioned.maintenance.optimize import OptimizeProgress, OptimizeRes
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.creation import create_manifest
 from lance_partitioned.scan import ScanTask
+from lance_partitioned.schema_update import UpdateSchema
 from lance_partitioned.sizes import list_partitions, partition_sizes
 from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import (
@@ -527,6 +528,12 @@ class PartitionedNamespace:
     def alter_column_type(self, name: str, new_type: pa.DataType) -> None:
         """Promote a column's type (widening only)."""
         self._evolve("alter_column_type", lambda m: evolution.alter_column_type(m, name, new_type))
+
+    def update_schema(self) -> UpdateSchema:
+        """Several column changes (``add_columns``, ``drop_columns``, ``rename_column``,
+        ``alter_column_type``) committed as one: ``with ns.update_schema() as u: ...`` (see
+        :mod:`.schema_update`)."""
+        return UpdateSchema(lambda change: self._evolve("update_schema", change))
 
     # ------------------------------------------------------------------ maintenance
     def optimize(

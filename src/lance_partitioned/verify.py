@@ -58,7 +58,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import lance
 import pyarrow as pa
 
 from lance_partitioned import errors
@@ -75,6 +74,7 @@ from lance_partitioned.manifest import (
     Manifest,
     ManifestEntry,
     local_path,
+    open_leaf,
     properties_error,
 )
 from lance_partitioned.search.definitions import INDICES_KEY
@@ -421,15 +421,16 @@ def _open(manifest: Manifest, entry: ManifestEntry) -> tuple[Any, list[Problem],
     uri = manifest.table_uri(entry.location or "")
     options = manifest.storage_options or None
     try:
-        latest = lance.dataset(uri, storage_options=options)
-    except (OSError, ValueError) as exc:
+        latest = open_leaf(uri, storage_options=options, action="verify a leaf")
+    except (errors.TableNotFoundError, errors.StorageError) as exc:
         return (
             None,
             [
                 Problem(
                     "missing_leaf",
                     oid,
-                    f"location {entry.location!r} is not a Lance table: {lance_message(exc)}",
+                    f"location {entry.location!r} is not a Lance table: "
+                    f"{lance_message(exc.__cause__ or exc)}",
                 )
             ],
             None,
@@ -437,15 +438,16 @@ def _open(manifest: Manifest, entry: ManifestEntry) -> tuple[Any, list[Problem],
     if entry.read_version is None or entry.read_version == latest.version:
         return latest, [], None
     try:
-        dataset = lance.dataset(uri, version=entry.read_version, storage_options=options)
-    except (OSError, ValueError) as exc:
+        dataset = open_leaf(uri, entry.read_version, options, action="verify a leaf")
+    except (errors.TableNotFoundError, errors.StorageError) as exc:
         return (
             None,
             [
                 Problem(
                     "missing_version",
                     oid,
-                    f"read_version {entry.read_version} does not open: {lance_message(exc)}",
+                    f"read_version {entry.read_version} does not open: "
+                    f"{lance_message(exc.__cause__ or exc)}",
                 )
             ],
             None,

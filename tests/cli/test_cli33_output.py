@@ -15,6 +15,10 @@ import pytest
 
 import lance_partitioned as lp
 
+# the command line as a user runs it, a new interpreter per command (about 1 s of CPU
+# each): with the console-script tests, in the full run only
+pytestmark = pytest.mark.console_script
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 UTC = dt.timezone.utc
 LONG = "a note much longer than a terminal is wide: " + "x" * 120

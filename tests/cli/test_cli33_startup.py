@@ -16,6 +16,10 @@ import pytest
 
 import lance_partitioned as lp
 
+# a fresh interpreter per check (the import graph at startup): with the console-script
+# tests, in the full run only
+pytestmark = pytest.mark.console_script
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 HEAVY = ("lance", "pyarrow", "datafusion", "lance_namespace", "pandas", "numpy", "pyspark")
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
 import lance_partitioned as lp
 
@@ -41,6 +42,7 @@ def _merge_source() -> pa.Table:
     return pa.concat_tables([changed, fresh])
 
 
+@pytest.mark.slow  # three spawned interpreters, each importing the library, racing
 def test_delete_append_and_merge_in_separate_processes(tmp_path: Path) -> None:
     root = str(tmp_path / "ns")
     data = rows(800, seed=300)

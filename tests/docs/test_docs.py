@@ -141,6 +141,11 @@ def uses_spark(path: Path) -> bool:
     return any(b.runs and "pyspark" in b.code for b in fenced_blocks(path))
 
 
+def uses_bash(path: Path) -> bool:
+    """Whether the page runs a bash block (the real console script, one subprocess each)."""
+    return any(b.runs and b.language in BASH for b in fenced_blocks(path))
+
+
 def missing_modules(code: str) -> list[str]:
     """Top-level packages the block imports that are not installed."""
     names: set[str] = set()
@@ -240,6 +245,8 @@ def _page(path: Path) -> object:
     marks = []
     if uses_spark(path):
         marks = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(BASH_TIMEOUT + 300)]
+    elif uses_bash(path):  # the CLI through its console script: left to the full run
+        marks = [pytest.mark.console_script]
     return pytest.param(path, marks=marks, id=_display(path))
 
 

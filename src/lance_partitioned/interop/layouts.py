@@ -56,7 +56,7 @@ def _keys(root: Path, leaf: Path) -> list[tuple[str, str | None]]:
 
 def spec001_source(src: Any, storage_options: dict[str, str]) -> Source:
     """A :class:`~lance_partitioned.interop.sources.Source` over a spec-001 layout."""
-    import lance
+    from lance_partitioned.manifest import open_leaf
 
     root = Path(os.path.abspath(os.fspath(src)))
     leaves = sorted(_leaves(root))
@@ -69,7 +69,8 @@ def spec001_source(src: Any, storage_options: dict[str, str]) -> Source:
                 f"leaf by {names}: every leaf of a partitioned table has the same levels"
             )
     datasets = [
-        lance.dataset(str(leaf), storage_options=storage_options or None) for leaf in leaves
+        open_leaf(str(leaf), storage_options=storage_options, action="open a leaf to import")
+        for leaf in leaves
     ]
     if not datasets:
         raise errors.InvalidInputError(f"no key=value.lance leaf dataset under {str(root)!r}")

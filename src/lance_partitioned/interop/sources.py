@@ -155,12 +155,11 @@ def _fragment_reader(fragment: Any, schema: pa.Schema) -> Callable[[], Iterator[
 
 # ------------------------------------------------------------------ lance
 def _lance(src: Any, storage_options: dict[str, str]) -> Source:
-    import lance
+    from lance_partitioned.manifest import open_leaf
 
     uri = os.fspath(src)
     uri = uri if "://" in uri else os.path.abspath(uri)
-    with errors.typed_storage_errors(uri, "open the Lance dataset to import"):
-        dataset = lance.dataset(uri, storage_options=storage_options or None)
+    dataset = open_leaf(uri, storage_options=storage_options, action="open the dataset to import")
     units = [
         Unit(f"fragment-{fragment.fragment_id}", _lance_reader(fragment))
         for fragment in sorted(dataset.get_fragments(), key=lambda f: f.fragment_id)

@@ -41,13 +41,12 @@ import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-import lance
 from lance import LanceDataset, LanceOperation
 from lance.commit import CommitConflictError
 
 from lance_partitioned import errors
 from lance_partitioned.maintenance.versions import utc
-from lance_partitioned.manifest import TABLE, Manifest
+from lance_partitioned.manifest import TABLE, Manifest, open_leaf
 from lance_partitioned.transaction.leaves import restore_leaf
 
 __all__ = ["Unpublished", "find_unpublished", "naming_versions", "roll_back"]
@@ -151,9 +150,11 @@ def naming_versions(
     options = manifest.storage_options or None
     wanted = set(uris)
     try:
-        dataset = lance.dataset(manifest.uri, storage_options=options)
+        dataset = open_leaf(
+            manifest.uri, storage_options=options, action="list the __manifest versions"
+        )
         versions = sorted(int(v["version"]) for v in dataset.versions())
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, errors.TableNotFoundError) as exc:
         typed = errors.storage_error(exc, manifest.root, "list the __manifest versions")
         raise typed or errors.StorageError(
             f"cannot list the __manifest versions at {manifest.root!r}: {exc}"
@@ -201,12 +202,13 @@ def roll_back(found: Unpublished, storage_options: Mapping[str, str] | None = No
     """
     options = dict(storage_options) if storage_options else None
     try:
-        if int(lance.dataset(found.uri, storage_options=options).version) != found.latest:
+        latest = open_leaf(found.uri, storage_options=options, action="roll a leaf back")
+        if int(latest.version) != found.latest:
             return False
         restore_leaf(found.uri, found.read_version, latest=found.latest, options=options)
     except CommitConflictError:
         return False
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, errors.TableNotFoundError) as exc:
         typed = errors.storage_error(exc, found.uri, "roll a leaf back")
         raise typed or errors.StorageError(
             f"cannot roll the leaf table at {found.uri!r} back to version "

@@ -18,11 +18,11 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import lance
 from lance import LanceDataset
 
 from lance_partitioned import errors
 from lance_partitioned.maintenance.files import StoredFile
+from lance_partitioned.manifest import open_leaf
 
 __all__ = [
     "DatasetHistory",
@@ -225,14 +225,14 @@ def history(
     time comes from the manifest just read instead of a second listing and read of every
     manifest (two requests per leaf on an object store)."""
     try:
-        ds = lance.dataset(uri, storage_options=dict(options) if options else None)
+        ds = open_leaf(uri, storage_options=options, action="read the versions of a table")
         if listed is not None and set(listed) == {int(ds.version)}:
             times = {int(ds.version): utc(_moment(ds.get_version()["timestamp"]))}
         else:
             times = {int(v["version"]): utc(_moment(v["timestamp"])) for v in ds.versions()}
         tagged = {int(tag["version"]) for tag in ds.tags.list().values()} if tags else set()
-    except (OSError, ValueError) as exc:
-        if _not_found(exc):
+    except (OSError, ValueError, errors.TableNotFoundError) as exc:
+        if _not_found(exc.__cause__ or exc):
             return None
         typed = errors.storage_error(exc, uri, "read the versions of a table")
         raise typed or errors.StorageError(

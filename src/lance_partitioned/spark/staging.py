@@ -54,7 +54,8 @@ from typing import Any, cast
 import lance
 import lance.file
 
-from lance_partitioned.manifest import Manifest, local_path
+from lance_partitioned import errors
+from lance_partitioned.manifest import Manifest, local_path, open_leaf
 
 __all__ = [
     "STAGING_DIR",
@@ -176,8 +177,8 @@ class StagingJournal:
 def _referenced_since(uri: str, options: dict[str, str], since: datetime.datetime) -> set[str]:
     """Data files referenced by any version of the leaf committed after ``since``."""
     try:
-        dataset = lance.dataset(uri, storage_options=options or None)
-    except (ValueError, OSError):
+        dataset = open_leaf(uri, storage_options=options, action="list the versions of a leaf")
+    except (errors.TableNotFoundError, errors.StorageError):
         # no dataset: nothing references anything; a leaf with versions it cannot open (an
         # I/O error, a torn manifest) may reference any file: the caller keeps them
         versions = lance.file.LanceFileSession(uri, storage_options=options or None)

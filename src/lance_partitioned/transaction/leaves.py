@@ -16,14 +16,12 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import lance
-import lance.fragment
 import pyarrow as pa
 from lance import LanceDataset, LanceOperation
 from lance.commit import CommitConflictError
 
 from lance_partitioned import errors
-from lance_partitioned.manifest import Manifest
+from lance_partitioned.manifest import Manifest, open_leaf
 from lance_partitioned.transaction.leafplan import (
     field_id_map,
     leaf_fingerprint,
@@ -155,8 +153,8 @@ class _StaleSnapshot(Exception):
 
 def _latest_version(uri: str, options: dict[str, str] | None) -> int | None:
     try:
-        return int(lance.dataset(uri, storage_options=options).latest_version)
-    except ValueError:
+        return int(open_leaf(uri, storage_options=options).latest_version)
+    except errors.TableNotFoundError:
         return None
 
 
@@ -185,13 +183,13 @@ def restore_leaf(uri: str, version: int, *, latest: int, options: dict[str, str]
 
 def _open_leaf(uri: str, version: int, options: dict[str, str] | None) -> LanceDataset:
     """The leaf at ``version``, opened to compare its schema with the staged one."""
-    return lance.dataset(uri, version=version, storage_options=options)
+    return open_leaf(uri, version, options)
 
 
 def _ensure(uri: str, version: int, options: dict[str, str] | None) -> LanceDataset:
     """The leaf at ``version``, which a commit just made: raises :class:`_Rebased` when Lance
     rebased that commit over a concurrent one (its version is not the one expected)."""
-    latest = lance.dataset(uri, storage_options=options)
+    latest = open_leaf(uri, storage_options=options)
     if latest.version != version:
         raise _Rebased(uri)
     return latest
@@ -360,7 +358,7 @@ def commit_leaf(
             if stale is not None and stale():
                 raise _StaleSnapshot(leaf.object_id) from None
             Backoff().sleep(attempt)
-        except OSError:
+        except (OSError, errors.TableNotFoundError):
             # Lance reports a plain "not found" for a version it assumed: a leaf taken to be
             # absent exists (an orphan directory, or another writer created it meanwhile), or
             # one taken to exist does not; look, and retry on top of what is there

@@ -30,10 +30,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import lance
 from lance import LanceOperation
 
-from lance_partitioned.manifest import Manifest, ManifestSnapshot
+from lance_partitioned import errors
+from lance_partitioned.manifest import Manifest, ManifestSnapshot, open_leaf
 from lance_partitioned.transaction.leafplan import leaf_fingerprint
 from lance_partitioned.transaction.leaves import _ABSENT, _NULL
 
@@ -70,7 +70,7 @@ def appended_only(manifest: Manifest, location: str, old: int, new: int) -> bool
     schema (Lance field ids included) and every fragment of ``old`` unchanged in ``new`` (same
     data files, same deletion file).
 
-    >>> import tempfile, pyarrow as pa
+    >>> import tempfile, lance, pyarrow as pa
     >>> root = tempfile.mkdtemp()
     >>> m = Manifest(root)
     >>> ds = lance.write_dataset(pa.table({"a": [1, 2]}), m.table_uri("t"))
@@ -83,13 +83,14 @@ def appended_only(manifest: Manifest, location: str, old: int, new: int) -> bool
     """
     options = manifest.storage_options or None
     try:
-        before = lance.dataset(manifest.table_uri(location), version=old, storage_options=options)
+        before = open_leaf(manifest.table_uri(location), old, options)
         after = before.checkout_version(new)
         if leaf_fingerprint(before) != leaf_fingerprint(after):
             return False
         now = {fragment.fragment_id: fragment.metadata for fragment in after.get_fragments()}
         return all(now.get(f.fragment_id) == f.metadata for f in before.get_fragments())
-    except (OSError, ValueError) as exc:  # a version removed meanwhile: plan again
+    except (OSError, ValueError, errors.LancePartitionedError) as exc:  # a version removed
+        # meanwhile (or the storage failed to read it): plan again
         log.info("cannot compare leaf %s versions %d and %d: %s", location, old, new, exc)
         return False
 
