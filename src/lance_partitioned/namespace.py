@@ -121,7 +121,8 @@ class PartitionedNamespace:
         from lance_partitioned.spec.dialects import in_dialect
         from lance_partitioned.writing import schema_of
 
-        metadata = in_dialect(NamespaceMetadata.create(schema_of(schema), partition_by), dialect)
+        base = NamespaceMetadata.create(schema_of(schema), partition_by)
+        metadata = NamespaceMetadata(base.schema, in_dialect(base.specs, base.schema, dialect))
         create_manifest(str(uri), metadata, storage_options, exist_ok=exist_ok)
         return cls(str(uri), storage_options=storage_options, max_workers=max_workers)
 

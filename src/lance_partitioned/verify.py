@@ -257,7 +257,7 @@ def verify(
     if metadata is not None and INDICES_KEY in raw.table_metadata:
         from lance_partitioned.search.verify import check_indexes
 
-        indexes = check_indexes(manifest, raw.version, width)
+        indexes = [Problem(*found) for found in check_indexes(manifest, raw.version, width)]
     return Report(
         version=raw.version,
         leaves=len(leaves),

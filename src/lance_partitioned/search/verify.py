@@ -26,12 +26,16 @@ from lance_partitioned.scan import ScanTask, plan_scan
 from lance_partitioned.search.build import definitions_by_leaf, leaf_column
 from lance_partitioned.search.definitions import IndexDefinition
 from lance_partitioned.spec.schema import NamespaceSchema
-from lance_partitioned.verify import Problem
 
 __all__ = ["check_indexes"]
 
 
-def check_indexes(manifest: Manifest, version: int, threads: int) -> list[Problem]:
+Finding = tuple[str, str | None, str]
+"""``(kind, object_id, message)``: what :func:`lance_partitioned.verify.verify` reports as a
+:class:`~lance_partitioned.verify.Problem` in ``Report.indexes``."""
+
+
+def check_indexes(manifest: Manifest, version: int, threads: int) -> list[Finding]:
     """The ``index_missing`` and ``index_column`` findings of ``__manifest`` version
     ``version`` (leaves opened on ``threads`` threads), sorted by leaf; a definition that
     cannot be read is one ``index_definition`` finding."""
@@ -39,21 +43,19 @@ def check_indexes(manifest: Manifest, version: int, threads: int) -> list[Proble
         snapshot = manifest.snapshot(version)
         by_leaf = definitions_by_leaf(manifest, snapshot)
     except errors.LancePartitionedError as exc:
-        return [Problem("index_definition", None, f"the index definitions: {exc}")]
+        return [("index_definition", None, f"the index definitions: {exc}")]
     if not by_leaf:
         return []
     tasks = [task for task in plan_scan(manifest, snapshot, None, []) if task.object_id in by_leaf]
     schema = snapshot.metadata.schema
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(tasks) or 1))) as pool:
         found = pool.map(lambda task: _check(task, by_leaf[task.object_id], schema), tasks)
-        return sorted(
-            (p for problems in found for p in problems), key=lambda p: (p.object_id, p.message)
-        )
+        return sorted((p for problems in found for p in problems), key=lambda p: (p[1] or "", p[2]))
 
 
 def _check(
     task: ScanTask, definitions: list[IndexDefinition], schema: NamespaceSchema
-) -> list[Problem]:
+) -> list[Finding]:
     try:
         ds = task.open()
         described = {d.name: list(d.field_names) for d in ds.describe_indices()}
@@ -69,7 +71,7 @@ def _check(
         if fields is None:
             if column is not None and rows > 0 and rows >= definition.min_rows:
                 out.append(
-                    Problem(
+                    (
                         "index_missing",
                         task.object_id,
                         f"index {definition.name!r} ({definition.index_type}) is missing on "
@@ -78,7 +80,7 @@ def _check(
                 )
         elif column is None or fields != [column]:
             out.append(
-                Problem(
+                (
                     "index_column",
                     task.object_id,
                     f"index {definition.name!r} is on column(s) {fields} of this leaf, not on "

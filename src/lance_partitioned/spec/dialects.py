@@ -38,7 +38,6 @@ import pyarrow as pa
 from lance_partitioned import errors
 from lance_partitioned.expressions.ranges import FAILED, Preimage
 from lance_partitioned.spec.fastpath import is_string
-from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.murmur3 import (
     ENCODING,
     bucket_murmur3,
@@ -438,8 +437,10 @@ def published_spec(
     return PublishedSpec(spec.version, tuple(fields))
 
 
-def in_dialect(metadata: NamespaceMetadata, dialect: str | Dialect) -> NamespaceMetadata:
-    """The metadata of a new namespace with its specs written in ``dialect``.
+def in_dialect(
+    specs: Sequence[PartitionSpec], schema: NamespaceSchema, dialect: str | Dialect
+) -> tuple[PartitionSpec, ...]:
+    """The partition specs of a new namespace, written in ``dialect``.
 
     Raises
     ------
@@ -447,8 +448,10 @@ def in_dialect(metadata: NamespaceMetadata, dialect: str | Dialect) -> Namespace
         ``dialect`` is neither ``"spec000"`` nor ``"published"``.
 
     >>> import pyarrow as pa
+    >>> from lance_partitioned.spec.metadata import NamespaceMetadata
     >>> meta = NamespaceMetadata.create(pa.schema([("k", pa.utf8())]), "k")
-    >>> in_dialect(meta, "published").to_table_metadata()["partition_spec_v1"]
+    >>> specs = in_dialect(meta.specs, meta.schema, "published")
+    >>> NamespaceMetadata(meta.schema, specs).to_table_metadata()["partition_spec_v1"]
     '{"id":1,"fields":[{"field_id":"k","source_ids":[0],"transform":{"type":"identity"},\
 "result_type":{"type":"utf8"}}]}'
     """
@@ -459,8 +462,8 @@ def in_dialect(metadata: NamespaceMetadata, dialect: str | Dialect) -> Namespace
             f"dialect must be 'spec000' or 'published', got {dialect!r}"
         ) from None
     if chosen is Dialect.SPEC000:
-        return metadata
-    specs: list[PartitionSpec] = []
-    for spec in metadata.specs:
-        specs.append(published_spec(spec, specs, metadata.schema))
-    return NamespaceMetadata(metadata.schema, tuple(specs))
+        return tuple(specs)
+    out: list[PartitionSpec] = []
+    for spec in specs:
+        out.append(published_spec(spec, out, schema))
+    return tuple(out)
