@@ -62,7 +62,7 @@ def _check(
         rows = int(ds.count_rows())
     except (OSError, ValueError, RuntimeError, errors.LancePartitionedError):
         return []  # the leaf itself is reported by the rest of verify
-    out = []
+    out: list[Finding] = []
     for definition in definitions:
         if schema.is_deprecated(definition.field_id):
             continue
