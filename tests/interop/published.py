@@ -187,3 +187,38 @@ def build(
     if not properties_in_schema:
         ds.update_metadata(properties)
     return result
+
+
+def pin(built: Published, values: tuple[Any, ...], column: str, ref: str) -> list[dict[str, Any]]:
+    """Pin the leaf of ``values`` to a ref with pylance, as the published text's Transaction
+    section allows, and make its main branch differ from it.
+
+    ``column`` ``read_branch``: a branch ``ref`` gets one more row (a copy of the leaf's first
+    with ``id`` + 1000) and the row points at it (``read_branch`` + ``read_version``);
+    ``read_tag``: the leaf gets that row on main, tag ``ref`` names that version, and the row
+    points at the tag alone (``read_version`` NULL). Then main gets another row (``id`` + 2000)
+    that a reader must not see. Returns the rows the leaf's ref holds (updates ``built.rows``).
+    """
+    object_id = built.leaves[values]
+    manifest = lance.dataset(f"{built.root}/__manifest")
+    location = manifest.to_table(filter=f"object_id = '{object_id}'").column("location")[0]
+    uri = f"{built.root}/{location.as_py()}"
+    leaf = lance.dataset(uri)
+    rows = leaf.to_table().to_pylist()
+    added = pa.Table.from_pylist([dict(rows[0], id=rows[0]["id"] + 1000)], schema=leaf.schema)
+    hidden = pa.Table.from_pylist([dict(rows[0], id=rows[0]["id"] + 2000)], schema=leaf.schema)
+    if column == "read_branch":
+        branch = leaf.create_branch(ref)
+        branch.insert(added)
+        version = branch.checkout_version((ref, None)).version
+        lance.write_dataset(hidden, uri, mode="append")
+        updates = {"read_branch": f"'{ref}'", "read_version": str(version)}
+    else:
+        tagged = lance.write_dataset(added, uri, mode="append")
+        tagged.tags.create(ref, tagged.version)
+        lance.write_dataset(hidden, uri, mode="append")
+        updates = {"read_tag": f"'{ref}'", "read_version": "NULL"}
+    manifest.update(updates, where=f"object_id = '{object_id}'")
+    pinned = [*rows, *added.to_pylist()]
+    built.rows = [r for r in built.rows if r not in rows] + pinned
+    return pinned

@@ -16,7 +16,7 @@ import pytest
 import lance_partitioned as lp
 from lance_partitioned import errors
 from lance_partitioned.spec.dialects import Murmur3Bucket, PublishedSpec
-from tests.interop.published import build, partition_value
+from tests.interop.published import build, partition_value, pin
 
 pytestmark = pytest.mark.interop
 
@@ -193,15 +193,34 @@ def test_leaves_without_partition_columns_read_their_values(tmp_path: os.PathLik
 
 
 @pytest.mark.parametrize("column", ["read_branch", "read_tag"])
-def test_a_leaf_pinned_to_a_branch_or_tag_is_refused_not_read_on_main(
+def test_a_leaf_pinned_to_a_branch_or_tag_reads_the_ref_not_main(
     tmp_path: os.PathLike[str], column: str
 ) -> None:
     built = build(str(tmp_path), SCHEMA, [IDENTITY_S], ROWS)
-    leaf = built.leaves[("beta",)]
-    manifest = lance.dataset(f"{built.root}/__manifest")
-    manifest.update({column: "'exp'"}, where=f"object_id = '{leaf}'")
+    pinned = pin(built, ("beta",), column, "exp")
+    ns = lp.PartitionedNamespace.open(built.root)
+    assert _sorted(ns.to_table().to_pylist()) == _sorted(built.rows)
+    assert _sorted(ns.to_table("s = 'beta'").to_pylist()) == _sorted(pinned)
+    [task] = ns.plan_scan("s = 'beta'")
+    assert (task.read_branch, task.read_tag) == (
+        ("exp", None) if column == "read_branch" else (None, "exp")
+    )
+
+
+@pytest.mark.parametrize("column", ["read_branch", "read_tag"])
+def test_writing_to_a_pinned_leaf_is_refused_naming_the_ref(
+    tmp_path: os.PathLike[str], column: str
+) -> None:
+    built = build(str(tmp_path), SCHEMA, [IDENTITY_S], ROWS)
+    pin(built, ("beta",), column, "exp")
+    ns = lp.PartitionedNamespace.open(built.root)
+    with pytest.raises(errors.UnsupportedOperationError, match=f"{column} = 'exp'"):
+        ns.write(pa.Table.from_pylist([dict(ROWS[2], id=500)], schema=SCHEMA))
     with pytest.raises(errors.UnsupportedOperationError, match=column):
-        lp.PartitionedNamespace.open(built.root).to_table()
+        ns.delete("s = 'beta'")
+    # a write elsewhere still works, and the pinned leaf still reads its ref
+    ns.write(pa.Table.from_pylist([dict(ROWS[1], id=501)], schema=SCHEMA))
+    assert _sorted(ns.to_table().to_pylist()) == _sorted([*built.rows, dict(ROWS[1], id=501)])
 
 
 def test_runtime_properties_are_named_by_field_id(tmp_path: os.PathLike[str]) -> None:
