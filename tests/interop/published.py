@@ -74,6 +74,27 @@ def partition_value(transform: dict[str, Any], value: Any) -> Any:
     raise AssertionError(kind)
 
 
+def multi_bucket(num_buckets: int, values: Sequence[Any]) -> int | None:
+    """The oracle of ``multi_bucket``: murmur3 of the non-NULL inputs' bytes, concatenated in
+    order (NULL inputs skipped), NULL only when every input is."""
+    parts = [_encode(v) for v in values if v is not None]
+    if not parts:
+        return None
+    return abs(mmh3.hash(b"".join(parts), 0, signed=True)) % num_buckets
+
+
+def field_value(spec_field: dict[str, Any], schema: pa.Schema, row: dict[str, Any]) -> Any:
+    """The oracle of one published field on one row: its ``oracle`` callable (of the source
+    values, for a field given by an ``expression``), else its transform."""
+    values = [row[schema.field(i).name] for i in spec_field["source_ids"]]
+    if "oracle" in spec_field:
+        return spec_field["oracle"](*values)
+    transform = spec_field["transform"]
+    if transform["type"] == "multi_bucket":
+        return multi_bucket(transform["num_buckets"], values)
+    return partition_value(transform, values[0])
+
+
 @dataclass
 class Published:
     """A published-dialect namespace and what a reader must see in it."""
@@ -116,7 +137,8 @@ def build(
     extra_rows: Sequence[dict[str, Any]] = (),
 ) -> Published:
     """One spec version (``v1``) with ``fields`` (published field objects whose
-    ``result_type`` is an Arrow type here), ``rows`` as Python dicts.
+    ``result_type`` is an Arrow type here; a field given by an ``expression`` carries its
+    Python ``oracle`` too, not written), ``rows`` as Python dicts.
 
     ``properties_in_schema`` puts the root properties in the ``__manifest``'s Arrow schema
     metadata (Daft's branch) instead of its table metadata; ``leaves_without_partition_columns``
@@ -127,9 +149,7 @@ def build(
     sources = [schema.field(f["source_ids"][0]).name for f in fields]
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in rows:
-        key = tuple(
-            partition_value(f["transform"], row[s]) for f, s in zip(fields, sources, strict=True)
-        )
+        key = tuple(field_value(f, schema, row) for f in fields)
         groups.setdefault(key, []).append(row)
     result = Published(root, schema, fields, rows)
     names = [f"partition_field_{f['field_id']}" for f in fields]
@@ -152,7 +172,7 @@ def build(
             dropped = [
                 s
                 for f, s in zip(fields, sources, strict=True)
-                if f["transform"]["type"] == "identity"
+                if f.get("transform", {}).get("type") == "identity"
             ]
             data = data.drop_columns(dropped)
         ds = lance.write_dataset(data, f"{root}/{location}")
@@ -176,7 +196,13 @@ def build(
         "partition_spec_v1": json.dumps(
             {
                 "id": 1,
-                "fields": [{**f, "result_type": JSON_TYPES[f["result_type"]]} for f in fields],
+                "fields": [
+                    {
+                        **{k: v for k, v in f.items() if k != "oracle"},
+                        "result_type": JSON_TYPES[f["result_type"]],
+                    }
+                    for f in fields
+                ],
             }
         ),
     }
