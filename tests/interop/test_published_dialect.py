@@ -269,6 +269,33 @@ def test_multi_column_fields_read_and_scan(
             assert field_value(multi, SCHEMA, row) == value
 
 
+@pytest.mark.parametrize("marked", [True, False], ids=["our_encoding", "unknown_encoding"])
+def test_equality_on_every_source_prunes_a_multi_bucket(
+    tmp_path: os.PathLike[str], marked: bool
+) -> None:
+    encoding = {"hash_encoding": "iceberg"} if marked else {}
+    multi = {**MULTI_BUCKET, "transform": {**MULTI_BUCKET["transform"], **encoding}}
+    built = build(str(tmp_path), SCHEMA, [multi], ROWS)
+    ns = lp.PartitionedNamespace.open(built.root)
+    cases = [("s = 'beta' AND n = 7", ["beta"], [7]), (
+        "s IN ('alpha', 'beta') AND n IN (7, -13) AND id > 0", ["alpha", "beta"], [7, -13]
+    )]  # fmt: skip
+    present = {values[0] for values in built.leaves}
+    for where, strings, numbers in cases:
+        expected = [r for r in _sorted(ROWS) if r["s"] in strings and r["n"] in numbers]
+        assert expected
+        assert _sorted(ns.to_table(where).to_pylist()) == expected
+        scanned = {dict(t.partition_values)["partition_field_m"] for t in ns.plan_scan(where)}
+        if marked:  # pruned to the buckets of the combinations (the builder's oracle)
+            combos = [{"s": s, "n": n} for s in strings for n in numbers]
+            assert scanned == {field_value(multi, SCHEMA, r) for r in combos} & present
+            assert scanned < present
+        else:  # another client's bytes for int64: never pruned
+            assert len(scanned) == len(built.leaves)
+    # equality on one source only never prunes
+    assert len(ns.plan_scan("s = 'beta'")) == len(built.leaves)
+
+
 @pytest.mark.parametrize("multi", [MULTI_BUCKET, MULTI_EXPRESSION], ids=["multi_bucket", "expr"])
 def test_writing_rows_into_a_multi_column_field_is_refused(
     tmp_path: os.PathLike[str], multi: dict[str, Any]

@@ -187,12 +187,21 @@ class PublishedField(PartitionField):
     def transform(self) -> Transform:
         """The transform; a ``bucket`` knows whether its hash encoding is ours; a field over
         several columns is a :class:`~lance_partitioned.spec.multicolumn.MultiColumn`."""
-        if len(self.source_ids) > 1:
-            return MultiColumn(self.name, self.expression, len(self.source_ids), self.result_type)
-        parsed = parse_transform(self.expression, self.result_type)
         spec = self.published_json.get("transform")
+        known = isinstance(spec, Mapping) and spec.get("hash_encoding") == ENCODING
+        if len(self.source_ids) > 1:
+            buckets = spec.get("num_buckets") if isinstance(spec, Mapping) else None
+            return MultiColumn(
+                self.name,
+                self.expression,
+                len(self.source_ids),
+                self.result_type,
+                source_ids=self.source_ids,
+                num_buckets=buckets if isinstance(buckets, int) else None,
+                known_encoding=known,
+            )
+        parsed = parse_transform(self.expression, self.result_type)
         if isinstance(parsed, Murmur3Bucket) and isinstance(spec, Mapping):
-            known = spec.get("hash_encoding") == ENCODING
             return Murmur3Bucket(parsed.num_buckets, known_encoding=known)
         return parsed
 

@@ -4,10 +4,11 @@
 
 Reads take them as they are: their leaves are listed and read like any other. A predicate on
 one of their source columns does not project onto them (a value of one column does not decide
-the field's value), so they never prune and prove nothing about the rows of a leaf: such leaves
-are scanned and the filter runs inside them. Computing their values for a write is not
-supported yet: a write that needs one is refused with a
-:class:`~lance_partitioned.errors.TransformError`.
+the field's value) and a leaf's value proves nothing about its rows, so the filter runs inside
+its leaves; only a conjunction of ``=`` / IN on every source of a ``multi_bucket`` prunes it
+(:func:`~lance_partitioned.pruning.projection.project` asks :meth:`MultiColumn.buckets`).
+Computing their values for a write is not supported yet: a write that needs one is refused
+with a :class:`~lance_partitioned.errors.TransformError`.
 
 >>> field = MultiColumn("partition_field_m", "abs(murmur3_multi(col0, col1)) % 4", 2, pa.int32())
 >>> field.projects_on(pa.int64()), field.preimage(3, pa.int64(), pa.int32()).image
@@ -16,6 +17,7 @@ supported yet: a write that needs one is refused with a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -24,6 +26,7 @@ from lance_partitioned.errors import TransformError
 from lance_partitioned.expressions import AlwaysTrue
 from lance_partitioned.expressions.ranges import Interval, Preimage
 from lance_partitioned.expressions.tree import Predicate
+from lance_partitioned.spec.murmur3 import bucket_murmur3, encoding_agnostic, murmur3_multi
 from lance_partitioned.spec.transforms import Transform
 
 __all__ = ["MultiColumn", "multi_bucket_expression"]
@@ -53,13 +56,57 @@ class MultiColumn(Transform):
         How many source columns it reads.
     result : pyarrow.DataType
         Its published ``result_type``.
+    source_ids : tuple of int
+        Its source field ids, ``col0`` first.
+    num_buckets : int or None
+        ``N`` of a ``multi_bucket`` (None: an expression).
+    known_encoding : bool
+        Whether a ``multi_bucket``'s writer hashed our bytes (the ``hash_encoding`` marker):
+        if not, only sources that every encoding agrees on (strings, binaries) prune.
     """
 
-    def __init__(self, name: str, sql: str, columns: int, result: pa.DataType) -> None:
+    def __init__(
+        self,
+        name: str,
+        sql: str,
+        columns: int,
+        result: pa.DataType,
+        *,
+        source_ids: tuple[int, ...] = (),
+        num_buckets: int | None = None,
+        known_encoding: bool = True,
+    ) -> None:
         self.name = name
         self.sql = sql
         self.columns = columns
         self.result = result
+        self.source_ids = source_ids
+        self.num_buckets = num_buckets
+        self.known_encoding = known_encoding
+
+    def buckets(
+        self, combinations: Sequence[Sequence[Any]], sources: Sequence[pa.DataType]
+    ) -> list[int | None] | None:
+        """The ``multi_bucket`` of each combination of source values (None: not a
+        ``multi_bucket``, or one whose bytes for these types are not known to be ours).
+
+        >>> m = MultiColumn("m", "", 2, pa.int32(), source_ids=(0, 1), num_buckets=4)
+        >>> m.buckets([(34, None), (None, None)], [pa.int64(), pa.utf8()])
+        [3, None]
+        """
+        if self.num_buckets is None:
+            return None
+        if not (self.known_encoding or all(encoding_agnostic(s) for s in sources)):
+            return None
+        try:
+            columns = [
+                pa.array([row[i] for row in combinations], source)
+                for i, source in enumerate(sources)
+            ]
+            hashed = bucket_murmur3(murmur3_multi(columns), self.num_buckets)
+        except (TransformError, pa.ArrowException, TypeError, ValueError, OverflowError):
+            return None
+        return list(hashed.to_pylist())
 
     @property
     def expression(self) -> str:
@@ -88,7 +135,7 @@ class MultiColumn(Transform):
         )
 
     def _parameters(self) -> tuple[Any, ...]:
-        return (self.sql, self.columns)
+        return (self.sql, self.columns, self.source_ids, self.known_encoding)
 
     def projects_on(self, source: pa.DataType) -> bool:
         return False  # one column's value does not decide the field
