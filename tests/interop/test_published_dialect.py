@@ -15,6 +15,7 @@ import pytest
 import lance_partitioned as lp
 from lance_partitioned import errors
 from lance_partitioned.spec.dialects import Murmur3Bucket, PublishedSpec
+from lance_partitioned.verify import verify
 from tests.interop.published import build, field_value, partition_value, pin
 
 pytestmark = pytest.mark.interop
@@ -262,6 +263,7 @@ def test_multi_column_fields_read_and_scan(
     scanned = ns.plan_scan("n = 7")
     assert len(scanned) == len(built.leaves)
     assert {dict(t.partition_values)["partition_field_s"] for t in ns.plan_scan(where)} == {"beta"}
+    assert not verify(built.root).problems  # (verify does not compute the field either)
     # each leaf's rows have the leaf's values (the builder's oracle)
     for task in ns.plan_scan():
         value = dict(task.partition_values)[name]
