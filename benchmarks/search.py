@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("LANCE_LOG", "error")
+os.environ.setdefault("LANCEDB_LOG", "error")  # lancedb's own logger (scanner deprecation warnings)
 
 import lance
 import numpy as np
