@@ -151,17 +151,12 @@ def main() -> None:
     one = lance.dataset(str(root / "one.lance"))
     try:
         import lancedb
+        from lancedb.index import IvfPq
 
         db = lancedb.connect(str(root / "db"))
         ldb = db.create_table("t", table)
-        build_ldb: float | None = timed(
-            lambda: ldb.create_index(
-                metric="l2",
-                num_partitions=partitions,
-                num_sub_vectors=sub_vectors,
-                vector_column_name="emb",
-            )
-        )
+        ivf_pq = IvfPq(distance_type="l2", num_partitions=partitions, num_sub_vectors=sub_vectors)
+        build_ldb: float | None = timed(lambda: ldb.create_index("emb", config=ivf_pq))
     except ImportError:
         ldb, build_ldb = None, None
 
