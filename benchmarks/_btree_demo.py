@@ -113,6 +113,10 @@ def run(rows: int, repeats: int, seed: int, uri: str | None = None) -> None:
             raise SystemExit(f"{uri} already has an index on user_id: build a fresh demo")
         source = f"written by the demo, {uri}"
     leaves = ns.partitions(sizes=False).num_rows
+    specs = "; ".join(
+        f"v{spec.version} = {', '.join(field.name for field in spec.fields)}"
+        for spec in ns.partition_specs
+    )
     scanned = len(ns.plan_scan(WHERE))
     total = ns.count_rows()
 
@@ -134,7 +138,7 @@ def run(rows: int, repeats: int, seed: int, uri: str | None = None) -> None:
 
     print(
         f"# `{WHERE}` on the demo namespace: {total:,} rows in {leaves} leaves "
-        f"(spec v1 year(ts), country; v2 year(ts), month(ts)), {scanned} of {leaves} leaves "
+        f"(specs {specs}), {scanned} of {leaves} leaves "
         f"scanned (no pruning), {matched} rows match; {source}"
     )
     print(
