@@ -18,26 +18,15 @@ def main(uri: str) -> None:
     """Upsert ids 0-399 (``amount = -id``, country moved for the even ids) into ``uri``."""
     os.environ.setdefault("LANCE_LOG", "error")
     warnings.filterwarnings("ignore")
-    from pyspark.sql import SparkSession
+    from _cluster import cluster_session
     from pyspark.sql import functions as F
 
     from lance_partitioned.spark import PartitionedTable
 
-    spark = (
-        SparkSession.builder.master("local-cluster[2,1,1024]")
-        .appName("lance-partitioned-cluster-merge-test")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.executor.memory", "512m")
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.pyspark.driver.python", sys.executable)
-        .getOrCreate()
+    spark = cluster_session(
+        "lance-partitioned-cluster-merge-test", **{"spark.sql.shuffle.partitions": "4"}
     )
     try:
-        spark.sparkContext.setLogLevel("ERROR")
         sc = spark.sparkContext._jsc.sc()  # type: ignore[union-attr]
         source = spark.range(0, 400, numPartitions=4).select(
             F.col("id"),
