@@ -395,7 +395,7 @@ class _Stager:
         spec: PartitionSpec,
         target: pa.Schema,
         options: WriteOptions,
-        pool: ThreadPoolExecutor,
+        pool: concurrent.futures.Executor,
     ) -> None:
         self.manifest = manifest
         self.snapshot = snapshot
@@ -668,6 +668,24 @@ def partition_values(
     return keys
 
 
+class _Inline(concurrent.futures.Executor):
+    """An executor that runs each call at once on the calling thread: a write with one
+    thread (the leaves of a row-level change, each staged by a worker of the caller's pool)
+    pays no thread start and no hand-off per call."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as exc:
+            future.set_exception(exc)
+        return future
+
+
+def _pool(threads: int) -> concurrent.futures.Executor:
+    return ThreadPoolExecutor(max_workers=threads) if threads > 1 else _Inline()
+
+
 def stage(
     manifest: Manifest,
     snapshot: ManifestSnapshot,
@@ -683,7 +701,7 @@ def stage(
     spec = metadata.current_spec
     reader = drop_pandas_index(as_reader(data), target.names)
     rows = 0
-    with ThreadPoolExecutor(max_workers=options.threads) as pool:
+    with _pool(options.threads) as pool:
         stager = _Stager(manifest, snapshot, spec, target, options, pool)
         grouping: collections.deque[Future[_Grouped]] = collections.deque()
         try:

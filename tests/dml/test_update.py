@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import lance
 import pyarrow as pa
 import pytest
 
@@ -165,3 +166,26 @@ def test_set_and_values_together_or_neither_is_a_typed_error(tmp_path: Path) -> 
     with pytest.raises(errors.InvalidInputError, match="value for column 'name'"):
         ns.update("true", values={"name": ["a", "list"]})
     assert ns.refresh().version == version
+
+
+def test_a_leaf_whose_rows_stay_gets_one_lance_version(tmp_path: Path) -> None:
+    """Deleting the old rows and appending the new ones is one Lance ``Update`` commit per
+    leaf (as pylance's own update), not a delete and then an append; the leaf at that one
+    version holds the right rows, and the version before the update reads as before."""
+    data = rows(80, seed=37)
+    ns = create(tmp_path / "ns", "country", data)
+    tasks = {t.object_id: t for t in ns.plan_scan("country = 'US'")}
+    ((object_id, task),) = tasks.items()
+    before = task.read_version
+    assert before is not None
+    ns.update("country = 'US' AND id % 2 = 0", set={"amount": "amount + 1"})
+    after = ns.snapshot.read_version(object_id)
+    assert after == before + 1
+    leaf = lance.dataset(task.uri, version=after)
+    changed = {r["id"]: r["amount"] for r in leaf.to_table(columns=["id", "amount"]).to_pylist()}
+    old = {r["id"]: r["amount"] for r in data.to_pylist() if r["country"] == "US"}
+    assert changed.keys() == old.keys()
+    for key, amount in old.items():
+        want = None if amount is None else amount + 1 if key % 2 == 0 else amount
+        assert changed[key] == want
+    assert lance.dataset(task.uri, version=before).count_rows() == len(old)

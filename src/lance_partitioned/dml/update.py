@@ -11,8 +11,10 @@ one, in the same ``__manifest`` commit — no duplicate, no loss.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,6 +123,9 @@ def assignments(
     return converted
 
 
+_SHALLOW_QUERY = 2_000  # characters: a query this short runs on the calling thread
+
+
 def assign(table: pa.Table, assignments: Mapping[str, str]) -> pa.Table:
     """``table`` with each assigned column replaced by its SQL expression's value, computed
     by DataFusion over the row (the other columns unchanged), cast to the column's type.
@@ -146,7 +151,9 @@ def assign(table: pa.Table, assignments: Mapping[str, str]) -> pa.Table:
         return ctx.sql(query).to_arrow_table()
 
     try:
-        result = deep(run)
+        # a short query cannot nest deep enough to need deep()'s big stack, and deep() runs
+        # one call at a time: the leaves of an update assign in parallel
+        result = run() if len(query) <= _SHALLOW_QUERY else deep(run)
     except Exception as exc:
         raise errors.InvalidInputError(
             f"cannot compute the assignments {dict(assignments)}: {exc}"
@@ -258,6 +265,10 @@ def update(
         },
     )
 
+    # the leaves are read and staged on the per-leaf pool, each leaf's rows staged by its
+    # own worker (one thread each: the pool is the parallelism)
+    leaf_options = dataclasses.replace(options, threads=1)
+
     def work(task: ScanTask, snapshot: ManifestSnapshot) -> LeafWork:
         known = cache.get(task.object_id)
         if known is not None and known.read_version == task.read_version:
@@ -265,8 +276,17 @@ def update(
         ds = task.open()
         if known is not None and known.read_version == ds.version:
             return known
-        cache[task.object_id] = found = leaf_work(manifest, snapshot, task, ds, checked, options)
+        found = leaf_work(manifest, snapshot, task, ds, checked, leaf_options)
+        cache[task.object_id] = found
         return found
+
+    def all_work(snapshot: ManifestSnapshot) -> list[tuple[ScanTask, LeafWork]]:
+        tasks = list(leaf_tasks(manifest, snapshot, where))
+        width = max(1, min(options.threads, len(tasks)))
+        if width == 1:
+            return [(task, work(task, snapshot)) for task in tasks]
+        with ThreadPoolExecutor(width) as pool:
+            return list(zip(tasks, pool.map(lambda t: work(t, snapshot), tasks), strict=True))
 
     def plan(snapshot: ManifestSnapshot) -> ChangePlan:
         nonlocal checked
@@ -288,8 +308,7 @@ def update(
         writes: list[PendingWrite] = []
         done.clear()
         schema = snapshot.metadata.schema
-        for task in leaf_tasks(manifest, snapshot, where):
-            found = work(task, snapshot)
+        for task, found in all_work(snapshot):
             if not found.rows:
                 continue
             done.append(found)

@@ -87,6 +87,7 @@ from lance_partitioned.manifest import (
     rows_table,
     spec_namespace_id,
 )
+from lance_partitioned.transaction.leafplan import staged_fingerprint
 from lance_partitioned.transaction.leaves import (
     _ABSENT,
     _NULL,
@@ -408,8 +409,11 @@ def _commit_one(
             stale=stale,
             operation=step.operation,
             prepared=record,
+            append=_fusable(snapshot, step, pending),
         )
         if commit is not None:
+            if commit.appended:
+                return commit
             expected = commit.version
     if step.write is None or pending is None:
         return commit
@@ -427,6 +431,20 @@ def _commit_one(
         stale=stale,
         known=known,
     )
+
+
+def _fusable(
+    snapshot: ManifestSnapshot, step: _Attempt, pending: PendingWrite | None
+) -> Sequence[Any]:
+    """The staged fragments that may join the leaf's change in one Lance commit: an append
+    of fragments staged in exactly the leaf's schema as the ``__manifest`` records it at the
+    expected version (so they need no field-id remapping and no schema step first)."""
+    if step.write is None or pending is None or pending.mode != "append":
+        return ()
+    known = _known(snapshot, step.write.object_id, step.expected)
+    if known is None or known != staged_fingerprint(pending.leaf_schema):
+        return ()
+    return step.write.fragments
 
 
 def _plan_steps(

@@ -12,7 +12,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,6 +118,7 @@ class LeafCommit:
     version: int
     num_rows: int
     fingerprint: str | None = None
+    appended: bool = False  # the commit also appended the leaf's staged fragments
 
 
 @dataclass
@@ -399,6 +400,7 @@ def commit_change(
     stale: Callable[[], bool] | None = None,
     operation: tuple[Any] | None = None,
     prepared: Callable[[int, Any], None] | None = None,
+    append: Sequence[Any] = (),
 ) -> LeafCommit | None:
     """Commit ``change`` on the leaf at ``location``, on top of its ``expected`` version (the
     manifest's ``read_version``; ``_NULL``: its latest). Returns ``None`` when ``prepare`` found
@@ -410,7 +412,13 @@ def commit_change(
     ``prepare``: the operation an earlier attempt prepared on a version that ``expected`` only
     appended fragments to (:mod:`lance_partitioned.transaction.rebase`). ``prepared(version,
     operation)`` is told each operation ``prepare`` returns, with the version it was prepared
-    on."""
+    on.
+
+    ``append`` are staged fragments in the leaf's own schema to add in the same commit: a
+    ``Delete`` that ``prepare`` returns and these fragments become one Lance ``Update`` (as
+    pylance's own ``update`` commits), one leaf version instead of two; the result says
+    ``appended``. Any other operation is committed alone and the fragments are left to the
+    caller."""
     uri = manifest.table_uri(location)
     options = manifest.storage_options or None
     for attempt in range(_LEAF_ATTEMPTS):
@@ -432,12 +440,21 @@ def commit_change(
                     prepared(base, op)
             if op is None:
                 return None
+            fused = bool(append) and isinstance(op, LanceOperation.Delete)
+            if fused:
+                op = LanceOperation.Update(
+                    removed_fragment_ids=list(op.deleted_fragment_ids),
+                    updated_fragments=list(op.updated_fragments),
+                    new_fragments=list(append),
+                )
             _pause("leaf_commit")
             ds = LanceDataset.commit(
                 uri, op, read_version=latest, storage_options=options, max_retries=0
             )
             if ds.version == latest + 1:
-                return LeafCommit(int(ds.version), int(ds.count_rows()), leaf_fingerprint(ds))
+                return LeafCommit(
+                    int(ds.version), int(ds.count_rows()), leaf_fingerprint(ds), fused
+                )
             log.info("change of %s was rebased to version %d: redoing it", uri, ds.version)
             if stale is not None and stale():
                 raise _StaleSnapshot(change.object_id)
