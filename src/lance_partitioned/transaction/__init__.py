@@ -36,8 +36,10 @@ rows an overwrite replaces and records the write. For each attempt the protocol:
    on the manifest's view, and Lance's rebase, conflict or "not found" is what sends the next
    attempt to look;
    A changed leaf is opened at its ``read_version`` (an orphan on top restored away), the
-   change prepared on it and committed; a leaf both changed and appended to gets the change,
-   then the staged fragments on top;
+   change prepared on it and committed; a leaf both changed and appended to gets both in
+   one Lance ``Update`` when the change is a ``Delete`` and the fragments were staged in the
+   leaf's recorded schema (a row-level update or merge: one leaf version, as pylance's own
+   update makes), otherwise the change, then the staged fragments on top;
 3. upserts every touched row (new ``read_version``s, new namespace and table rows) and deletes
    the dropped ones in one Lance ``Update`` committed as a compare-and-swap on the version
    read in step 1 (:meth:`~lance_partitioned.manifest.Manifest.commit_rows`), with the
