@@ -61,19 +61,22 @@ def ids(table: pa.Table) -> list[int]:
 
 
 @pytest.fixture(
+    scope="module",  # built once per spec: the tests that take it only read
     params=[
         "country",
         "year(ts), country",
         "event_date",
         "month(ts) AS m, bucket(4, user_id)",
         "truncate(100, id), day(ts)",
-    ]
+    ],
 )
-def ns(request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> lp.PartitionedNamespace:
+def ns(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> lp.PartitionedNamespace:
     with warnings.catch_warnings():  # month or day alone: what these specs test
         warnings.simplefilter("ignore", lp.AmbiguousPartitionWarning)
         created = lp.PartitionedNamespace.create(
-            str(tmp_path), schema=SCHEMA, partition_by=request.param
+            str(tmp_path_factory.mktemp("scan")), schema=SCHEMA, partition_by=request.param
         )
     created.write(DATA.slice(0, 250))
     created.write(DATA.slice(250))

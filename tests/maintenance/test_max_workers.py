@@ -61,7 +61,7 @@ def test_the_option_sizes_writes_reads_sizes_and_optimize(
     pools.clear()
     assert ns.to_table().num_rows == LEAVES + 4
     assert ns.count_rows("v > 1") == LEAVES  # 158 + 2
-    assert pools == {"lance_partitioned.scan": {3}}
+    assert pools == {"lance_partitioned.scan.read": {3}}
     pools.clear()
     assert ns.optimize().leaves_compacted == 4
     assert pools["lance_partitioned.maintenance.optimize"] == {3}

@@ -12,6 +12,8 @@ missing: the namespace is corrupt) catches ``TableNotFoundError``.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Mapping
 
 import lance
@@ -20,7 +22,7 @@ from lance.lance import _Session as Session
 
 from lance_partitioned import errors
 
-__all__ = ["open_leaf"]
+__all__ = ["file_on_the_way", "open_leaf"]
 
 
 def _ref_text(version: int | None, branch: str | None, tag: str | None) -> str:
@@ -35,6 +37,39 @@ def _ref_text(version: int | None, branch: str | None, tag: str | None) -> str:
     if branch is not None:
         return f"{at or ' at the latest version'} of branch {branch!r}"
     return at
+
+
+def file_on_the_way(uri: str) -> str | None:
+    """The local path, ``uri`` itself or one of its parents, that is a file and not a
+    directory, which stops a table being there; None when there is none or ``uri`` is on an
+    object store. One ``stat`` for a path that exists or does not.
+
+    Lance takes seconds to fail under such a path (it retries); callers fail at once.
+
+    >>> import tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> file_on_the_way(root + "/ns/__manifest") is None
+    True
+    >>> _ = open(root + "/ns", "w").close()
+    >>> file_on_the_way(root + "/ns/__manifest") == root + "/ns"
+    True
+    """
+    if "://" in uri and not uri.startswith("file://"):
+        return None
+    path = uri.removeprefix("file://")
+    while path:
+        try:
+            mode = os.stat(path).st_mode
+        except NotADirectoryError:  # a parent is a file: find it
+            parent = os.path.dirname(path.rstrip("/"))
+            if parent == path:
+                return None
+            path = parent
+            continue
+        except OSError:  # missing, or the storage refuses: Lance says which
+            return None
+        return None if stat.S_ISDIR(mode) else path
+    return None
 
 
 def open_leaf(
@@ -72,7 +107,12 @@ def open_leaf(
     lance_partitioned.errors.TableNotFoundError: cannot open the Lance table at '...'...
     """
     options = dict(storage_options) if storage_options else None
+    blocked = file_on_the_way(uri)
     try:
+        if blocked is not None:  # what Lance raises there, after seconds of retries
+            raise ValueError(
+                f"{uri!r}: the path {blocked!r} on the way is a file, not a directory (os error 20)"
+            )
         if tag is not None:
             return lance.dataset(uri, version=tag, storage_options=options, session=session)
         if branch is not None:

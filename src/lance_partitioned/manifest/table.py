@@ -28,7 +28,7 @@ from lance.optimize import Compaction, CompactionOptions
 from lance.schema import LanceSchema
 
 from lance_partitioned import errors, runtime
-from lance_partitioned.manifest.datasets import open_leaf
+from lance_partitioned.manifest.datasets import file_on_the_way, open_leaf
 from lance_partitioned.manifest.layout import (
     BASE_COLUMNS,
     DELIMITER,
@@ -242,6 +242,11 @@ class Manifest:
         schema = manifest_schema(metadata.partition_columns())
         first = spec_namespace_id(metadata.current_spec.version)
         rows = rows_table(schema, [{"object_id": first, "object_type": NAMESPACE}])
+        blocked = file_on_the_way(manifest.uri)
+        if blocked is not None:  # Lance takes seconds to fail there (it retries)
+            raise errors.StorageError(
+                f"cannot create a namespace at {root!r}: a path on the way is a file ({blocked!r})"
+            )
         try:
             ds = lance.write_dataset(
                 rows,
