@@ -45,11 +45,16 @@ def _field(table: pa.Table, name: str) -> pa.ChunkedArray:
 FILTERS: list[tuple[str, Callable[[pa.Table], pa.ChunkedArray]]] = [
     ("device.os = 'ios'", lambda t: pc.equal(_field(t, "os"), "ios")),
     ("device.os IS NULL", lambda t: pc.is_null(_field(t, "os"))),
-    ("device.os IN ('linux', 'android')", lambda t: pc.is_in(_field(t, "os"), pa.array(["linux", "android"]))),
+    (
+        "device.os IN ('linux', 'android')",
+        lambda t: pc.is_in(_field(t, "os"), pa.array(["linux", "android"])),
+    ),
     ("device.ver = 12", lambda t: pc.equal(_field(t, "ver"), 12)),
     (
         "`device`.`os` = 'android' AND device.ver >= 14",
-        lambda t: pc.and_(pc.equal(_field(t, "os"), "android"), pc.greater_equal(_field(t, "ver"), 14)),
+        lambda t: pc.and_(
+            pc.equal(_field(t, "os"), "android"), pc.greater_equal(_field(t, "ver"), 14)
+        ),
     ),
 ]
 

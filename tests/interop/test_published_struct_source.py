@@ -21,15 +21,30 @@ DEVICE = pa.struct([("os", pa.utf8()), ("ver", pa.int32())])
 SCHEMA = pa.schema([("id", pa.int64()), ("device", DEVICE)])
 SCHEMA_JSON = {
     "fields": [
-        {"name": "id", "nullable": True, "type": {"type": "int64"}, "metadata": {"lance:field_id": "0"}},
+        {
+            "name": "id",
+            "nullable": True,
+            "type": {"type": "int64"},
+            "metadata": {"lance:field_id": "0"},
+        },
         {
             "name": "device",
             "nullable": True,
             "type": {
                 "type": "struct",
                 "fields": [
-                    {"name": "os", "nullable": True, "type": {"type": "utf8"}, "metadata": {"lance:field_id": "2"}},
-                    {"name": "ver", "nullable": True, "type": {"type": "int32"}, "metadata": {"lance:field_id": "3"}},
+                    {
+                        "name": "os",
+                        "nullable": True,
+                        "type": {"type": "utf8"},
+                        "metadata": {"lance:field_id": "2"},
+                    },
+                    {
+                        "name": "ver",
+                        "nullable": True,
+                        "type": {"type": "int32"},
+                        "metadata": {"lance:field_id": "3"},
+                    },
                 ],
             },
             "metadata": {"lance:field_id": "1"},
@@ -100,6 +115,7 @@ def test_a_published_spec_on_a_struct_child_reads_and_prunes(tmp_path: Path) -> 
         assert sorted(got.column("id").to_pylist()) == expected
         assert len(ns.plan_scan(text)) < everything
     os_values = pc.struct_field(full.column("device"), "os")
-    assert ns.count_rows("device.os IN ('linux', 'android')") == pc.sum(
-        pc.is_in(os_values, pa.array(["linux", "android"]))
-    ).as_py()
+    assert (
+        ns.count_rows("device.os IN ('linux', 'android')")
+        == pc.sum(pc.is_in(os_values, pa.array(["linux", "android"]))).as_py()
+    )

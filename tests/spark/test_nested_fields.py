@@ -127,7 +127,8 @@ def test_spark_pushes_timestamp_and_decimal_struct_field_filters(
     day = dt.datetime(2025, 6, 3, tzinfo=dt.timezone.utc)
     cases = [
         (
-            "device.seen >= TIMESTAMP '2025-06-03 00:00:00' AND device.seen < TIMESTAMP '2025-06-05'",
+            "device.seen >= TIMESTAMP '2025-06-03 00:00:00' "
+            "AND device.seen < TIMESTAMP '2025-06-05'",
             lambda d: day <= d["seen"] < day + dt.timedelta(days=2),
         ),
         (
@@ -165,7 +166,9 @@ def test_spark_writes_by_struct_sources_and_their_filters_prune(
     ]
     assert verify(uri).problems == []
     query = "device.os = 'ios' AND device.seen >= TIMESTAMP '2025-06-03 00:00:00'"
-    assert_same_rows(spark.read.format("lance_partitioned").load(uri).where(query), source.where(query))
+    assert_same_rows(
+        spark.read.format("lance_partitioned").load(uri).where(query), source.where(query)
+    )
     # the filters Spark pushes on the sources prune leaves
     scan = make_reader(
         SourceOptions.parse({"path": uri}),

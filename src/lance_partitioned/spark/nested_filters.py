@@ -2,10 +2,11 @@
 
 Spark names a struct field by its path, ``("device", "os")``. Such a filter converts when
 the path reaches, through structs only, a boolean, integer, string, date, timestamp (in
-microseconds) or decimal field of a column Spark reads with its own type: it becomes an :class:`~lance_partitioned.expressions.tree.Unknown`
-whose SQL names the field by its backtick-quoted path (```device`.`os` = 'ios'``, as Lance and
-DataFusion read it) and whose column is the top-level one. It filters rows inside Lance, and
-prunes leaves when the field is a partition source (see
+microseconds) or decimal field of a column Spark reads with its own type: it becomes an
+:class:`~lance_partitioned.expressions.tree.Unknown` whose SQL names the field by its
+backtick-quoted path (```device`.`os` = 'ios'``, as Lance and DataFusion read it) and
+whose column is the top-level one. It filters rows inside Lance, and prunes leaves when the
+field is a partition source (see
 :func:`~lance_partitioned.spec.sourcepaths.lift_struct_conditions`).
 
 >>> import pyarrow as pa

@@ -54,7 +54,9 @@ def quote_path(path: tuple[str, ...]) -> str:
     if len(path) == 1:
         return path[0]
     return ".".join(
-        f"`{segment.replace('`', '``')}`" if not segment or "." in segment or "`" in segment else segment
+        f"`{segment.replace('`', '``')}`"
+        if not segment or "." in segment or "`" in segment
+        else segment
         for segment in path
     )
 
@@ -160,10 +162,8 @@ def lift_struct_conditions(
         return predicate
     read = schema.read_schema()
     flat = {f"__lp_source_{i}": name for i, name in sources.items()}
-    rendered = {
-        "`" + "`.`".join(schema.path_of(i)) + "`": f"`__lp_source_{i}`" for i in sources
-    }
-    extra = [pa.field(flat_name, schema.field_by_id(i).type) for i, flat_name in zip(sources, flat)]
+    rendered = {"`" + "`.`".join(schema.path_of(i)) + "`": f"`__lp_source_{i}`" for i in sources}
+    extra = [pa.field(f"__lp_source_{i}", schema.field_by_id(i).type) for i in sources]
     wide = pa.schema([*read, *extra])
 
     def lift(leaf: Predicate) -> Predicate:
