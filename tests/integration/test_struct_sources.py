@@ -163,3 +163,17 @@ def test_dropping_a_source_struct_or_child_is_refused(ns: lp.PartitionedNamespac
     ns.drop_columns(["device"])  # no longer a source of the current spec
     assert "device" not in ns.schema.names
     assert ns.count_rows() == 24
+
+
+def test_a_spec_evolves_onto_a_struct_child(tmp_path: Path) -> None:
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema=SCHEMA, partition_by="country")
+    ns.write(_rows())
+    spec = ns.update_partition_spec("truncate(2, device.os) AS os2")
+    assert ns.namespace_schema.path_of(spec.fields[0].source_id) == ("device", "os")
+    ns.write(_rows(100, 24))
+    v2 = [t for t in ns.plan_scan("device.os = 'ios'") if t.spec_version == spec.version]
+    assert {dict(t.partition_values)["os2"] for t in v2} == {"io"}
+    full = ns.to_table()
+    expected = _ids(full.filter(pc.fill_null(pc.equal(_field(full, "os"), "ios"), False)))
+    assert _ids(ns.to_table("device.os = 'ios'")) == expected
+    assert verify(ns.uri).problems == []
