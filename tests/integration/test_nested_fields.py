@@ -105,3 +105,10 @@ def test_a_renamed_struct_column_is_read_by_its_new_path(ns: lp.PartitionedNames
         {"id": 0, "dev.os": "ios"},
         {"id": 5, "dev.os": "ios"},
     ]
+
+
+def test_a_renamed_struct_field_is_read_by_its_new_path(ns: lp.PartitionedNamespace) -> None:
+    # renaming a field inside a struct renames it in every leaf (no false type change)
+    ns.rename_column("device.os", "platform")
+    assert ns.count_rows("device.platform = 'ios'") == 3
+    assert ns.schema.field("device").type.names == ["platform", "ver"]
