@@ -48,6 +48,7 @@ from lance_partitioned.runtime import max_workers
 from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
+from lance_partitioned.spec.sourcepaths import source_values
 from lance_partitioned.transaction import LeafWrite, PendingWrite, WriteMode
 
 __all__ = [
@@ -650,7 +651,7 @@ def partition_values(
             source = schema.field_by_id(spec_field.source_id).type
             column: pa.Array | pa.ChunkedArray = pa.nulls(data.num_rows, source)
         else:
-            column = data.column(schema.name_of(spec_field.source_id))
+            column = source_values(data, schema, spec_field.source_id)
         values = spec_field.transform.apply(column)
         if values.type != spec_field.result_type:
             try:

@@ -83,6 +83,7 @@ from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.multicolumn import MultiColumn
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
 from lance_partitioned.spec.schema import FIELD_ID_KEY
+from lance_partitioned.spec.sourcepaths import source_values, struct_source_paths
 
 __all__ = ["Orphan", "Problem", "Report", "verify"]
 
@@ -554,11 +555,17 @@ def _check_contents(
     top = _top_level_ids(metadata)
     spec = _spec_of(entry, metadata)
     fields = () if spec is None else spec.fields  # (one over several columns: not checked)
+    nested = struct_source_paths(metadata.schema, (f.source_id for f in fields))
     spec_fields = [
-        f for f in fields if f.source_id in top and not isinstance(f.transform, MultiColumn)
+        f
+        for f in fields
+        if (f.source_id in top or f.source_id in nested)
+        and not isinstance(f.transform, MultiColumn)
     ]
     needed = list(read)
     for spec_field in spec_fields:
+        if spec_field.source_id in nested:
+            continue  # a struct child: read with its live struct column
         source = top[spec_field.source_id]
         if source.name not in {f.name for f in needed}:
             needed.append(source)  # a deprecated source column
@@ -590,14 +597,18 @@ def _check_contents(
         return problems, 0
     sample = pa.Table.from_batches(batches, schema=schema)
     for spec_field in spec_fields:
-        found = _check_values(entry, spec_field, sample.column(top[spec_field.source_id].name))
+        if spec_field.source_id in nested:
+            values = source_values(sample, metadata.schema, spec_field.source_id)
+        else:
+            values = sample.column(top[spec_field.source_id].name)
+        found = _check_values(entry, spec_field, values)
         if found is not None:
             problems.append(found)
     return problems, sample.num_rows
 
 
 def _check_values(
-    entry: ManifestEntry, spec_field: PartitionField, column: pa.ChunkedArray
+    entry: ManifestEntry, spec_field: PartitionField, column: pa.ChunkedArray | pa.Array
 ) -> Problem | None:
     """Re-apply the partition expression to sampled source values; compare with the leaf's."""
     if len(column) == 0:

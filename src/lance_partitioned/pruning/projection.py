@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from lance_partitioned.columnpaths import split_path
 from lance_partitioned.errors import InvalidInputError, SchemaError
 from lance_partitioned.expressions import tree as t
 from lance_partitioned.expressions.ranges import Interval
@@ -44,6 +45,7 @@ from lance_partitioned.pruning import joint
 from lance_partitioned.pruning.multicolumn import multi_bucket_parts
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
+from lance_partitioned.spec.sourcepaths import source_id_at
 
 __all__ = ["conjuncts", "project", "source_fields", "term_interval"]
 
@@ -107,12 +109,22 @@ def source_fields(
     (['id'], ([], None))
     """
     try:
-        field_id = schema.field_id(term)
+        field_id = _source_id(schema, term)
         source = schema.field_by_id(field_id).type
     except SchemaError:
         return [], None
     fields = [f for f in spec.fields if f.source_id == field_id and f.transform.projects_on(source)]
     return fields, source
+
+
+def _source_id(schema: NamespaceSchema, term: str) -> int:
+    """The id of the live column ``term``, or of the struct child its dotted path names."""
+    if term in schema.names:
+        return schema.field_id(term)
+    path = split_path(term)
+    if path is None:
+        return schema.field_id(term)  # raises: no such column
+    return source_id_at(schema, path)
 
 
 def term_interval(leaves: list[Predicate], source: pa.DataType) -> Interval | None:

@@ -58,6 +58,7 @@ from lance_partitioned.scan.task import ScanTask
 from lance_partitioned.spec.dialects import identity_columns
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
+from lance_partitioned.spec.sourcepaths import lift_struct_conditions
 
 __all__ = [
     "Filter",
@@ -108,7 +109,13 @@ def manifest_filter(
     a matching row meet: the inclusive projection of ``predicate``, and its conditions on
     ``spec``'s own field names (``fields``) as they are."""
     return and_(
-        project(without_fields(predicate, fields), spec, schema),
+        project(
+            lift_struct_conditions(
+                without_fields(predicate, fields), schema, (f.source_id for f in spec.fields)
+            ),
+            spec,
+            schema,
+        ),
         on_fields(predicate, spec, fields),
     )
 

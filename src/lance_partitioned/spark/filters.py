@@ -46,7 +46,7 @@ from lance_partitioned.expressions.tree import (
     StartsWith,
 )
 
-__all__ = ["pushable_columns", "to_predicate"]
+__all__ = ["native", "pushable_columns", "to_predicate"]
 
 _SCALARS = (bool, int, float, str, bytes, datetime.date, datetime.time, decimal.Decimal)
 _COMPARISONS: dict[type[sds.Filter], type[Comparison]] = {
@@ -58,7 +58,7 @@ _COMPARISONS: dict[type[sds.Filter], type[Comparison]] = {
 }
 
 
-def _native(dtype: pa.DataType) -> bool:
+def native(dtype: pa.DataType) -> bool:
     """Whether Spark reads this Arrow type as itself, with the same order and equality."""
     t = pa.types
     if t.is_floating(dtype) or t.is_unsigned_integer(dtype):
@@ -84,7 +84,7 @@ def pushable_columns(schema: pa.Schema) -> frozenset[str]:
     >>> pushable_columns(pa.schema([("id", pa.int64()), ("x", pa.float64())]))
     frozenset({'id'})
     """
-    return frozenset(f.name for f in schema if _native(f.type))
+    return frozenset(f.name for f in schema if native(f.type))
 
 
 def _scalar(value: object) -> bool:

@@ -1,11 +1,13 @@
 """Spark's pushed filters on struct fields (``df.filter("device.os = 'ios'")``).
 
 Spark names a struct field by its path, ``("device", "os")``. Such a filter converts when
-the path reaches, through structs only, a boolean, integer or string field of a column Spark
-reads with its own type: it becomes an :class:`~lance_partitioned.expressions.tree.Unknown`
-whose SQL names the field by its backtick-quoted path (```device`.`os` = 'ios'``, as Lance and
-DataFusion read it) and whose column is the top-level one. It prunes no leaf (no partition
-field has a struct field as its source) but filters rows inside Lance.
+the path reaches, through structs only, a boolean, integer, string, date, timestamp (in
+microseconds) or decimal field of a column Spark reads with its own type: it becomes an
+:class:`~lance_partitioned.expressions.tree.Unknown` whose SQL names the field by its
+backtick-quoted path (```device`.`os` = 'ios'``, as Lance and DataFusion read it) and
+whose column is the top-level one. It filters rows inside Lance, and prunes leaves when the
+field is a partition source (see
+:func:`~lance_partitioned.spec.sourcepaths.lift_struct_conditions`).
 
 >>> import pyarrow as pa
 >>> from pyspark.sql.datasource import EqualTo, Not
@@ -30,7 +32,7 @@ from pyspark.sql import datasource as sds
 from lance_partitioned.errors import InvalidInputError
 from lance_partitioned.expressions.render import quote_identifier, to_sql
 from lance_partitioned.expressions.tree import Not, Predicate, Unknown
-from lance_partitioned.spark.filters import to_predicate
+from lance_partitioned.spark.filters import native, to_predicate
 
 __all__ = ["nested_predicate", "path_sql", "pushable_paths"]
 
@@ -38,13 +40,9 @@ _PLACEHOLDER = "__lp_struct_field__"
 
 
 def _pushable(dtype: pa.DataType) -> bool:
+    """The field types pushed: those of top-level columns (:mod:`.filters`) but binary."""
     t = pa.types
-    return bool(
-        t.is_boolean(dtype)
-        or (t.is_integer(dtype) and not t.is_unsigned_integer(dtype))
-        or t.is_string(dtype)
-        or t.is_large_string(dtype)
-    )
+    return native(dtype) and not (t.is_binary(dtype) or t.is_large_binary(dtype))
 
 
 def path_sql(path: Sequence[str]) -> str | None:

@@ -415,6 +415,23 @@ class NamespaceSchema:
         """
         return _dotted(self._node(field_id).path)
 
+    def path_of(self, field_id: int) -> tuple[str, ...]:
+        """The names from the top-level field down to the field ``field_id``.
+
+        Raises
+        ------
+        SchemaError
+            If no field has that id.
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> s = NamespaceSchema.from_arrow(pa.schema([("s", pa.struct([("a.b", pa.int8())]))]))
+        >>> s.path_of(1)
+        ('s', 'a.b')
+        """
+        return self._node(field_id).path
+
     def is_deprecated(self, field_id: int) -> bool:
         """Whether the field or one of its ancestors is deprecated.
 

@@ -6,7 +6,7 @@ comma-separated list of partition fields, in level order; each is one of
 ==========================================  ==============================  ====================
 Form                                        Expression (spec 000 App. D)    Default name
 ==========================================  ==============================  ====================
-``col``                                     ``col``                         ``<col>``
+``col``, ``identity(col)``                  ``col``                         ``<col>``
 ``year(col)``                               ``date_part('year', col)``      ``<col>_year``
 ``month(col)``                              ``date_part('month', col)``     ``<col>_month``
 ``day(col)``                                ``date_part('day', col)``       ``<col>_day``
@@ -41,7 +41,10 @@ partition per calendar month,
 hour, ``CAST(CAST(col AS DATE) AS BIGINT) * 24 + date_part('hour', col)``; ``years(ts)`` is
 ``date_part('year', col) - 1970``. ``days(ts)`` is ``date(ts)``: its value is the date itself.
 
-Source columns are the top-level, non-deprecated columns of the namespace schema. An empty
+Sources are the non-deprecated columns of the namespace schema, or fields of a struct
+column by their dotted path (``bucket(4, device.ver)``; a segment with a dot in double quotes
+or backticks, ``device."x.y"``): the field's ``lance:field_id`` is the ``source_id``, and the
+default name joins the path with ``_`` (``device_ver_bucket``). An empty
 (or blank) string means "unpartitioned". Errors are
 :class:`~lance_partitioned.errors.PartitionByParseError` with the offset of the offending
 token and a caret line:
@@ -75,6 +78,7 @@ import pyarrow as pa
 from lance_partitioned import errors
 from lance_partitioned.spec.partitioning import RESERVED_NAMES, UnboundPartitionField
 from lance_partitioned.spec.schema import NamespaceSchema
+from lance_partitioned.spec.sourcepaths import source_id_at
 from lance_partitioned.spec.transforms import (
     Bucket,
     Date,
@@ -106,7 +110,7 @@ _DATE_PARTS: dict[str, Callable[[], Transform]] = {
     "hours": Hours,
 }
 _SUFFIXES = {"days": "date"}  # days(ts) is date(ts), named alike
-_FUNCTIONS = (*_DATE_PARTS, "bucket", "truncate", "expr")
+_FUNCTIONS = (*_DATE_PARTS, "bucket", "truncate", "expr", "identity")
 _PUNCTUATION = {"(": "(", ")": ")", ",": ","}
 _EXPECTED = {"string": "a single-quoted string", "(": "'('", ")": "')'", ",": "','"}
 
@@ -166,9 +170,9 @@ def _tokenize(text: str) -> list[_Token]:
         if ch in _PUNCTUATION:
             tokens.append(_Token(_PUNCTUATION[ch], ch, start, ch))
             i += 1
-        elif ch in "\"'":
+        elif ch in "\"'`":
             value, i = _read_quoted(text, start, ch)
-            kind = "qident" if ch == '"' else "string"
+            kind = "string" if ch == "'" else "qident"
             tokens.append(_Token(kind, value, start, text[start:i]))
         elif ch.isdigit() or (ch in "+-" and text[i + 1 : i + 2].isdigit()):
             # A number runs over every word character, so "1.5" or "16x" is one bad token.
@@ -181,13 +185,8 @@ def _tokenize(text: str) -> list[_Token]:
                 i += 1
             tokens.append(_Token("ident", text[start:i], start, text[start:i]))
         elif ch == "." and tokens and tokens[-1].kind in ("ident", "qident"):
-            raise _parse_error(
-                text,
-                start,
-                f"a partition source must be a top-level column, not a field of the struct "
-                f"column {tokens[-1].value!r}; partition by a top-level copy of the field "
-                "(struct fields are read and filtered by their dotted path)",
-            )
+            tokens.append(_Token(".", ".", start, "."))  # a struct field: device.os
+            i += 1
         else:
             raise _parse_error(text, start, f"unexpected character {ch!r}")
     tokens.append(_Token("end", "", len(text), ""))
@@ -284,6 +283,10 @@ class _Parser:
         self.expect("(", f"after {function.raw}")
         transform: Transform
         declared: pa.DataType | None = None
+        if lowered == "identity":  # Iceberg's spelling of a bare column
+            column = self.column()
+            self.expect(")", f"to close {function.raw}( at position {function.pos}")
+            return column.name, column, Identity(), Identity().result_type(column.dtype)
         if lowered in _DATE_PARTS:
             column = self.column()
             transform = _DATE_PARTS[lowered]()
@@ -340,13 +343,23 @@ class _Parser:
         token = self.next()
         if token.kind not in ("ident", "qident"):
             raise self.error(token, f"expected a column name, got {token.describe()}")
-        name = token.value
+        path = [token.value]
+        while self.peek().kind == ".":
+            self.next()
+            segment = self.next()
+            if segment.kind not in ("ident", "qident"):
+                raise self.error(
+                    segment, f"expected a struct field name after '.', got {segment.describe()}"
+                )
+            path.append(segment.value)
         try:
-            source_id = self.schema.field_id(name)
+            source_id = source_id_at(self.schema, tuple(path))
         except errors.SchemaError as exc:
             columns = ", ".join(self.schema.names) or "none"
             raise self.error(token, f"unknown column: {exc} (columns: {columns})") from None
-        return _Column(name, source_id, self.schema.top_level_field(name).type, token)
+        # the default field name: the path joined with '_' (no dot in a __manifest column)
+        name = "_".join(path)
+        return _Column(name, source_id, self.schema.field_by_id(source_id).type, token)
 
     def result_type(self) -> pa.DataType:
         token = self.expect("string", "(the result type) after the column of expr(")

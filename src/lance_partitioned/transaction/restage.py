@@ -40,6 +40,8 @@ def promoted_schema(staged: pa.Schema, current: pa.Schema) -> pa.Schema | None:
     changed = []
     for field in staged:
         other = now.get(leaf_field_id(field))
+        if other is not None and pa.types.is_struct(other.type):
+            other = _renamed([other], [field])[0]  # a renamed struct child is no type change
         if other is None or other.type == field.type:
             fields.append(field)
         elif can_promote(field.type, other.type):
