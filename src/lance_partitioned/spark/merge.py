@@ -113,10 +113,13 @@ class _MergeJob:
     delete: tuple[bool, str | Predicate | None]
     columns: tuple[str, ...]  # the source's columns
     tasks: dict[str, tuple[scan.ScanTask, Predicate]] = field(default_factory=dict)
+    matched_delete: tuple[bool, str | None] = (False, None)
+    delete_first: bool = False  # when_matched_delete came before when_matched_update_all
 
     def builder(self, manifest: Manifest) -> MergeBuilder:
         b = MergeBuilder(manifest, None, list(self.on), null_safe=self.null_safe)
         b._update, b._insert, b._delete = self.update, self.insert, self.delete
+        b._matched_delete, b._delete_first = self.matched_delete, self.delete_first
         return b
 
 
@@ -188,11 +191,11 @@ class SparkMergeBuilder:
         return self.when_matched_update_all(condition)
 
     def when_matched_delete(self, condition: str | None = None) -> SparkMergeBuilder:
-        """Not supported yet (the Python merge has no matched-delete clause)."""
-        raise errors.UnsupportedOperationError(
-            "when_matched_delete is not supported yet: delete the keys with "
-            "PartitionedTable.delete, or merge with when_matched_update_all"
-        )
+        """Delete each matched target row (where ``condition`` holds); with an update
+        clause too, the first one added whose condition holds applies (see the Python
+        merge)."""
+        self._python.when_matched_delete(condition)
+        return self
 
     def when_not_matched_insert_all(self) -> SparkMergeBuilder:
         """Insert each source row that matches no target row."""
@@ -250,6 +253,8 @@ class SparkMergeBuilder:
             delete=python._delete,
             columns=tuple(self._source.columns),
             tasks=tasks,
+            matched_delete=python._matched_delete,
+            delete_first=python._delete_first,
         )
         keyed = self._source.withColumn(_ROW, F.monotonically_increasing_id()).persist()
         try:
