@@ -421,7 +421,7 @@ class MergeBuilder:
             for k in self._on
         )
 
-        def run() -> tuple[pa.Table, pa.Table, pa.Table]:
+        def run() -> tuple[pa.Table, pa.Table, pa.Table, pa.Table]:
             ctx = datafusion.SessionContext()
             ctx.register_record_batches("target", [_batches(joined)])
             ctx.register_record_batches("source", [_batches(source)])
