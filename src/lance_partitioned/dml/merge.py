@@ -8,7 +8,8 @@ source column, exactly the leaves the source rows belong to. In each searched le
 columns are read at its ``read_version`` and joined with the source (DataFusion): a NULL
 key matches a NULL key (``IS NOT DISTINCT FROM``) on a partition source column, or on every
 key with ``null_safe=True``; elsewhere a NULL key never matches. Matched target rows are
-deleted there (Lance deletion files) and their new version (the source row, with the
+deleted there (Lance deletion files): those a ``when_matched_delete`` clause applies to
+go, and for the others their new version (the source row, with the
 target's values of the columns the source lacks) is staged, with the inserted rows, into
 the leaves of the partitions they belong to under the current spec: a row whose new values
 belong to another partition moves. The condition of ``when_not_matched_by_source_delete``
@@ -68,7 +69,9 @@ class _LeafMatches:
     read_version: int
     deleted: pa.Array  # row addresses (updated and deleted-by-source rows)
     updated: int  # target rows replaced
-    by_source: int  # target rows deleted by when_not_matched_by_source_delete
+    # target rows deleted and not replaced: matched (when_matched_delete) or not
+    # (when_not_matched_by_source_delete)
+    by_source: int
     matched: np.ndarray  # source row indexes with a key match here
     updating: np.ndarray  # source row indexes that update a row here
     kept: pa.Table  # the updated target rows' values of the columns the source lacks
@@ -90,11 +93,16 @@ class MergeBuilder:
       source columns included, so it stays in its partition); an inserted row gets NULL, and
       an insert into a column that is not nullable is an
       :class:`~lance_partitioned.errors.InvalidInputError` (nothing is changed);
+    - WHEN MATCHED clauses (``when_matched_update_all``, ``when_matched_delete``): as in
+      Delta Lake, for each matching (target row, source row) pair the first clause, in the
+      order they were added, whose condition holds applies (a NULL condition does not
+      hold); a pair no clause applies to leaves the target row as it is;
     - duplicate keys: a target row that several source rows match (and satisfy the
       ``when_matched_update_all`` condition) is an error,
-      :class:`~lance_partitioned.errors.DuplicateKeyError`, when the merge updates; source
-      rows that share a key and match no target row are each inserted, and without
-      ``when_matched_update_all`` source rows that match a target row are skipped.
+      :class:`~lance_partitioned.errors.DuplicateKeyError`, when the merge updates it
+      (also when another of those source rows would delete it; several source rows
+      deleting it delete it once); source rows that share a key and match no target row
+      are each inserted, and source rows that match a target row are never inserted.
 
     >>> import tempfile, pyarrow as pa
     >>> import lance_partitioned as lp
@@ -132,6 +140,8 @@ class MergeBuilder:
         self._after = after
         self._options = options or WriteOptions(threads=manifest.max_workers)
         self._update: tuple[bool, str | None] = (False, None)
+        self._matched_delete: tuple[bool, str | None] = (False, None)
+        self._delete_first = False  # when_matched_delete was added before the update
         self._insert = False
         self._delete: tuple[bool, str | Predicate | None] = (False, None)
         self._absent: list[pa.Field] = []  # namespace columns the source lacks
@@ -144,6 +154,19 @@ class MergeBuilder:
         the others. Several source rows updating one target row are a
         :class:`~lance_partitioned.errors.DuplicateKeyError`."""
         self._update = (True, condition)
+        return self
+
+    def when_matched_delete(self, condition: str | None = None) -> MergeBuilder:
+        """Delete each target row whose key matches a source row (only where ``condition``
+        holds: SQL over ``target.<col>`` and ``source.<col>``, as the update's condition).
+
+        With ``when_matched_update_all`` too, the clause added first applies to a matching
+        pair when its condition holds, the other one otherwise (Delta Lake's order of
+        WHEN MATCHED clauses). The deleted rows are counted in
+        :attr:`MergeResult.rows_deleted`."""
+        if not self._update[0]:
+            self._delete_first = True
+        self._matched_delete = (True, condition)
         return self
 
     def when_not_matched_insert_all(self) -> MergeBuilder:
@@ -274,7 +297,7 @@ class MergeBuilder:
             version=result.version,
             rows_updated=0 if skipped else sum(m.updated for m in used),
             rows_inserted=0 if skipped else inserted[0],
-            rows_deleted=0 if skipped else sum(m.by_source for m in used),
+            rows_deleted=0 if skipped else sum(m.by_source for m in used),  # (matched too)
             leaves_read=len(used),
             attempts=result.attempts,
             seconds=time.perf_counter() - started,
@@ -371,9 +394,10 @@ class MergeBuilder:
         import datafusion
 
         update, update_condition = self._update
+        remove, remove_condition = self._matched_delete
         read = schema.read_schema()
         kept = [f.name for f in self._absent] if update else []
-        if update_condition is not None:
+        if update_condition is not None or remove_condition is not None:
             columns = None
         else:
             wanted = {*self._on, *kept}
@@ -397,7 +421,7 @@ class MergeBuilder:
             for k in self._on
         )
 
-        def run() -> tuple[pa.Table, pa.Table, pa.Table]:
+        def run() -> tuple[pa.Table, pa.Table, pa.Table, pa.Table]:
             ctx = datafusion.SessionContext()
             ctx.register_record_batches("target", [_batches(joined)])
             ctx.register_record_batches("source", [_batches(source)])
@@ -406,41 +430,63 @@ class MergeBuilder:
                 f"FROM target JOIN source ON {keys}"
             )
             matches = ctx.sql(pairs).to_arrow_table()
-            updates = matches.slice(0, 0)
+            updates = removes = matches.slice(0, 0)
             if update:
-                where = "" if update_condition is None else f" WHERE ({update_condition})"
-                updates = ctx.sql(pairs + where).to_arrow_table()
+                updates = ctx.sql(pairs + self._clause("update")).to_arrow_table()
+            if remove:
+                removes = ctx.sql(pairs + self._clause("delete")).to_arrow_table()
             unmatched = pa.table({ROW_ADDRESS: pa.array([], pa.uint64())})
             if not isinstance(deleting, AlwaysFalse):
                 unmatched = ctx.sql(
                     f"SELECT {ROW_ADDRESS} FROM target WHERE NOT EXISTS (SELECT 1 FROM "
                     f"source WHERE {keys})"
                 ).to_arrow_table()
-            return matches, updates, unmatched
+            return matches, updates, removes, unmatched
 
         try:
-            matches, updates, unmatched = deep(run)
+            matches, updates, removes, unmatched = deep(run)
         except Exception as exc:
             raise errors.InvalidInputError(
                 f"cannot evaluate the merge on {self._on}: {exc}"
             ) from exc
-        self._check_single_update(updates, target)
+        removed = pc.unique(removes.column(ROW_ADDRESS).combine_chunks().cast(pa.uint64()))
+        both = pa.table({ROW_ADDRESS: updates.column(ROW_ADDRESS).cast(pa.uint64())})
+        self._check_single_update(
+            pa.concat_tables([both, pa.table({ROW_ADDRESS: removed})]), target
+        )
         gone = _unmatched_deleted(unmatched, target, deleting)
         deleted = pa.concat_arrays(
-            [updates.column(ROW_ADDRESS).combine_chunks().cast(pa.uint64()), gone]
+            [updates.column(ROW_ADDRESS).combine_chunks().cast(pa.uint64()), removed, gone]
         )
         return _LeafMatches(
             read_version=int(ds.version),
             deleted=deleted,
             updated=updates.num_rows,
-            by_source=len(gone),
+            by_source=len(gone) + len(removed),
             matched=_indexes(matches),
             updating=_indexes(updates),
             kept=_rows_at(target, updates.column(ROW_ADDRESS), kept),
         )
 
+    def _clause(self, kind: str) -> str:
+        """The WHERE clause of the matching pairs a WHEN MATCHED clause (``"update"`` or
+        ``"delete"``) applies to: its condition holds and the other clause's, when that
+        one was added first, does not (a NULL condition does not hold)."""
+        own, other = self._update, self._matched_delete
+        other_first = self._delete_first  # (for the update: the delete comes first)
+        if kind == "delete":
+            own, other = other, own
+            other_first = not other_first
+        parts = [] if own[1] is None else [f"(({own[1]}) IS TRUE)"]
+        if other[0] and other_first:
+            if other[1] is None:
+                return " WHERE FALSE"
+            parts.append(f"(({other[1]}) IS NOT TRUE)")
+        return f" WHERE {' AND '.join(parts)}" if parts else ""
+
     def _check_single_update(self, updates: pa.Table, target: pa.Table) -> None:
-        """Raise DuplicateKeyError when several source rows update one target row."""
+        """Raise DuplicateKeyError when several source rows update one target row (or one
+        updates it and another deletes it: ``updates`` then lists it twice)."""
         if not updates.num_rows:
             return
         row_addresses = updates.column(ROW_ADDRESS).combine_chunks().to_numpy(zero_copy_only=False)

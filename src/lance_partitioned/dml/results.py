@@ -108,7 +108,8 @@ class MergeResult:
     rows_inserted : int
         Source rows without a match, inserted.
     rows_deleted : int
-        Target rows without a match in the source, deleted.
+        Target rows deleted: matched by a source row (``when_matched_delete``) or without
+        a match in the source (``when_not_matched_by_source_delete``).
     leaves_read : int
         Target leaves searched for matches.
     attempts : int

@@ -15,7 +15,9 @@
    executors when the merge inserts.
 
 The driver collects only the prepared operations and fragment metadata (never the source)
-and publishes every leaf in one :func:`lance_partitioned.transaction.commit_changes`.
+and publishes every leaf in one :func:`lance_partitioned.transaction.commit_changes`. A leaf
+that another writer changed before that commit is merged again there, alone
+(:mod:`.merge_replan`).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from lance_partitioned.ingest import WriteOptions, stage
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.spark.dml import TASK_THREADS, LeafJob, TaskHook, job_for, remove_unused
+from lance_partitioned.spark.merge_replan import Replanner
 from lance_partitioned.spark.staging import StagingJournal, data_files
 from lance_partitioned.spark.workers import freeze_worker_heap
 from lance_partitioned.transaction import (
@@ -113,10 +116,13 @@ class _MergeJob:
     delete: tuple[bool, str | Predicate | None]
     columns: tuple[str, ...]  # the source's columns
     tasks: dict[str, tuple[scan.ScanTask, Predicate]] = field(default_factory=dict)
+    matched_delete: tuple[bool, str | None] = (False, None)
+    delete_first: bool = False  # when_matched_delete came before when_matched_update_all
 
     def builder(self, manifest: Manifest) -> MergeBuilder:
         b = MergeBuilder(manifest, None, list(self.on), null_safe=self.null_safe)
         b._update, b._insert, b._delete = self.update, self.insert, self.delete
+        b._matched_delete, b._delete_first = self.matched_delete, self.delete_first
         return b
 
 
@@ -168,6 +174,7 @@ class SparkMergeBuilder:
         self._spark, self._manifest, self._source = spark, manifest, source
         self._python = MergeBuilder(manifest, None, on, null_safe=null_safe)  # checks ``on``
         self._on, self._null_safe, self._hook = on, null_safe, hook
+        self.replanned: list[str] = []  # the leaves merged again at the commit (moved)
 
     def when_matched_update_all(self, condition: str | None = None) -> SparkMergeBuilder:
         """Replace each matched target row by its source row (see the Python merge)."""
@@ -188,11 +195,11 @@ class SparkMergeBuilder:
         return self.when_matched_update_all(condition)
 
     def when_matched_delete(self, condition: str | None = None) -> SparkMergeBuilder:
-        """Not supported yet (the Python merge has no matched-delete clause)."""
-        raise errors.UnsupportedOperationError(
-            "when_matched_delete is not supported yet: delete the keys with "
-            "PartitionedTable.delete, or merge with when_matched_update_all"
-        )
+        """Delete each matched target row (where ``condition`` holds); with an update
+        clause too, the first one added whose condition holds applies (see the Python
+        merge)."""
+        self._python.when_matched_delete(condition)
+        return self
 
     def when_not_matched_insert_all(self) -> SparkMergeBuilder:
         """Insert each source row that matches no target row."""
@@ -250,12 +257,18 @@ class SparkMergeBuilder:
             delete=python._delete,
             columns=tuple(self._source.columns),
             tasks=tasks,
+            matched_delete=python._matched_delete,
+            delete_first=python._delete_first,
         )
         keyed = self._source.withColumn(_ROW, F.monotonically_increasing_id()).persist()
+        replanner = Replanner(job, keyed)
+        self.replanned = replanner.replanned
+        results: list[tuple[Any, str | None]] = []
         try:
             results = self._run(job, keyed, residuals)
-            version, attempts, skipped = self._commit(job, snapshot, results)
+            version, attempts, skipped = self._commit(job, snapshot, results, replanner)
         except PySparkException as exc:
+            replanner.finish([])
             remove_unused(leaf, set())
             for name in ("DuplicateKeyError", "InvalidInputError", "SchemaMismatchError"):
                 if f"{name}:" in str(exc):
@@ -263,12 +276,14 @@ class SparkMergeBuilder:
                     raise getattr(errors, name)(message) from None
             raise
         except BaseException:
+            replanner.finish([])
             remove_unused(leaf, set())
             raise
         finally:
             keyed.unpersist()
         remove_unused(leaf, {r[1] for r in results if r[1] is not None})
         leaves = [r[0] for r in results if isinstance(r[0], _LeafResult)]
+        replanner.finish(leaves)
         inserted = sum(r[0] for r in results if isinstance(r[0], int))
         return MergeResult(
             version=version,
@@ -320,19 +335,19 @@ class SparkMergeBuilder:
         job: _MergeJob,
         pinned: ManifestSnapshot,
         results: list[tuple[Any, str | None]],
+        replanner: Replanner,
     ) -> tuple[int, int, bool]:
-        leaves = [r[0] for r in results if isinstance(r[0], _LeafResult)]
-        writes = [r.staged for r in leaves if r.staged is not None]
-        writes += [r[0] for r in results if isinstance(r[0], PendingWrite)]
-        staged = merge_pending(writes) if writes else None
-        counts = {r.object_id: DeleteCount(r.count) for r in leaves}
-        changes = [
-            LeafChange(r.object_id, _prepare(r, counts[r.object_id]))
-            for r in leaves
-            if r.deleted is not None
-        ]
-        reads = {r.object_id: r.read_version for r in leaves}
+        """Publish the executors' work in one commit; a leaf another writer changed since
+        the pinned snapshot is merged again on the driver (``results`` then holds its new
+        result)."""
+        searched = [r[0] for r in results if isinstance(r[0], _LeafResult)]
+        inserts = [r[0] for r in results if isinstance(r[0], PendingWrite)]
+        pinned_reads = {r.object_id: r.read_version for r in searched}
         operation = Operation("merge", details={"on": ",".join(self._on), "engine": "spark"})
+        # the same objects for the same leaf results: commit_changes keeps their leaf commits
+        changes_of: dict[int, tuple[LeafChange | None, DeleteCount]] = {}
+        merged: dict[tuple[int, ...], PendingWrite | None] = {}
+        final: list[list[_LeafResult]] = [searched]
 
         def plan(snapshot: ManifestSnapshot) -> ChangePlan:
             if snapshot.metadata != pinned.metadata:
@@ -340,12 +355,24 @@ class SparkMergeBuilder:
                     f"the namespace's schema or partition spec changed at __manifest version "
                     f"{snapshot.version} while this merge ran: nothing was changed; run it again"
                 )
-            moved = [o for o, v in reads.items() if snapshot.read_version(o) != v]
-            if moved:
-                raise errors.ConcurrentModificationError(
-                    f"leaves {moved[:3]} changed while this merge ran (its matches were read "
-                    "before): nothing was changed; run it again"
-                )
+            moved = [o for o, v in pinned_reads.items() if snapshot.read_version(o) != v]
+            again = replanner.results(snapshot, moved) if moved else {}
+            leaves = final[0] = [again.get(r.object_id, r) for r in searched]
+            for r in leaves:
+                if id(r) not in changes_of:
+                    count = DeleteCount(r.count)
+                    change = None
+                    if r.deleted is not None:
+                        change = LeafChange(r.object_id, _prepare(r, count))
+                    changes_of[id(r)] = (change, count)
+            changes = [c for r in leaves if (c := changes_of[id(r)][0]) is not None]
+            counts = {r.object_id: changes_of[id(r)][1] for r in leaves}
+            reads = {r.object_id: r.read_version for r in leaves}
+            writes = [r.staged for r in leaves if r.staged is not None] + inserts
+            key = tuple(id(w) for w in writes)
+            if key not in merged:
+                merged[key] = merge_pending(writes) if writes else None
+            staged = merged[key]
             tally = Tally(
                 operation,
                 written=[] if staged is None else staged.leaves,
@@ -357,6 +384,10 @@ class SparkMergeBuilder:
             )
 
         result = commit_changes(self._manifest, plan, leaf_threads=TASK_THREADS)
+        by_leaf = {r.object_id: r for r in final[0]}
+        results[:] = [
+            (by_leaf[r[0].object_id], r[1]) if isinstance(r[0], _LeafResult) else r for r in results
+        ]
         return result.version, result.attempts, result.skipped
 
 
