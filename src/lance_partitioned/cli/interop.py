@@ -183,13 +183,14 @@ def convert_command(
         str,
         typer.Option("--to", help="published (the text merged upstream) or spec000."),
     ],
-    rebucket: Annotated[
+    no_rebucket: Annotated[
         bool,
         typer.Option(
-            "--rebucket/--no-rebucket",
-            help="Re-bucket bucket fields (not implemented yet: bucket fields are refused).",
+            "--no-rebucket",
+            help="Refuse, listing them, bucket fields (whose leaves would need re-bucketing; "
+            "not implemented yet, so they are refused either way).",
         ),
-    ] = True,
+    ] = False,
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
     debug: DebugOpt = False,
@@ -200,7 +201,7 @@ def convert_command(
 
     ns = open_namespace(uri, storage_option)
     before = ns.version
-    result = ns.convert(to, rebucket=rebucket)
+    result = ns.convert(to, rebucket=not no_rebucket)
     out = {
         "dialect": result.dialect,
         "manifest_version": result.version,
