@@ -6,9 +6,10 @@ to the column the new spec names: ``<name>`` (spec 000) becomes ``partition_fiel
 (the published text), and ``partition_field_<key>`` becomes ``<key>``. Leaves are not touched:
 a field's values, and so the leaf a row lives in, stay the same, except for a ``bucket`` field:
 spec 000 buckets hash with xxhash64, published ones with murmur3, so their leaves hold
-different rows. Re-bucketing is not implemented: a namespace with a bucket field is refused
-with :class:`~lance_partitioned.errors.UnsupportedOperationError` listing the fields (and so
-with ``rebucket=False``, which asks for that refusal).
+different rows. Re-bucketing is not implemented: a bucket field of a spec version that has
+leaves is refused with :class:`~lance_partitioned.errors.UnsupportedOperationError` listing
+the fields (and so with ``rebucket=False``, which asks for that refusal); one without leaves
+converts as any other field.
 
 pylance 14 cannot change a dataset's columns, its rows and its table metadata in one commit
 (see :mod:`lance_partitioned.evolution`), so a conversion is up to three ``__manifest``
@@ -82,11 +83,18 @@ def dialect_of(metadata: NamespaceMetadata) -> Dialect:
     )
 
 
-def _bucket_fields(metadata: NamespaceMetadata) -> list[str]:
-    """``v<N>.<name>`` of every bucket field, whose leaves a conversion would re-bucket."""
+def _bucket_fields(snapshot: ManifestSnapshot) -> list[str]:
+    """``v<N>.<name>`` of every bucket field of a spec version that has leaves: those leaves
+    would need re-bucketing (a bucket field without data converts as any other)."""
+    with_leaves = {
+        int(m[1])
+        for oid in snapshot.tables.column("object_id").to_pylist()
+        if (m := _SPEC_ROW.match(oid))
+    }
     return [
         f"v{spec.version}.{spec_field.name}"
-        for spec in metadata.specs
+        for spec in snapshot.metadata.specs
+        if spec.version in with_leaves
         for spec_field in spec.fields
         if isinstance(spec_field.transform, (Bucket, Murmur3Bucket))
     ]
@@ -94,20 +102,20 @@ def _bucket_fields(metadata: NamespaceMetadata) -> list[str]:
 
 def _to_spec000(metadata: NamespaceMetadata) -> tuple[PartitionSpec, ...]:
     """The published specs of ``metadata`` as spec 000: each field named by its published
-    ``field_id`` (its key), numbered by its stand-in id."""
+    ``field_id`` (its key), numbered by its stand-in id; a murmur3 ``bucket`` becomes spec
+    000's (xxhash64, int64)."""
     out: list[PartitionSpec] = []
     for spec in metadata.specs:
-        fields = tuple(
-            PartitionField(
-                f.field_id,
-                getattr(f, "key", "") or f.name,
-                f.source_id,
-                f.expression,
-                f.result_type,
-            )
-            for f in spec.fields
-        )
-        out.append(PartitionSpec(spec.version, fields))
+        fields: list[PartitionField] = []
+        for f in spec.fields:
+            expression, result_type = f.expression, f.result_type
+            if isinstance(f.transform, Murmur3Bucket):  # no leaves (else refused): xxhash64
+                spec000 = Bucket(f.transform.num_buckets)
+                source = metadata.schema.field_by_id(f.source_id).type
+                expression, result_type = spec000.expression, spec000.result_type(source)
+            name = getattr(f, "key", "") or f.name
+            fields.append(PartitionField(f.field_id, name, f.source_id, expression, result_type))
+        out.append(PartitionSpec(spec.version, tuple(fields)))
     return tuple(out)
 
 
@@ -221,7 +229,7 @@ def convert(
     InvalidInputError
         ``to`` is not a dialect.
     UnsupportedOperationError
-        A spec version has a bucket field (listed).
+        A spec version with leaves has a bucket field (listed).
     PartitionSpecError
         A field cannot be written in the other dialect (a published key that is not a valid
         spec 000 name, a column of the new name with another type).
@@ -241,7 +249,7 @@ def convert(
         old = snapshot.metadata
         if dialect_of(old) is target:
             return ConvertResult(snapshot.version, target.value)
-        buckets = _bucket_fields(old)
+        buckets = _bucket_fields(snapshot)
         if buckets:
             why = (
                 "--no-rebucket was given"

@@ -187,3 +187,39 @@ def test_cli_convert_no_rebucket_lists_the_fields(tmp_path: Path) -> None:
     line = one_line_error(result)
     assert "v2.n_bucket" in line
     assert "--no-rebucket" in line
+
+
+def test_convert_refuses_a_published_key_that_names_a_manifest_column(tmp_path: Path) -> None:
+    fields: list[dict[str, Any]] = [
+        {
+            "field_id": "location",
+            "source_ids": [2],
+            "transform": {"type": "identity"},
+            "result_type": pa.utf8(),
+        }
+    ]
+    build(str(tmp_path), SCHEMA, fields, _batch(0, 4).to_pylist())
+    ns = lp.PartitionedNamespace.open(str(tmp_path))
+    before = ns.version
+    with pytest.raises(errors.PartitionSpecError, match="location"):
+        ns.convert("spec000")
+    assert lp.PartitionedNamespace.open(str(tmp_path)).version == before
+    assert _dialects(tmp_path) == {Dialect.PUBLISHED}
+
+
+def test_convert_a_bucket_field_without_leaves(tmp_path: Path) -> None:
+    ns = lp.PartitionedNamespace.create(
+        str(tmp_path),
+        schema=SCHEMA,
+        partition_by="s, bucket(4, n) AS n_bucket",
+        dialect="published",
+    )
+    assert ns.convert("spec000").dialect == "spec000"
+    bucket = lp.PartitionedNamespace.open(str(tmp_path)).current_spec.fields[1]
+    assert (bucket.name, bucket.expression) == ("n_bucket", "abs(hash(col)) % 4")
+    ns.write(_batch(0, 8))
+    with pytest.raises(errors.UnsupportedOperationError, match=r"v1\.n_bucket"):
+        ns.convert("published")
+    assert _sorted(lp.PartitionedNamespace.open(str(tmp_path)).to_table()).equals(
+        _sorted(_batch(0, 8))
+    )

@@ -187,8 +187,8 @@ def convert_command(
         bool,
         typer.Option(
             "--no-rebucket",
-            help="Refuse, listing them, bucket fields (whose leaves would need re-bucketing; "
-            "not implemented yet, so they are refused either way).",
+            help="Refuse, listing them, bucket fields with leaves (which would need "
+            "re-bucketing; not implemented yet, so they are refused either way).",
         ),
     ] = False,
     json_output: JsonOpt = False,
