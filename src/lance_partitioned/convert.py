@@ -20,6 +20,10 @@ versions, each readable as the namespace before it: step ``prepare`` adds the ne
 that the specs and schema are still those the conversion was computed from. The old columns
 stay (unused, like those an evolution leaves), so every version before reads as it did.
 
+Run it while nothing writes to the namespace: the publishing commit conflicts with a
+concurrent evolution, but not with a write, and a partition row that a write commits between
+step ``rows`` and its own commit would hold its values in the old columns only.
+
 >>> import tempfile, pyarrow as pa
 >>> import lance_partitioned as lp
 >>> ns = lp.PartitionedNamespace.create(
