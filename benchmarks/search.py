@@ -26,6 +26,12 @@ Usage::
 
     .venv/bin/python benchmarks/search.py                            # 1M rows: long
     .venv/bin/python benchmarks/search.py --rows 100000 --queries 20  # small
+    .venv/bin/python benchmarks/search.py --btree-demo               # ``user_id = 4242``
+
+``--btree-demo`` runs only the issue's ``user_id = 4242`` case on the demo's namespace
+(``--rows`` events in the first batch, default 2,000,000, as the demo; or ``--demo-uri`` of one
+the demo wrote): ``count_rows`` and ``to_table`` without and with a ``BTREE`` on ``user_id``
+(see ``_btree_demo.py``).
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("LANCE_LOG", "error")
+os.environ.setdefault("LANCEDB_LOG", "error")  # lancedb's own logger (scanner deprecation warnings)
 
 import lance
 import numpy as np
@@ -50,6 +57,7 @@ import pyarrow as pa
 import lance_partitioned as lp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _btree_demo
 from _versions import package_version
 
 K = 10
@@ -100,13 +108,28 @@ def recall(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument(
+        "--rows", type=int, default=None, help="default 1,000,000 (--btree-demo: 2,000,000)"
+    )
     parser.add_argument("--dim", type=int, default=128)
     parser.add_argument("--tenants", type=int, default=100)
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--nprobes", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--btree-demo",
+        action="store_true",
+        help="only time `user_id = 4242` on the demo namespace without and with a BTREE",
+    )
+    parser.add_argument(
+        "--demo-uri", help="--btree-demo: a namespace written by the demo (default: generate one)"
+    )
+    parser.add_argument("--repeats", type=int, default=7, help="--btree-demo: runs per timing")
     args = parser.parse_args()
+    if args.btree_demo:
+        _btree_demo.run(args.rows or 2_000_000, args.repeats, args.seed, args.demo_uri)
+        return
+    args.rows = args.rows or 1_000_000
     sub_vectors = max(1, args.dim // 16)
     table, vectors = make_data(args.rows, args.dim, args.tenants, args.seed)
     tenants = table.column("tenant").to_numpy(zero_copy_only=False)
@@ -128,17 +151,12 @@ def main() -> None:
     one = lance.dataset(str(root / "one.lance"))
     try:
         import lancedb
+        from lancedb.index import IvfPq
 
         db = lancedb.connect(str(root / "db"))
         ldb = db.create_table("t", table)
-        build_ldb: float | None = timed(
-            lambda: ldb.create_index(
-                metric="l2",
-                num_partitions=partitions,
-                num_sub_vectors=sub_vectors,
-                vector_column_name="emb",
-            )
-        )
+        ivf_pq = IvfPq(distance_type="l2", num_partitions=partitions, num_sub_vectors=sub_vectors)
+        build_ldb: float | None = timed(lambda: ldb.create_index("emb", config=ivf_pq))
     except ImportError:
         ldb, build_ldb = None, None
 

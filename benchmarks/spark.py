@@ -33,6 +33,11 @@ Python data sources hand Spark every column of every row as Arrow batches over a
 Usage::
 
     .venv/bin/python benchmarks/spark.py [--rows 4000000] [--master local[2]] [--repeat 3]
+    .venv/bin/python benchmarks/spark.py --merge [--rows 10000000] [--merge-factor 0.1]
+
+``--merge`` runs the upsert benchmark instead (issue 30, :mod:`spark_merge`): ours on Spark
+against our Python merge and Parquet's dynamic partition overwrite, with the source at
+``rows * merge-factor`` and 5x that.
 """
 
 from __future__ import annotations
@@ -230,7 +235,9 @@ class Bench:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=4_000_000)
+    parser.add_argument("--rows", type=int, default=None, help="4M; 10M with --merge")
+    parser.add_argument("--merge", action="store_true", help="the merge benchmark (issue 30)")
+    parser.add_argument("--merge-factor", type=float, default=0.1, help="source rows / rows")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--repeat", type=int, default=3, help="interleaved runs; best shown")
     args = parser.parse_args()
@@ -246,6 +253,10 @@ def main() -> None:
     )
     spark.sparkContext.setLogLevel("ERROR")
     lance_partitioned.spark.register(spark)
+    if args.merge:
+        _merge(spark, args.rows or 10_000_000, args.merge_factor, args.master)
+        return
+    args.rows = args.rows or 4_000_000
     df = events(spark, args.rows).cache()
     df.count()
     work = tempfile.mkdtemp(prefix="bench-spark-")
@@ -277,6 +288,23 @@ def main() -> None:
         f"{load[0]:.1f} at start, {after[0]:.1f} at end\n"
     )
     print("\n".join(bench.table()))
+
+
+def _merge(spark: SparkSession, rows: int, factor: float, master: str) -> None:
+    import spark_merge
+
+    work = tempfile.mkdtemp(prefix="bench-spark-merge-")
+    try:
+        lines = spark_merge.main(spark, work, rows, factor)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        spark.stop()
+    print(
+        f"namespace rows: {rows:,}, master: {master}, pyspark {spark.version}, "
+        f"lance-partitioned {lance_partitioned.__version__}, {os.cpu_count()} CPUs, load "
+        f"average {os.getloadavg()[0]:.1f}\n"
+    )
+    print("\n".join(lines))
 
 
 def _same(a: Any, b: Any) -> bool:

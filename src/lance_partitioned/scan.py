@@ -68,6 +68,7 @@ from lance_partitioned.manifest import (
     ManifestSnapshot,
     open_leaf,
 )
+from lance_partitioned.manifest.root import READ_REFS
 from lance_partitioned.manifest.versions import list_versions
 from lance_partitioned.pruning import project, residual
 from lance_partitioned.pruning.fieldnames import (
@@ -155,6 +156,10 @@ class ScanTask:
     manifest_version: int | None = None
     filled: tuple[tuple[str, Any], ...] = ()
     """``(column, value)``: a leaf lacking the column reads it as the partition value."""
+    read_branch: str | None = None
+    """The branch of the leaf to read :attr:`read_version` of (None: main)."""
+    read_tag: str | None = None
+    """The tag of the leaf to read (None: none; set, it wins over :attr:`read_version`)."""
 
     def open(self) -> lance.LanceDataset:
         """The leaf as a Lance dataset at :attr:`read_version`.
@@ -176,6 +181,8 @@ class ScanTask:
                 dict(self.storage_options),
                 session=self._session(),
                 action="read",
+                branch=self.read_branch,
+                tag=self.read_tag,
             )
         except errors.TableNotFoundError as exc:
             gone = self.removed_by_cleanup()
@@ -190,8 +197,8 @@ class ScanTask:
     def _session(self) -> lance.Session | None:  # type: ignore[name-defined]
         """The namespace's shared leaf session (:mod:`lance_partitioned.sessions`) for a
         fixed version; None (a fresh one) for the latest, which Lance looks up each time."""
-        if self.read_version is None:
-            return None
+        if self.read_version is None or self.read_tag is not None:
+            return None  # a tag may move, like a latest version
         root = self.manifest_root or self.uri.rstrip("/").rsplit("/", 1)[0]
         return leaf_session(root, dict(self.storage_options))
 
@@ -393,6 +400,10 @@ def _tasks(
         versions,
     )
     read_versions = versions.to_pylist()
+    branches, tags = (
+        rows.column(name).to_pylist() if name in rows.column_names else [None] * n
+        for name in READ_REFS
+    )
     uris = list(map(manifest.table_uri, rows.column("location").to_pylist()))
     everything = isinstance(predicate, AlwaysTrue)
     filled = identity_columns(spec, metadata.schema)
@@ -404,10 +415,12 @@ def _tasks(
         "manifest_version": snapshot.version,
     }
     tasks: list[ScanTask] = []
-    for object_id, uri, read_version, count, values in zip(
+    for object_id, uri, read_version, branch, tag, count, values in zip(
         rows.column("object_id").to_pylist(),
         uris,
         read_versions,
+        branches,
+        tags,
         counts,
         zip(*columns, strict=True) if columns else itertools.repeat((), n),
         strict=True,
@@ -430,6 +443,8 @@ def _tasks(
                 residual=remaining,
                 row_count=count,
                 filled=tuple((column, values[i]) for i, column in filled if values[i] is not None),
+                read_branch=branch,
+                read_tag=tag,
                 **shared,
             )
         )

@@ -144,7 +144,13 @@ def leaf_size(
     """
     try:
         dataset = open_leaf(
-            leaf.uri, leaf.read_version, dict(leaf.storage_options), session=session, action="read"
+            leaf.uri,
+            leaf.read_version,
+            dict(leaf.storage_options),
+            session=session,
+            action="read",
+            branch=getattr(leaf, "read_branch", None),  # a ScanTask's ref, when it has one
+            tag=getattr(leaf, "read_tag", None),
         )
     except errors.TableNotFoundError as exc:
         raise errors.CorruptNamespaceError(

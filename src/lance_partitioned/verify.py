@@ -80,6 +80,7 @@ from lance_partitioned.manifest import (
 from lance_partitioned.search.definitions import INDICES_KEY
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.metadata import NamespaceMetadata
+from lance_partitioned.spec.multicolumn import MultiColumn
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
 from lance_partitioned.spec.schema import FIELD_ID_KEY
 
@@ -552,7 +553,10 @@ def _check_contents(
     read = metadata.schema.read_schema()
     top = _top_level_ids(metadata)
     spec = _spec_of(entry, metadata)
-    spec_fields = [] if spec is None else [f for f in spec.fields if f.source_id in top]
+    fields = () if spec is None else spec.fields  # (one over several columns: not checked)
+    spec_fields = [
+        f for f in fields if f.source_id in top and not isinstance(f.transform, MultiColumn)
+    ]
     needed = list(read)
     for spec_field in spec_fields:
         source = top[spec_field.source_id]

@@ -3,9 +3,11 @@ search (every leaf under 10,000 rows) at recall 1.0."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
-from tests.benchmarks.helpers import run
+from tests.benchmarks.helpers import load, run
 
 
 @pytest.mark.slow
@@ -16,3 +18,19 @@ def test_search_benchmark_runs_and_prints_its_tables() -> None:
     ours = [line for line in lines if "| ours | 1.000 |" in line]
     assert len(ours) == 4, done.stdout
     assert any(line.startswith("| FTS global | ours |") for line in lines), done.stdout
+
+
+def test_search_benchmark_btree_demo_prints_the_user_id_table(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    search = load("search")
+    monkeypatch.setattr(
+        sys, "argv", ["search.py", "--btree-demo", "--rows", "2000", "--repeats", "1"]
+    )
+    search.main()
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert "| query | no index (ms) | BTREE on user_id (ms) | speed-up |" in lines, out
+    assert any(line.startswith('| `ns.count_rows("user_id = 4242")` |') for line in lines), out
+    assert any(line.startswith('| `ns.to_table(filter="user_id = 4242")` |') for line in lines)
+    assert "23 of 23 leaves scanned (no pruning)" in out, out

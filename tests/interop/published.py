@@ -74,6 +74,27 @@ def partition_value(transform: dict[str, Any], value: Any) -> Any:
     raise AssertionError(kind)
 
 
+def multi_bucket(num_buckets: int, values: Sequence[Any]) -> int | None:
+    """The oracle of ``multi_bucket``: murmur3 of the non-NULL inputs' bytes, concatenated in
+    order (NULL inputs skipped), NULL only when every input is."""
+    parts = [_encode(v) for v in values if v is not None]
+    if not parts:
+        return None
+    return abs(mmh3.hash(b"".join(parts), 0, signed=True)) % num_buckets
+
+
+def field_value(spec_field: dict[str, Any], schema: pa.Schema, row: dict[str, Any]) -> Any:
+    """The oracle of one published field on one row: its ``oracle`` callable (of the source
+    values, for a field given by an ``expression``), else its transform."""
+    values = [row[schema.field(i).name] for i in spec_field["source_ids"]]
+    if "oracle" in spec_field:
+        return spec_field["oracle"](*values)
+    transform = spec_field["transform"]
+    if transform["type"] == "multi_bucket":
+        return multi_bucket(transform["num_buckets"], values)
+    return partition_value(transform, values[0])
+
+
 @dataclass
 class Published:
     """A published-dialect namespace and what a reader must see in it."""
@@ -116,7 +137,8 @@ def build(
     extra_rows: Sequence[dict[str, Any]] = (),
 ) -> Published:
     """One spec version (``v1``) with ``fields`` (published field objects whose
-    ``result_type`` is an Arrow type here), ``rows`` as Python dicts.
+    ``result_type`` is an Arrow type here; a field given by an ``expression`` carries its
+    Python ``oracle`` too, not written), ``rows`` as Python dicts.
 
     ``properties_in_schema`` puts the root properties in the ``__manifest``'s Arrow schema
     metadata (Daft's branch) instead of its table metadata; ``leaves_without_partition_columns``
@@ -127,9 +149,7 @@ def build(
     sources = [schema.field(f["source_ids"][0]).name for f in fields]
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in rows:
-        key = tuple(
-            partition_value(f["transform"], row[s]) for f, s in zip(fields, sources, strict=True)
-        )
+        key = tuple(field_value(f, schema, row) for f in fields)
         groups.setdefault(key, []).append(row)
     result = Published(root, schema, fields, rows)
     names = [f"partition_field_{f['field_id']}" for f in fields]
@@ -152,7 +172,7 @@ def build(
             dropped = [
                 s
                 for f, s in zip(fields, sources, strict=True)
-                if f["transform"]["type"] == "identity"
+                if f.get("transform", {}).get("type") == "identity"
             ]
             data = data.drop_columns(dropped)
         ds = lance.write_dataset(data, f"{root}/{location}")
@@ -176,7 +196,13 @@ def build(
         "partition_spec_v1": json.dumps(
             {
                 "id": 1,
-                "fields": [{**f, "result_type": JSON_TYPES[f["result_type"]]} for f in fields],
+                "fields": [
+                    {
+                        **{k: v for k, v in f.items() if k != "oracle"},
+                        "result_type": JSON_TYPES[f["result_type"]],
+                    }
+                    for f in fields
+                ],
             }
         ),
     }
@@ -187,3 +213,38 @@ def build(
     if not properties_in_schema:
         ds.update_metadata(properties)
     return result
+
+
+def pin(built: Published, values: tuple[Any, ...], column: str, ref: str) -> list[dict[str, Any]]:
+    """Pin the leaf of ``values`` to a ref with pylance, as the published text's Transaction
+    section allows, and make its main branch differ from it.
+
+    ``column`` ``read_branch``: a branch ``ref`` gets one more row (a copy of the leaf's first
+    with ``id`` + 1000) and the row points at it (``read_branch`` + ``read_version``);
+    ``read_tag``: the leaf gets that row on main, tag ``ref`` names that version, and the row
+    points at the tag alone (``read_version`` NULL). Then main gets another row (``id`` + 2000)
+    that a reader must not see. Returns the rows the leaf's ref holds (updates ``built.rows``).
+    """
+    object_id = built.leaves[values]
+    manifest = lance.dataset(f"{built.root}/__manifest")
+    location = manifest.to_table(filter=f"object_id = '{object_id}'").column("location")[0]
+    uri = f"{built.root}/{location.as_py()}"
+    leaf = lance.dataset(uri)
+    rows = leaf.to_table().to_pylist()
+    added = pa.Table.from_pylist([dict(rows[0], id=rows[0]["id"] + 1000)], schema=leaf.schema)
+    hidden = pa.Table.from_pylist([dict(rows[0], id=rows[0]["id"] + 2000)], schema=leaf.schema)
+    if column == "read_branch":
+        branch = leaf.create_branch(ref)
+        branch.insert(added)
+        version = branch.checkout_version((ref, None)).version
+        lance.write_dataset(hidden, uri, mode="append")
+        updates = {"read_branch": f"'{ref}'", "read_version": str(version)}
+    else:
+        tagged = lance.write_dataset(added, uri, mode="append")
+        tagged.tags.create(ref, tagged.version)
+        lance.write_dataset(hidden, uri, mode="append")
+        updates = {"read_tag": f"'{ref}'", "read_version": "NULL"}
+    manifest.update(updates, where=f"object_id = '{object_id}'")
+    pinned = [*rows, *added.to_pylist()]
+    built.rows = [r for r in built.rows if r not in rows] + pinned
+    return pinned

@@ -4,11 +4,10 @@ they open, read back every row, and prune on every transform."""
 from __future__ import annotations
 
 import datetime as dt
-import json
+import math
 import os
 from typing import Any
 
-import lance
 import lance_namespace as ln
 import pyarrow as pa
 import pytest
@@ -16,7 +15,8 @@ import pytest
 import lance_partitioned as lp
 from lance_partitioned import errors
 from lance_partitioned.spec.dialects import Murmur3Bucket, PublishedSpec
-from tests.interop.published import build, partition_value
+from lance_partitioned.verify import verify
+from tests.interop.published import build, field_value, partition_value, pin
 
 pytestmark = pytest.mark.interop
 
@@ -193,15 +193,34 @@ def test_leaves_without_partition_columns_read_their_values(tmp_path: os.PathLik
 
 
 @pytest.mark.parametrize("column", ["read_branch", "read_tag"])
-def test_a_leaf_pinned_to_a_branch_or_tag_is_refused_not_read_on_main(
+def test_a_leaf_pinned_to_a_branch_or_tag_reads_the_ref_not_main(
     tmp_path: os.PathLike[str], column: str
 ) -> None:
     built = build(str(tmp_path), SCHEMA, [IDENTITY_S], ROWS)
-    leaf = built.leaves[("beta",)]
-    manifest = lance.dataset(f"{built.root}/__manifest")
-    manifest.update({column: "'exp'"}, where=f"object_id = '{leaf}'")
+    pinned = pin(built, ("beta",), column, "exp")
+    ns = lp.PartitionedNamespace.open(built.root)
+    assert _sorted(ns.to_table().to_pylist()) == _sorted(built.rows)
+    assert _sorted(ns.to_table("s = 'beta'").to_pylist()) == _sorted(pinned)
+    [task] = ns.plan_scan("s = 'beta'")
+    assert (task.read_branch, task.read_tag) == (
+        ("exp", None) if column == "read_branch" else (None, "exp")
+    )
+
+
+@pytest.mark.parametrize("column", ["read_branch", "read_tag"])
+def test_writing_to_a_pinned_leaf_is_refused_naming_the_ref(
+    tmp_path: os.PathLike[str], column: str
+) -> None:
+    built = build(str(tmp_path), SCHEMA, [IDENTITY_S], ROWS)
+    pin(built, ("beta",), column, "exp")
+    ns = lp.PartitionedNamespace.open(built.root)
+    with pytest.raises(errors.UnsupportedOperationError, match=f"{column} = 'exp'"):
+        ns.write(pa.Table.from_pylist([dict(ROWS[2], id=500)], schema=SCHEMA))
     with pytest.raises(errors.UnsupportedOperationError, match=column):
-        lp.PartitionedNamespace.open(built.root).to_table()
+        ns.delete("s = 'beta'")
+    # a write elsewhere still works, and the pinned leaf still reads its ref
+    ns.write(pa.Table.from_pylist([dict(ROWS[1], id=501)], schema=SCHEMA))
+    assert _sorted(ns.to_table().to_pylist()) == _sorted([*built.rows, dict(ROWS[1], id=501)])
 
 
 def test_runtime_properties_are_named_by_field_id(tmp_path: os.PathLike[str]) -> None:
@@ -212,16 +231,79 @@ def test_runtime_properties_are_named_by_field_id(tmp_path: os.PathLike[str]) ->
     assert (described.properties or {}).get("partition.s") == "beta"
 
 
-def test_multi_column_fields_are_refused_with_a_typed_error(tmp_path: os.PathLike[str]) -> None:
-    multi = {
-        "field_id": "m",
-        "source_ids": [3, 4],
-        "transform": {"type": "multi_bucket", "num_buckets": 4},
-    }
-    built = build(str(tmp_path), SCHEMA, [IDENTITY_S], ROWS)
-    manifest = lance.dataset(f"{built.root}/__manifest")
-    spec = json.loads(manifest.metadata["partition_spec_v1"])
-    spec["fields"].append({**multi, "result_type": {"type": "int32"}})
-    manifest.update_metadata({"partition_spec_v1": json.dumps(spec)})
-    with pytest.raises(errors.UnsupportedOperationError, match="multi_bucket"):
-        lp.PartitionedNamespace.open(built.root)
+MULTI_BUCKET = {
+    "field_id": "m",
+    "source_ids": [SOURCE["s"], SOURCE["n"]],
+    "transform": {"type": "multi_bucket", "num_buckets": 4},
+    "result_type": pa.int32(),
+}
+MULTI_EXPRESSION = {
+    "field_id": "e",
+    "source_ids": [SOURCE["n"], 0],
+    "expression": "coalesce(col0, 0) % 2 + col1 % 3",
+    "result_type": pa.int64(),
+    "oracle": lambda n, i: int(math.fmod(n or 0, 2)) + i % 3,
+}
+
+
+@pytest.mark.parametrize("multi", [MULTI_BUCKET, MULTI_EXPRESSION], ids=["multi_bucket", "expr"])
+def test_multi_column_fields_read_and_scan(
+    tmp_path: os.PathLike[str], multi: dict[str, Any]
+) -> None:
+    built = build(str(tmp_path), SCHEMA, [IDENTITY_S, multi], ROWS)
+    ns = lp.PartitionedNamespace.open(built.root)
+    name = f"partition_field_{multi['field_id']}"
+    assert [f.name for f in ns.current_spec.fields] == ["partition_field_s", name]
+    assert _sorted(ns.to_table().to_pylist()) == _sorted(ROWS)
+    where = "s = 'beta' AND n = 7"
+    keep = [r for r in _sorted(ROWS) if r["s"] == "beta" and r["n"] == 7]
+    assert len(keep) == 1
+    assert _sorted(ns.to_table(where).to_pylist()) == keep
+    # the identity field prunes; the multi-column one never wrongly does
+    scanned = ns.plan_scan("n = 7")
+    assert len(scanned) == len(built.leaves)
+    assert {dict(t.partition_values)["partition_field_s"] for t in ns.plan_scan(where)} == {"beta"}
+    assert not verify(built.root).problems  # (verify does not compute the field either)
+    # each leaf's rows have the leaf's values (the builder's oracle)
+    for task in ns.plan_scan():
+        value = dict(task.partition_values)[name]
+        for row in task.open().to_table().to_pylist():
+            assert field_value(multi, SCHEMA, row) == value
+
+
+@pytest.mark.parametrize("marked", [True, False], ids=["our_encoding", "unknown_encoding"])
+def test_equality_on_every_source_prunes_a_multi_bucket(
+    tmp_path: os.PathLike[str], marked: bool
+) -> None:
+    encoding = {"hash_encoding": "iceberg"} if marked else {}
+    multi = {**MULTI_BUCKET, "transform": {**MULTI_BUCKET["transform"], **encoding}}
+    built = build(str(tmp_path), SCHEMA, [multi], ROWS)
+    ns = lp.PartitionedNamespace.open(built.root)
+    cases = [("s = 'beta' AND n = 7", ["beta"], [7]), (
+        "s IN ('alpha', 'beta') AND n IN (7, -13) AND id > 0", ["alpha", "beta"], [7, -13]
+    )]  # fmt: skip
+    present = {values[0] for values in built.leaves}
+    for where, strings, numbers in cases:
+        expected = [r for r in _sorted(ROWS) if r["s"] in strings and r["n"] in numbers]
+        assert expected
+        assert _sorted(ns.to_table(where).to_pylist()) == expected
+        scanned = {dict(t.partition_values)["partition_field_m"] for t in ns.plan_scan(where)}
+        if marked:  # pruned to the buckets of the combinations (the builder's oracle)
+            combos = [{"s": s, "n": n} for s in strings for n in numbers]
+            assert scanned == {field_value(multi, SCHEMA, r) for r in combos} & present
+            assert scanned < present
+        else:  # another client's bytes for int64: never pruned
+            assert len(scanned) == len(built.leaves)
+    # equality on one source only never prunes
+    assert len(ns.plan_scan("s = 'beta'")) == len(built.leaves)
+
+
+@pytest.mark.parametrize("multi", [MULTI_BUCKET, MULTI_EXPRESSION], ids=["multi_bucket", "expr"])
+def test_writing_rows_into_a_multi_column_field_is_refused(
+    tmp_path: os.PathLike[str], multi: dict[str, Any]
+) -> None:
+    built = build(str(tmp_path), SCHEMA, [IDENTITY_S, multi], ROWS)
+    ns = lp.PartitionedNamespace.open(built.root)
+    with pytest.raises(errors.TransformError, match="not supported yet"):
+        ns.write(pa.Table.from_pylist([dict(ROWS[1], id=500)], schema=SCHEMA))
+    assert _sorted(ns.to_table().to_pylist()) == _sorted(ROWS)

@@ -107,9 +107,9 @@ CORRUPT_METADATA: list[Any] = [
         id="spec-truncated",
     ),
     pytest.param(
-        lambda r: {"partition_spec_v1": '{"id": 1, "fields": []}'},
+        lambda r: {"partition_spec_v1": '{"id": 2, "fields": []}'},
         errors.PartitionSpecError,
-        id="spec-upstream-object-shape",
+        id="spec-upstream-object-shape-wrong-id",
     ),
     pytest.param(
         lambda r: {"partition_spec_v1": '[{"field_id": 1}]'},

@@ -21,26 +21,15 @@ def main(uri: str) -> None:
     """Write 3 days x 2 countries into ``uri`` from 4 tasks, then read it back."""
     os.environ.setdefault("LANCE_LOG", "error")
     warnings.filterwarnings("ignore")
-    from pyspark.sql import SparkSession
+    from _cluster import cluster_session
     from pyspark.sql import functions as F
 
     import lance_partitioned.spark
 
-    spark = (
-        SparkSession.builder.master("local-cluster[2,1,1024]")
-        .appName("lance-partitioned-cluster-test")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.executor.memory", "512m")
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.pyspark.driver.python", sys.executable)
-        .getOrCreate()
+    spark = cluster_session(
+        "lance-partitioned-cluster-test", **{"spark.sql.session.timeZone": "UTC"}
     )
     try:
-        spark.sparkContext.setLogLevel("ERROR")
         lance_partitioned.spark.register(spark)
         sc = spark.sparkContext._jsc.sc()  # type: ignore[union-attr]
         df = spark.range(0, 3000, numPartitions=4).select(

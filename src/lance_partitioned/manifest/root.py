@@ -8,6 +8,7 @@ write the table metadata.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -16,7 +17,7 @@ import pyarrow.compute as pc
 from lance_partitioned import errors
 from lance_partitioned.spec.metadata import NamespaceMetadata
 
-__all__ = ["READ_REFS", "refuse_read_refs", "root_properties"]
+__all__ = ["READ_REFS", "refuse_pinned_writes", "root_properties"]
 
 
 def _text(value: Any) -> str:
@@ -47,28 +48,35 @@ def root_properties(dataset: Any) -> dict[str, str]:
 
 
 READ_REFS = ("read_branch", "read_tag")
-"""The published text's ``__manifest`` columns that pin a leaf to a branch or a tag."""
+"""The published text's ``__manifest`` columns that pin a leaf to a branch or a tag: reads
+open the leaf there (:func:`~lance_partitioned.manifest.datasets.open_leaf`)."""
 
 
-def refuse_read_refs(rows: pa.Table, root: str) -> None:
-    """Refuse a ``__manifest`` whose leaves are pinned to a branch or a tag (not supported
-    yet): reading main instead would silently show other rows.
+def refuse_pinned_writes(rows: pa.Table, positions: Sequence[int], root: str) -> None:
+    """Refuse a commit that replaces or deletes leaf rows pinned to a branch or a tag (the
+    rows of ``rows`` at ``positions``): writes go to a leaf's main branch, so committing
+    them would silently move the leaf off its ref (not supported yet).
 
     Raises
     ------
     UnsupportedOperationError
-        A row has a non-NULL ``read_branch`` or ``read_tag``; names the column and the rows.
+        One of those rows has a non-NULL ``read_branch`` or ``read_tag``; names the column,
+        the ref and the leaves.
 
-    >>> refuse_read_refs(pa.table({"object_id": ["a"], "read_tag": [None]}), "/ns")
+    >>> refuse_pinned_writes(pa.table({"object_id": ["a"], "read_tag": [None]}), [0], "/ns")
     """
+    if not positions:
+        return
     for name in READ_REFS:
         if name not in rows.column_names:
             continue
-        pinned = rows.filter(pc.is_valid(rows.column(name)))
+        touched = rows.take(pa.array(positions, pa.int64()))
+        pinned = touched.filter(pc.is_valid(touched.column(name)))
         if pinned.num_rows:
             ids = pinned.column("object_id").to_pylist()[:5]
+            ref = pinned.column(name)[0].as_py()
             raise errors.UnsupportedOperationError(
                 f"the __manifest at {root!r} pins {pinned.num_rows} table(s) to a {name} "
-                f"(e.g. {ids}): reading a leaf's {name} is not supported yet, and reading "
-                "its main branch instead would show other rows"
+                f"({name} = {ref!r}: {ids}): writing to a leaf pinned to a branch or a tag is "
+                "not supported yet (the write would go to its main branch); reads open it there"
             )

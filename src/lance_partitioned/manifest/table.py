@@ -45,7 +45,7 @@ from lance_partitioned.manifest.layout import (
     spec_namespace_id,
 )
 from lance_partitioned.manifest.operations import Operation
-from lance_partitioned.manifest.root import refuse_read_refs, root_properties
+from lance_partitioned.manifest.root import refuse_pinned_writes, root_properties
 from lance_partitioned.manifest.snapshot import (
     CommitConflict,
     ManifestEntry,
@@ -220,7 +220,6 @@ class Manifest:
         read = ds.to_table(with_row_address=True)
         addresses = read.column(_ROW_ADDRESS).combine_chunks()
         rows = _with_base(read.drop_columns([_ROW_ADDRESS])).combine_chunks()
-        refuse_read_refs(rows, self.root)
         self._last = snapshot = ManifestSnapshot(
             ds.version, metadata, table_metadata, rows, addresses
         )
@@ -390,6 +389,7 @@ class Manifest:
             ids = base.rows.column("object_id").to_pylist()
             removed.update(oid for oid in ids if DELIMITER in oid and oid not in written)
         replaced = base.positions(written | removed)
+        refuse_pinned_writes(base.rows, replaced, self.root)
         if replaced and read_version == base.version:
             return self._replace_rows(ds, base, data, replaced, properties)
         builder = (

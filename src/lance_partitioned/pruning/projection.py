@@ -41,6 +41,7 @@ from lance_partitioned.expressions.tree import Predicate
 from lance_partitioned.expressions.visitor import PredicateVisitor, visit
 from lance_partitioned.expressions.visitors import bind, rewrite_not
 from lance_partitioned.pruning import joint
+from lance_partitioned.pruning.multicolumn import multi_bucket_parts
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 
@@ -211,7 +212,9 @@ class _Projector(PredicateVisitor[_Conjunction]):
         self.partition_schema = pa.schema([(f.name, f.result_type) for f in spec.fields])
 
     def project(self, c: _Conjunction) -> Predicate:
-        return t.and_(*c.parts, *(self.term(term, leaves) for term, leaves in c.leaves.items()))
+        multi = [self.bound(p) for p in multi_bucket_parts(self.spec, self.schema, c.leaves)]
+        terms = (self.term(term, leaves) for term, leaves in c.leaves.items())
+        return t.and_(*c.parts, *terms, *multi)
 
     def visit_and(self, parts: list[_Conjunction]) -> _Conjunction:
         merged = _Conjunction()

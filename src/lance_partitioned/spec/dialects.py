@@ -38,6 +38,7 @@ import pyarrow as pa
 from lance_partitioned import errors
 from lance_partitioned.expressions.ranges import FAILED, Preimage
 from lance_partitioned.spec.fastpath import is_string
+from lance_partitioned.spec.multicolumn import MultiColumn, multi_bucket_expression
 from lance_partitioned.spec.murmur3 import (
     ENCODING,
     bucket_murmur3,
@@ -184,11 +185,23 @@ class PublishedField(PartitionField):
 
     @cached_property
     def transform(self) -> Transform:
-        """The transform; a ``bucket`` knows whether its hash encoding is ours."""
-        parsed = parse_transform(self.expression, self.result_type)
+        """The transform; a ``bucket`` knows whether its hash encoding is ours; a field over
+        several columns is a :class:`~lance_partitioned.spec.multicolumn.MultiColumn`."""
         spec = self.published_json.get("transform")
+        known = isinstance(spec, Mapping) and spec.get("hash_encoding") == ENCODING
+        if len(self.source_ids) > 1:
+            buckets = spec.get("num_buckets") if isinstance(spec, Mapping) else None
+            return MultiColumn(
+                self.name,
+                self.expression,
+                len(self.source_ids),
+                self.result_type,
+                source_ids=self.source_ids,
+                num_buckets=buckets if isinstance(buckets, int) else None,
+                known_encoding=known,
+            )
+        parsed = parse_transform(self.expression, self.result_type)
         if isinstance(parsed, Murmur3Bucket) and isinstance(spec, Mapping):
-            known = spec.get("hash_encoding") == ENCODING
             return Murmur3Bucket(parsed.num_buckets, known_encoding=known)
         return parsed
 
@@ -230,10 +243,12 @@ def _expression_of(
             raise errors.PartitionSpecError(
                 f"published partition field {key!r}: 'expression' must be a non-empty string"
             )
+        if len(sources) > 1:
+            return expression  # over col0..colN: a MultiColumn field (PublishedField.transform)
         if re.search(r"\bcol[1-9][0-9]*\b", expression):
-            raise errors.UnsupportedOperationError(
-                f"published partition field {key!r}: expressions over several columns are "
-                "not supported yet"
+            raise errors.PartitionSpecError(
+                f"published partition field {key!r}: its expression reads columns beyond its "
+                f"one source (source_ids {list(sources)})"
             )
         return re.sub(r"\bcol0\b", "col", expression)
     if not isinstance(transform, Mapping) or transform.get("type") not in _TRANSFORMS:
@@ -241,9 +256,15 @@ def _expression_of(
             f"published partition field {key!r}: unknown transform {transform!r}"
         )
     kind = transform["type"]
-    if kind == "multi_bucket" or len(sources) != 1:
-        raise errors.UnsupportedOperationError(
-            f"published partition field {key!r}: multi-column fields ({kind}) are not supported yet"
+    if kind == "multi_bucket":
+        buckets = _param(transform, "num_buckets", key)
+        if len(sources) == 1:  # murmur3_multi of one column is its murmur3
+            return f"abs(murmur3(col)) % {buckets}"
+        return multi_bucket_expression(buckets, len(sources))
+    if len(sources) != 1:
+        raise errors.PartitionSpecError(
+            f"published partition field {key!r}: transform {kind!r} takes one source column, "
+            f"got source_ids {list(sources)}"
         )
     if kind == "identity":
         return "col"
@@ -317,8 +338,6 @@ def load_spec(version: int, obj: Any, ids: dict[str, int] | None = None) -> Part
     ------
     PartitionSpecError
         A malformed spec, or a published ``id`` other than ``N``.
-    UnsupportedOperationError
-        A published field over several columns (not supported yet).
     """
     if detect_dialect(obj, f"partition_spec_v{version}") is Dialect.SPEC000:
         return PartitionSpec.from_json(version, obj)

@@ -66,8 +66,10 @@ def test_transforms_and_expressions_load() -> None:
         ({"id": 1, "fields": [_field(transform={"type": "zorder"})]}, errors.PartitionSpecError,
          "unknown transform"),
         ({"id": 1, "fields": [_field(transform=None, expression="col0 + col1",
-                                     source_ids=[1, 2])]}, errors.UnsupportedOperationError,
-         "several columns"),
+                                     source_ids=[1])]}, errors.PartitionSpecError,
+         "beyond its one source"),
+        ({"id": 1, "fields": [_field(source_ids=[1, 2])]}, errors.PartitionSpecError,
+         "takes one source column"),
     ],
 )  # fmt: skip
 def test_malformed_specs_are_typed_errors(
@@ -75,6 +77,23 @@ def test_malformed_specs_are_typed_errors(
 ) -> None:
     with pytest.raises(error, match=match):
         load_spec(1, obj)
+
+
+def test_multi_column_fields_load_as_scanned_fields() -> None:
+    from lance_partitioned.spec.multicolumn import MultiColumn  # (new module)
+
+    multi = _field(transform={"type": "multi_bucket", "num_buckets": 8}, source_ids=[1, 2])
+    expr = _field(field_id="e", transform=None, expression="col0 + col1", source_ids=[2, 1])
+    spec = load_spec(1, {"id": 1, "fields": [multi, expr]})
+    bucket, summed = (f.transform for f in spec.fields)
+    assert isinstance(bucket, MultiColumn)
+    assert bucket.expression == "abs(murmur3_multi(col0, col1)) % 8"
+    assert isinstance(summed, MultiColumn)
+    assert summed.expression == "col0 + col1"
+    assert not bucket.projects_on(pa.int64())
+    assert spec.to_json()["fields"] == [{**multi}, {**expr}]  # written back as read
+    with pytest.raises(errors.TransformError, match="not supported yet"):
+        bucket.apply(pa.array([1]))
 
 
 def test_one_key_keeps_one_stand_in_id_across_versions() -> None:

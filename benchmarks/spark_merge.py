@@ -1,0 +1,194 @@
+"""``benchmarks/spark.py --merge`` (issue 30): an upsert on Spark, three ways.
+
+A namespace of ``rows`` rows (id, day = id % 100, amount, note; partitioned by ``day``) and
+the same rows as Parquet ``partitionBy("day")``. The source has ``rows * factor`` rows, half
+matching a target row (same day), half new, all in days 0-29 (30 of the 100 partitions):
+
+* ``ours (Spark)``: ``PartitionedTable.for_path(...).merge(source_df, on="id")
+  .when_matched_update_all().when_not_matched_insert_all().execute()``;
+* ``ours (Python)``: ``source_df.toArrow()`` on the driver, then ``ns.merge`` there;
+* ``parquet (dynamic overwrite)``: the classic way: read the touched partitions, drop the
+  matched rows (an anti-join on id), add the source, ``localCheckpoint()`` (Spark refuses
+  to overwrite a path it reads) and write with ``partitionOverwriteMode=dynamic``.
+
+Each runs on a fresh copy of its table (copied untimed). The driver's peak RSS is read from
+``/proc`` (``VmHWM``, reset before each run through ``clear_refs``): the driver's Python
+process and, apart, its JVM (with ``local[N]`` the JVM also runs the executors' tasks; their
+Python workers are other processes and not counted). Every result is checked: row count and
+``sum(amount)`` equal across the three.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import lance_partitioned as lp
+from lance_partitioned.spark import PartitionedTable
+
+DAYS, TOUCHED = 100, 30
+WAYS = ("ours (Spark)", "ours (Python)", "parquet (dynamic overwrite)")
+
+
+def target(spark: SparkSession, rows: int) -> DataFrame:
+    """``rows`` rows over 100 days."""
+    return spark.range(0, rows, numPartitions=spark.sparkContext.defaultParallelism).select(
+        F.col("id"),
+        (F.col("id") % DAYS).cast("int").alias("day"),
+        (F.col("id") / F.lit(100.0)).alias("amount"),
+        F.concat(F.lit("row "), F.col("id").cast("string")).alias("note"),
+    )
+
+
+def source(spark: SparkSession, rows: int, size: int) -> DataFrame:
+    """``size`` rows: the first half updates rows of days 0-29 (keeping their day), the
+    other half are new ids in those days."""
+    half = size // 2
+    if half > rows * TOUCHED // DAYS:
+        raise SystemExit(f"a source of {size:,} rows matches more rows than days 0-29 hold")
+    k = F.col("id")
+    matched = F.floor(k / F.lit(TOUCHED)) * DAYS + k % TOUCHED
+    return spark.range(0, size, numPartitions=spark.sparkContext.defaultParallelism).select(
+        F.when(k < half, matched).otherwise(F.lit(rows) + k).alias("id"),
+        F.when(k < half, matched % DAYS).otherwise(k % TOUCHED).cast("int").alias("day"),
+        (-k - F.lit(1)).cast("double").alias("amount"),
+        F.concat(F.lit("new "), k.cast("string")).alias("note"),
+    )
+
+
+def _peak_kib(pid: int | str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _reset_peak(pid: int | str) -> None:
+    Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM := the current RSS
+
+
+def measured(spark: SparkSession, action: Callable[[], Any]) -> tuple[float, int, int]:
+    """Seconds, the driver Python process's and its JVM's peak RSS (MiB) of ``action``."""
+    jvm = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]
+    for pid in ("self", jvm):
+        _reset_peak(pid)
+    started = time.perf_counter()
+    action()
+    elapsed = time.perf_counter() - started
+    return elapsed, _peak_kib("self") // 1024, _peak_kib(jvm) // 1024
+
+
+class MergeBench:
+    """The tables of one run under ``work`` and the measurements."""
+
+    def __init__(self, spark: SparkSession, work: str, rows: int) -> None:
+        self.spark, self.work, self.rows = spark, Path(work), rows
+        self.results: list[tuple[int, str, float, int, int]] = []
+        self.checks: dict[int, dict[str, tuple[int, float]]] = {}
+
+    def prepare(self) -> None:
+        df = target(self.spark, self.rows)
+        df.write.format("lance_partitioned").mode("overwrite").option("partition_by", "day").save(
+            str(self.work / "ours")
+        )
+        df.write.mode("overwrite").partitionBy("day").parquet(str(self.work / "parquet"))
+
+    def _copy(self, name: str) -> str:
+        copy = self.work / f"{name}-run"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(self.work / name, copy)
+        return str(copy)
+
+    def run(self, size: int) -> None:
+        spark, src = self.spark, source(self.spark, self.rows, size)
+        ours = self._copy("ours")
+
+        def spark_merge() -> None:
+            (
+                PartitionedTable.for_path(spark, ours)
+                .merge(src, on="id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute()
+            )
+
+        self._record(
+            size, WAYS[0], spark_merge, lambda: spark.read.format("lance_partitioned").load(ours)
+        )
+        python = self._copy("ours")
+
+        def python_merge() -> None:
+            arrow = src.toArrow()
+            ns = lp.PartitionedNamespace.open(python)
+            ns.merge(
+                arrow, on="id"
+            ).when_matched_update_all().when_not_matched_insert_all().execute()
+
+        self._record(
+            size, WAYS[1], python_merge, lambda: spark.read.format("lance_partitioned").load(python)
+        )
+        parquet = self._copy("parquet")
+
+        def parquet_merge() -> None:
+            days = list(range(TOUCHED))
+            touched = spark.read.parquet(parquet).where(F.col("day").isin(days))
+            kept = touched.join(src.select("id"), on="id", how="left_anti")
+            rewritten = kept.unionByName(src).localCheckpoint()
+            (
+                rewritten.write.mode("overwrite")
+                .option("partitionOverwriteMode", "dynamic")
+                .partitionBy("day")
+                .parquet(parquet)
+            )
+
+        self._record(size, WAYS[2], parquet_merge, lambda: spark.read.parquet(parquet))
+        for name in ("ours-run", "parquet-run"):
+            shutil.rmtree(self.work / name, ignore_errors=True)
+
+    def _record(
+        self, size: int, way: str, action: Callable[[], Any], load: Callable[[], DataFrame]
+    ) -> None:
+        seconds, python_mib, jvm_mib = measured(self.spark, action)
+        self.results.append((size, way, seconds, python_mib, jvm_mib))
+        row = load().agg(F.count("*"), F.sum("amount")).collect()[0]
+        self.checks.setdefault(size, {})[way] = (int(row[0]), float(row[1]))
+
+    def table(self) -> list[str]:
+        lines = [
+            "| source rows | way | seconds | driver Python peak RSS (MiB) | driver JVM peak RSS "
+            "(MiB) | rows after |",
+            "| ---: | --- | ---: | ---: | ---: | ---: |",
+        ]
+        for size, way, seconds, python_mib, jvm_mib in self.results:
+            count, _ = self.checks[size][way]
+            lines.append(
+                f"| {size:,} | {way} | {seconds:.2f} | {python_mib:,} | {jvm_mib:,} | {count:,} |"
+            )
+        for size, found in self.checks.items():
+            expected = self.rows + size - size // 2
+            counts = {count for count, _ in found.values()}
+            sums = [total for _, total in found.values()]
+            spread = max(sums) - min(sums)  # (float sums: the order of addition differs)
+            if counts != {expected} or spread > 1e-9 * max(1.0, max(abs(t) for t in sums)):
+                lines.append(f"RESULTS DIFFER for {size:,} source rows: {found}")
+        return lines
+
+
+def main(spark: SparkSession, work: str, rows: int, factor: float) -> list[str]:
+    """Run the merge benchmark; the lines of its table."""
+    size = max(2, int(rows * factor))
+    if rows >= 100_000:  # (not worth it for a smoke run)
+        warm = MergeBench(spark, f"{work}/warm", 2_000)
+        warm.prepare()
+        warm.run(200)  # JIT, Python workers, untimed
+    bench = MergeBench(spark, work, rows)
+    bench.prepare()
+    for n in (size, 5 * size):
+        bench.run(n)
+    return bench.table()
