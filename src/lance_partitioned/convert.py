@@ -12,17 +12,29 @@ the fields (and so with ``rebucket=False``, which asks for that refusal); one wi
 converts as any other field.
 
 pylance 14 cannot change a dataset's columns, its rows and its table metadata in one commit
-(see :mod:`lance_partitioned.evolution`), so a conversion is up to three ``__manifest``
-versions, each readable as the namespace before it: step ``prepare`` adds the new columns
-(a Lance ``Merge``, every row NULL in them), step ``rows`` fills them in every partition row
-(one ``Update``), both invisible to readers because no spec names those columns yet; step
-``publish`` then sets every spec in the new dialect in one compare-and-swap, after checking
-that the specs and schema are still those the conversion was computed from. The old columns
-stay (unused, like those an evolution leaves), so every version before reads as it did.
+(see :mod:`lance_partitioned.evolution`), so a conversion is up to four ``__manifest``
+versions, each readable as the namespace before it: ``prepare`` adds the new columns (a Lance
+``Merge``, every row NULL in them); ``mark`` records the moves under the table metadata key
+:data:`~lance_partitioned.converting.MARKER`; ``rows`` fills the new columns in every
+partition row and rewrites the spec version rows (one ``Update``); the first three are
+invisible to readers because no spec names the new columns yet. ``publish`` then sets every
+spec in the new dialect and removes the marker in one compare-and-swap, after checking that
+the specs and schema are still those the conversion was computed from. The old columns stay
+(unused, like those an evolution leaves), so every version before reads as it did.
 
-Run it while nothing writes to the namespace: the publishing commit conflicts with a
-concurrent evolution, but not with a write, and a partition row that a write commits between
-step ``rows`` and its own commit would hold its values in the old columns only.
+Concurrent writers: the publishing commit is a table-metadata change, which Lance does not
+make conflict with a concurrent write, so a partition row created between ``rows`` and
+``publish`` must not hold its values in the old columns only. Making the publish step re-plan
+over such rows (as the commit protocol re-plans) would need rows and table metadata in one
+commit, which pylance 14 lacks; instead the intermediate state is one every writer of ours
+completes: while the marker is set, each ``__manifest`` commit of the transaction protocol
+fills the new columns of the partition rows it writes (:mod:`lance_partitioned.converting`).
+A writer that planned before the marker conflicts with ``rows`` (both rewrite the spec
+version rows) and plans again on a snapshot with the marker, so every partition row, whenever
+it was committed, has its values in the new columns by ``publish``. A writer that does not
+follow this library's marker (another client) is not covered: convert while no other client
+writes. A crash between the steps leaves every version readable (only the old columns are
+named); running the conversion again finishes it.
 
 >>> import tempfile, pyarrow as pa
 >>> import lance_partitioned as lp
@@ -43,6 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_partitioned import errors
+from lance_partitioned.converting import MARKER, marker_value
 from lance_partitioned.manifest import CommitConflict, Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.spec.dialects import Dialect, Murmur3Bucket, PublishedSpec, in_dialect
@@ -50,12 +63,14 @@ from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
 from lance_partitioned.spec.transforms import Bucket
 from lance_partitioned.transaction import Backoff
+from lance_partitioned.transaction.leaves import _pause
 
 __all__ = ["ConvertResult", "convert", "dialect_of"]
 
 log = logging.getLogger(__name__)
 
 _SPEC_ROW = re.compile(r"^v([0-9]+)\$")
+_SPEC_ID = re.compile(r"v[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -149,7 +164,14 @@ def _rewritten(rows: pa.Table, moves: Mapping[int, list[tuple[str, str]]]) -> pa
     the value of the old column of the same field of spec ``N``."""
     ids = rows.column("object_id").to_pylist()
     versions = [int(m[1]) if (m := _SPEC_ROW.match(oid)) else None for oid in ids]
-    keep = pa.array([v is not None for v in versions])
+    # the spec version rows too, unchanged: every commit of the transaction protocol rewrites
+    # them, so each one planned before this commit conflicts with it (and plans again)
+    keep = pa.array(
+        [
+            v is not None or _SPEC_ID.fullmatch(oid) is not None
+            for v, oid in zip(versions, ids, strict=True)
+        ]
+    )
     version_col = pa.array(versions, pa.int64())
     columns = {name: rows.column(name) for name in rows.column_names}
     for version, pairs in moves.items():
@@ -191,19 +213,23 @@ def _attempt(
         properties = operation.counted().with_details(step="prepare").to_properties()
         version = manifest.add_partition_columns(snapshot, missing, properties=properties)
     moves = _moves(old, new)
+    marker = marker_value(moves)
+    if manifest.table_metadata(version).get(MARKER) != marker:
+        properties = operation.counted().with_details(step="mark").to_properties()
+        version = manifest.commit_table_metadata(version, {MARKER: marker}, properties=properties)
     base = manifest.snapshot(version)
     table = _rewritten(base.rows, moves)
-    if table.num_rows:
-        properties = operation.counted().with_details(step="rows").to_properties()
-        version = manifest.commit_rows(base, table, properties=properties)
+    properties = operation.counted().with_details(step="rows").to_properties()
+    version = manifest.commit_rows(base, table, properties=properties)
+    _pause("converted_rows")
     if _ours(manifest.table_metadata(version)) != _ours(snapshot.table_metadata):
         raise CommitConflict("the namespace metadata changed while converting")
     properties = operation.counted().with_details(step="publish").to_properties()
-    version = manifest.commit_table_metadata(
-        version, new.to_table_metadata(), properties=properties
-    )
+    updates: dict[str, str | None] = {**new.to_table_metadata(), MARKER: None}
+    version = manifest.commit_table_metadata(version, updates, properties=properties)
     columns = {a: b for pairs in moves.values() for a, b in pairs if a != b}
-    return ConvertResult(version, dialect_of(new).value, columns, table.num_rows)
+    partition_rows = sum(1 for oid in table.column("object_id").to_pylist() if "$" in oid)
+    return ConvertResult(version, dialect_of(new).value, columns, partition_rows)
 
 
 def convert(

@@ -76,6 +76,7 @@ import pyarrow as pa
 
 from lance_partitioned import errors
 from lance_partitioned.consistency import leaf_schema
+from lance_partitioned.converting import fill_moved, pending_moves
 from lance_partitioned.manifest import (
     NAMESPACE,
     TABLE,
@@ -691,7 +692,9 @@ def _manifest_rows(
             rows.append(_leaf_row(snapshot, step.write, commit, fields))
         else:
             rows.append(_changed_row(snapshot, oid, commit))
-    return rows
+    # a dialect conversion under way: its new columns filled too (lance_partitioned.converting)
+    moves = pending_moves(snapshot.table_metadata)
+    return fill_moved(rows, moves, snapshot.rows.column_names)
 
 
 def _result(
