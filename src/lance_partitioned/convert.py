@@ -31,7 +31,9 @@ completes: while the marker is set, each ``__manifest`` commit of the transactio
 fills the new columns of the partition rows it writes (:mod:`lance_partitioned.converting`).
 A writer that planned before the marker conflicts with ``rows`` (both rewrite the spec
 version rows) and plans again on a snapshot with the marker, so every partition row, whenever
-it was committed, has its values in the new columns by ``publish``. A writer that does not
+it was committed, has its values in the new columns by ``publish``; a write staged before
+the conversion and committed after it names its values for the converted specs
+(:func:`~lance_partitioned.converting.named_for`). A writer that does not
 follow this library's marker (another client) is not covered: convert while no other client
 writes. A crash between the steps leaves every version readable (only the old columns are
 named); running the conversion again finishes it.

@@ -31,7 +31,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-__all__ = ["MARKER", "fill_moved", "marker_value", "pending_moves"]
+__all__ = ["MARKER", "fill_moved", "marker_value", "named_for", "pending_moves"]
 
 log = logging.getLogger(__name__)
 
@@ -91,3 +91,30 @@ def fill_moved(
         }
         out.append({**row, **filled} if filled else row)
     return out
+
+
+_PUBLISHED_PREFIX = "partition_field_"
+
+
+def _other_name(name: str) -> str:
+    """The ``__manifest`` column of the same field in the other dialect."""
+    if name.startswith(_PUBLISHED_PREFIX):
+        return name[len(_PUBLISHED_PREFIX) :]
+    return _PUBLISHED_PREFIX + name
+
+
+def named_for(fields: Sequence[str], values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` (partition values by ``__manifest`` column, computed when a write was
+    staged) with the value of each field of ``fields`` (the columns of its spec version now)
+    that it lacks taken from the field's column in the other dialect: a write staged before a
+    conversion and committed after it.
+
+    >>> named_for(["partition_field_s"], {"s": "a"})
+    {'s': 'a', 'partition_field_s': 'a'}
+    """
+    found = {
+        name: values[_other_name(name)]
+        for name in fields
+        if name not in values and _other_name(name) in values
+    }
+    return {**values, **found} if found else dict(values)

@@ -138,3 +138,17 @@ def test_a_crash_between_the_steps_then_convert_again(tmp_path: Path) -> None:
     result = reopened.convert("published")
     assert result.dialect == "published"
     _check_converted(tmp_path, "published", pa.concat_tables([_batch(0, 8), _gamma(8, 4)]))
+
+
+@pytest.mark.parametrize(("start", "to"), [("spec000", "published"), ("published", "spec000")])
+def test_a_write_staged_before_and_committed_after_the_conversion(
+    tmp_path: Path, start: str, to: str
+) -> None:
+    """The whole conversion runs while a write waits between its leaf commits and its
+    ``__manifest`` commit: it commits on the converted specs, its partition values (computed
+    under the old column names) in the new columns."""
+    ns = _start(tmp_path, start)
+    other = lp.PartitionedNamespace.open(str(tmp_path))
+    with transaction.pause_at("leaves_committed", lambda: ns.convert(to)):
+        other.write(_gamma(8, 4))
+    _check_converted(tmp_path, to, pa.concat_tables([_batch(0, 8), _gamma(8, 4)]))
