@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from lance_partitioned.adapter import PartitionedLanceNamespace
+    from lance_partitioned.convert import ConvertResult
     from lance_partitioned.engines import OnScan
     from lance_partitioned.engines.dataset import PartitionedDataset
     from lance_partitioned.history import Tags
@@ -500,6 +501,17 @@ class PartitionedNamespace:
 
         with self._committed("restore") as moved_to:
             result = restore.restore(self._manifest, version)
+            moved_to(result.version)
+        return result
+
+    def convert(self, to: str, *, rebucket: bool = True) -> ConvertResult:
+        """Rewrite every partition spec version and the ``__manifest`` partition columns in
+        dialect ``to`` (``"published"`` or ``"spec000"``); see :mod:`lance_partitioned.convert`.
+        A bucket field with leaves is refused (re-bucketing is not implemented yet)."""
+        from lance_partitioned.convert import convert
+
+        with self._committed("convert") as moved_to:
+            result = convert(self._manifest, to, rebucket=rebucket)
             moved_to(result.version)
         return result
 

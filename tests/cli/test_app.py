@@ -43,6 +43,7 @@ def test_help_lists_the_commands_and_no_stub_of_a_missing_operation() -> None:
         "index",
         "search",
         "import",
+        "convert",
         "export",
     }
 

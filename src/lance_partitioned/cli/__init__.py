@@ -2,7 +2,7 @@
 
 Commands: ``create``, ``describe``, ``partitions``, ``scan``, ``write``, ``evolve``,
 ``verify``, ``stats``, ``history``, ``tag``, ``optimize``, ``cleanup``, ``delete``,
-``restore``, ``index``, ``search``, ``import``, ``export``. Each takes ``--json``
+``restore``, ``index``, ``search``, ``import``, ``export``, ``convert``. Each takes ``--json``
 (machine-readable output with stable keys), ``--storage-option KEY=VALUE`` (repeatable) and
 ``--debug`` (tracebacks). Exit codes: 0 ok, 1 the operation found problems, 2 a usage error or
 a user mistake, reported in one line on stderr. See ``docs/cli.md``.

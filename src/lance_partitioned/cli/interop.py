@@ -1,6 +1,7 @@
 """``import SRC DST`` and ``export URI DST``: data in from Hive trees, Lance, Delta and
 Iceberg tables, data out as a Hive Parquet tree, a Delta table or one Lance dataset
-(:mod:`lance_partitioned.interop`)."""
+(:mod:`lance_partitioned.interop`); ``convert URI --to DIALECT``: the partition specs
+rewritten in the other dialect (:mod:`lance_partitioned.convert`)."""
 
 from __future__ import annotations
 
@@ -172,4 +173,50 @@ def export_command(
     stdout().print(
         f"exported {human_count(result.rows)} rows to {result.uri} ({result.to}{by}, "
         f"{result.seconds:.1f}s)"
+    )
+
+
+@app.command("convert")
+def convert_command(
+    uri: UriArg,
+    to: Annotated[
+        str,
+        typer.Option("--to", help="published (the text merged upstream) or spec000."),
+    ],
+    no_rebucket: Annotated[
+        bool,
+        typer.Option(
+            "--no-rebucket",
+            help="Refuse, listing them, bucket fields with leaves (which would need "
+            "re-bucketing; not implemented yet, so they are refused either way).",
+        ),
+    ] = False,
+    json_output: JsonOpt = False,
+    storage_option: StorageOpt = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Rewrite every partition spec version of the namespace at URI, and its __manifest
+    partition columns, in the dialect --to; every version before stays readable."""
+    from lance_partitioned.cli.model import open_namespace
+
+    ns = open_namespace(uri, storage_option)
+    before = ns.version
+    result = ns.convert(to, rebucket=not no_rebucket)
+    out = {
+        "dialect": result.dialect,
+        "manifest_version": result.version,
+        "changed": result.version != before,
+        "columns": result.columns,
+        "rows": result.rows,
+    }
+    if json_output:
+        print_json(out)
+        return
+    if not out["changed"]:
+        stdout().print(f"already {result.dialect}: __manifest version {result.version}")
+        return
+    moved = ", ".join(f"{a} -> {b}" for a, b in result.columns.items()) or "no columns"
+    stdout().print(
+        f"converted to {result.dialect} ({moved}; {result.rows} __manifest rows): "
+        f"__manifest version {result.version}"
     )

@@ -522,11 +522,12 @@ class Manifest:
     def commit_table_metadata(
         self,
         read_version: int,
-        updates: Mapping[str, str],
+        updates: Mapping[str, str | None],
         *,
         properties: Mapping[str, str] | None = None,
     ) -> int:
-        """Set table metadata keys (others are kept) as a compare-and-swap on ``read_version``.
+        """Set table metadata keys (others are kept; a key set to None is removed) as a
+        compare-and-swap on ``read_version``.
 
         Keys of the JSON values that we do not own (another client's, at any level) are
         carried over from the values replaced (:func:`~.spec.metadata.keep_unknown_keys`).
@@ -535,7 +536,9 @@ class Manifest:
         """
         current = self.table_metadata(read_version)
         kept: dict[str, str | None] = {
-            key: keep_unknown_keys(key, current[key], value) if key in current else value
+            key: keep_unknown_keys(key, current[key], value)
+            if key in current and value is not None
+            else value
             for key, value in updates.items()
         }
         operation = LanceOperation.UpdateConfig(

@@ -78,6 +78,7 @@ import pyarrow as pa
 
 from lance_partitioned import errors
 from lance_partitioned.consistency import leaf_schema
+from lance_partitioned.converting import fill_moved, named_for, pending_moves
 from lance_partitioned.manifest import (
     NAMESPACE,
     TABLE,
@@ -699,19 +700,23 @@ def _manifest_rows(
             else row
             for row in rows
         ]
-    if pending is not None:
-        rows += [
-            _namespace_row(snapshot, oid, values) for oid, values in pending.namespaces.items()
-        ]
     fields = [] if pending is None else _spec_fields(snapshot, pending.spec_version)
+    if pending is not None:  # (values named as when staged: named_for, a dialect converted)
+        rows += [
+            _namespace_row(snapshot, oid, named_for(fields, values))
+            for oid, values in pending.namespaces.items()
+        ]
     for oid, (step, commit) in states.items():
         if commit is None:
             continue
         if step.write is not None:
-            rows.append(_leaf_row(snapshot, step.write, commit, fields))
+            leaf = dataclasses.replace(step.write, values=named_for(fields, step.write.values))
+            rows.append(_leaf_row(snapshot, leaf, commit, fields))
         else:
             rows.append(_changed_row(snapshot, oid, commit))
-    return rows
+    # a dialect conversion under way: its new columns filled too (lance_partitioned.converting)
+    moves = pending_moves(snapshot.table_metadata)
+    return fill_moved(rows, moves, snapshot.rows.column_names)
 
 
 def _result(

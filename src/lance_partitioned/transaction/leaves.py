@@ -50,13 +50,15 @@ def pause_at(point: str, action: Callable[[], None]) -> Iterator[None]:
     For deterministic tests of concurrent writers: ``action`` is another writer or an
     evolution acting at a precise step of this commit. The points are ``"staged"`` (the
     data is staged, nothing is committed yet), ``"leaf_commit"`` (just before a leaf commit)
-    and ``"leaves_committed"`` (every leaf is committed, the ``__manifest`` is not).
+    and ``"leaves_committed"`` (every leaf is committed, the ``__manifest`` is not); and
+    ``"converted_rows"``, in :func:`~lance_partitioned.convert.convert` between its ``rows``
+    and ``publish`` commits.
 
     >>> with pause_at("staged", lambda: print("another writer runs here")):
     ...     _pause("staged"); _pause("staged")
     another writer runs here
     """
-    if point not in ("staged", "leaf_commit", "leaves_committed"):
+    if point not in ("staged", "leaf_commit", "leaves_committed", "converted_rows"):
         raise errors.InternalError(f"no pause point {point!r}")
     fired = threading.Event()
 
