@@ -23,6 +23,7 @@ __all__ = [
     "SchemaMode",
     "check_schema_mode",
     "new_columns",
+    "partition_count_problem",
     "schema_of",
     "warn_partition_count",
 ]
@@ -145,24 +146,30 @@ def new_columns(data_schema: pa.Schema, schema: NamespaceSchema) -> list[pa.Fiel
     ]
 
 
-def warn_partition_count(rows: Sequence[int], spec: str, stacklevel: int = 3) -> None:
-    """Warn :class:`~lance_partitioned.errors.PartitionCountWarning` when ``rows`` (the rows
-    of each partition a write created) holds more than :data:`MAX_NEW_PARTITIONS` entries
-    averaging under :data:`MIN_AVERAGE_ROWS` rows."""
+def partition_count_problem(rows: Sequence[int], spec: str) -> str | None:
+    """What :func:`warn_partition_count` says about a write whose new partitions hold
+    ``rows`` rows each (``spec``: the partition spec, as text), or None when nothing."""
     created = len(rows)
     if created <= MAX_NEW_PARTITIONS:
-        return
+        return None
     average = sum(rows) / created
     if average >= MIN_AVERAGE_ROWS:
-        return
-    warnings.warn(
+        return None
+    return (
         f"this write created {created:,} new partitions averaging {average:,.1f} rows "
         f"(more than {MAX_NEW_PARTITIONS:,}, under {MIN_AVERAGE_ROWS:,} rows each): every "
         f"partition is a Lance table with its own files, so reads, writes and maintenance "
         f"slow down with their number. Partition by a coarser transform, e.g. "
         f"bucket(N, col) instead of col, or months(ts) instead of days(ts) (spec: {spec}); "
         f"update_partition_spec changes it for new data. What one partition costs per "
-        f"operation: 'What a leaf costs' in docs/concepts.md",
-        errors.PartitionCountWarning,
-        stacklevel=stacklevel,
+        f"operation: 'What a leaf costs' in docs/concepts.md"
     )
+
+
+def warn_partition_count(rows: Sequence[int], spec: str, stacklevel: int = 3) -> None:
+    """Warn :class:`~lance_partitioned.errors.PartitionCountWarning` when ``rows`` (the rows
+    of each partition a write created) holds more than :data:`MAX_NEW_PARTITIONS` entries
+    averaging under :data:`MIN_AVERAGE_ROWS` rows."""
+    problem = partition_count_problem(rows, spec)
+    if problem is not None:
+        warnings.warn(problem, errors.PartitionCountWarning, stacklevel=stacklevel)

@@ -111,3 +111,24 @@ def test_lance_namespace_imported_after_or_before_knows_partitioned_and_our_erro
         "registered": "lance_partitioned.adapter.PartitionedLanceNamespace",
         "subclass": True,
     }
+
+
+def test_console_script_describe_keeps_pandas_out_of_import_lance(tmp_path: Path) -> None:
+    # `import lance` imports pyarrow.dataset, whose initialisation imports pandas through
+    # pyarrow's shim (~0.4 s); the console script (main) keeps it out, and pandas stays usable
+    schema = pa.schema([("id", pa.int64()), ("country", pa.string())])
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema=schema, partition_by="country")
+    ns.write(pa.table({"id": [1, 2], "country": ["US", "FR"]}))
+    found = _fresh(
+        "import json, runpy, sys\n"
+        f"sys.argv = ['lance-partitioned', 'describe', {ns.uri!r}]\n"
+        "try:\n"
+        "    runpy.run_module('lance_partitioned', run_name='__main__')\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        "loaded = sorted(m for m in ('lance', 'pandas') if m in sys.modules)\n"
+        "import pandas as pd, pyarrow as pa\n"
+        "frame = pa.table(pd.DataFrame({'a': [1, 2]})).to_pandas()\n"
+        "print(json.dumps({'code': code, 'loaded': loaded, 'rows': len(frame)}))\n"
+    )
+    assert found == {"code": 0, "loaded": ["lance"], "rows": 2}

@@ -241,4 +241,7 @@ def _silence_stdout() -> None:
 
 def main() -> NoReturn:
     """The console-script entry point."""
+    from lance_partitioned.cli import startup
+
+    startup.install()  # keeps pandas out of `import lance`: this process never uses it
     sys.exit(run())

@@ -35,6 +35,7 @@ import itertools
 import logging
 import time
 import uuid
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -47,7 +48,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from lance_partitioned import dml, errors
+from lance_partitioned import dml, errors, writing
 from lance_partitioned.consistency import conform_for_write, leaf_schema
 from lance_partitioned.ingest import WriteOptions, stage
 from lance_partitioned.manifest import Manifest, ManifestSnapshot, manifest_schema
@@ -61,6 +62,7 @@ from lance_partitioned.spark.staging import (
 from lance_partitioned.spark.types import arrow_schema_for
 from lance_partitioned.spark.workers import freeze_worker_heap
 from lance_partitioned.spec.metadata import NamespaceMetadata
+from lance_partitioned.spec.partitioning import PartitionField
 from lance_partitioned.spec.shorthand import parse_partition_by
 from lance_partitioned.transaction import (
     PendingWrite,
@@ -259,6 +261,17 @@ def _task_mode() -> WriteMode:
 def _describe(ns: PartitionedNamespace) -> str:
     fields = ns.current_spec.fields
     return ", ".join(f"{f.name} = {f.expression}" for f in fields) or "unpartitioned"
+
+
+def _warn_partition_count(rows: list[int], fields: Sequence[PartitionField], uri: str) -> None:
+    """The Python write's :class:`~lance_partitioned.errors.PartitionCountWarning` on the
+    driver's commit, as a warning and a log line (which Spark's Python worker logs keep)."""
+    spec = ", ".join(f"{f.name} = {f.expression}" for f in fields) or "unpartitioned"
+    problem = writing.partition_count_problem(rows, spec)
+    if problem is None:
+        return
+    log.warning("%s: %s", uri, problem)
+    warnings.warn(problem, errors.PartitionCountWarning, stacklevel=2)
 
 
 def _check_partition_by(ns: PartitionedNamespace, text: str) -> None:
@@ -466,6 +479,12 @@ class LancePartitionedWriter(DataSourceArrowWriter):
             len(result.leaf_versions),
             self.job.uri,
             result.version,
+        )
+        created = set(result.created)
+        _warn_partition_count(
+            [leaf.rows for leaf in pending.leaves if leaf.object_id in created],
+            snapshot.metadata.current_spec.fields,
+            self.job.uri,
         )
         self._discard_unused(messages)
 
