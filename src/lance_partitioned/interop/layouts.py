@@ -22,9 +22,10 @@ from urllib.parse import unquote
 import pyarrow as pa
 
 from lance_partitioned import errors
+from lance_partitioned.interop.storage import SourceTree
 from lance_partitioned.interop.units import Source, Unit, partition_type, quoted
 
-__all__ = ["is_spec001", "spec001_source"]
+__all__ = ["is_spec001", "leaf_directories", "spec001_source"]
 
 _NULL = "__HIVE_DEFAULT_PARTITION__"
 
@@ -45,8 +46,25 @@ def _leaves(root: Path) -> Iterator[Path]:
                 dirs.remove(name)  # not a partition directory
 
 
-def _keys(root: Path, leaf: Path) -> list[tuple[str, str | None]]:
-    parts = leaf.relative_to(root).parts
+def leaf_directories(directories: list[str]) -> list[str]:
+    """The ``key=value.lance`` leaf datasets among ``directories`` (``/``-separated, relative
+    to the root): each under ``key=value`` directories only.
+
+    >>> leaf_directories(["a=1", "a=1/b=2.lance", "a=1/b=2.lance/data", "x", "x/b=3.lance"])
+    ['a=1/b=2.lance']
+    """
+    out = []
+    for directory in directories:
+        parts = directory.split("/")
+        if not (parts[-1].endswith(".lance") and "=" in parts[-1]):
+            continue
+        if all("=" in p and not p.endswith(".lance") for p in parts[:-1]):
+            out.append(directory)
+    return sorted(out)
+
+
+def _keys(relative: str) -> list[tuple[str, str | None]]:
+    parts = relative.split("/")
     out: list[tuple[str, str | None]] = []
     for part in (*parts[:-1], parts[-1][: -len(".lance")]):
         key, _, value = part.partition("=")
@@ -55,25 +73,32 @@ def _keys(root: Path, leaf: Path) -> list[tuple[str, str | None]]:
 
 
 def spec001_source(src: Any, storage_options: dict[str, str]) -> Source:
-    """A :class:`~lance_partitioned.interop.sources.Source` over a spec-001 layout."""
+    """A :class:`~lance_partitioned.interop.sources.Source` over a spec-001 layout (a local
+    directory or an object-store prefix, listed with ``storage_options``)."""
     from lance_partitioned.manifest import open_leaf
 
-    root = Path(os.path.abspath(os.fspath(src)))
-    leaves = sorted(_leaves(root))
-    keyed = [(leaf, _keys(root, leaf)) for leaf in leaves]
+    tree = SourceTree.open(src, storage_options)
+    if tree.local:
+        root = Path(tree.base)
+        leaves = sorted(leaf.relative_to(root).as_posix() for leaf in _leaves(root))
+    else:
+        leaves = leaf_directories(tree.directories())
+    keyed = [(leaf, _keys(leaf)) for leaf in leaves]
     names = [k for k, _ in keyed[0][1]] if keyed else []
     for leaf, keys in keyed:
         if [k for k, _ in keys] != names:
             raise errors.InvalidInputError(
-                f"the leaf {str(leaf)!r} is partitioned by {[k for k, _ in keys]}, the first "
-                f"leaf by {names}: every leaf of a partitioned table has the same levels"
+                f"the leaf {tree.uri_of(leaf)!r} is partitioned by {[k for k, _ in keys]}, the "
+                f"first leaf by {names}: every leaf of a partitioned table has the same levels"
             )
     datasets = [
-        open_leaf(str(leaf), storage_options=storage_options, action="open a leaf to import")
+        open_leaf(
+            tree.uri_of(leaf), storage_options=storage_options, action="open a leaf to import"
+        )
         for leaf in leaves
     ]
     if not datasets:
-        raise errors.InvalidInputError(f"no key=value.lance leaf dataset under {str(root)!r}")
+        raise errors.InvalidInputError(f"no key=value.lance leaf dataset under {tree.uri!r}")
     stored = datasets[0].schema
     values = [dict(keys) for _, keys in keyed]
     types = {n: partition_type(n, values, pa.schema([(n, pa.string())])) for n in names}
@@ -82,11 +107,10 @@ def spec001_source(src: Any, storage_options: dict[str, str]) -> Source:
     units: list[Unit] = []
     for (leaf, keys), dataset in zip(keyed, datasets, strict=True):
         constants = {k: v for k, v in keys if k not in stored.names}
-        relative = str(leaf.relative_to(root))
         for fragment in sorted(dataset.get_fragments(), key=lambda f: f.fragment_id):
             read = _reader(fragment, constants, types, schema)
-            units.append(Unit(f"{relative}#fragment-{fragment.fragment_id}", read))
-    return Source(str(root), "spec001", schema, ", ".join(quoted(n) for n in names), units)
+            units.append(Unit(f"{leaf}#fragment-{fragment.fragment_id}", read))
+    return Source(tree.uri, "spec001", schema, ", ".join(quoted(n) for n in names), units)
 
 
 def _reader(
