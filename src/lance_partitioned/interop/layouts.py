@@ -5,15 +5,23 @@ which do not store the partition columns.
 Each leaf's partition values are parsed from its path (URL-decoded,
 ``__HIVE_DEFAULT_PARTITION__`` is NULL) and typed as a Hive tree's are (integers ``int64``,
 ISO dates ``date32``, else ``string``); a leaf that does store a partition column keeps its own
-values. Only identity partition columns can be rebuilt from the path: the partition column
-definitions of the root namespace's ``lance.partitioning.*`` properties, which name other
-functions, are not read (the path value of a ``bucket`` leaf is not the column's value).
-A unit is one fragment of one leaf.
+values. A unit is one fragment of one leaf.
+
+The root's ``lance.partitioning.partition_columns`` (section 3.1: read from the table metadata,
+or the schema metadata, of a ``__manifest`` dataset at the root) name each level's function. A
+level of another function than ``identity`` (``<col>_bucket``, ``<col>_trunc``,
+``<col>_year``/``_month``/``_day``/``_hour``) whose source column the leaves store becomes the
+same transform of ours (``bucket(N, col)``, ``truncate(W, col)``, ``year(col)``, …), computed
+again from that column on import: its path value is not a column. ``hash`` has no equivalent
+(the import needs ``partition_by``). Without the properties, or for a level whose source
+column the leaves do not store, the level is an identity column of its path values.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +33,7 @@ from lance_partitioned import errors
 from lance_partitioned.interop.storage import SourceTree
 from lance_partitioned.interop.units import Source, Unit, partition_type, quoted
 
-__all__ = ["is_spec001", "leaf_directories", "spec001_source"]
+__all__ = ["is_spec001", "leaf_directories", "root_partition_columns", "spec001_source"]
 
 _NULL = "__HIVE_DEFAULT_PARTITION__"
 
@@ -72,6 +80,84 @@ def _keys(relative: str) -> list[tuple[str, str | None]]:
     return out
 
 
+_SUFFIX = {"bucket": "bucket", "truncate": "trunc", "hash": "hash"}
+_SUFFIX.update({p: p for p in ("year", "month", "day", "hour")})
+
+
+def root_partition_columns(
+    tree: SourceTree, storage_options: dict[str, str]
+) -> list[dict[str, Any]]:
+    """The partition column definitions of the root's ``lance.partitioning.*`` properties
+    (``[]`` when there are none: no ``__manifest`` dataset at the root, not marked
+    ``is_partitioned``, or unreadable JSON)."""
+    import lance
+
+    try:
+        manifest = lance.dataset(tree.uri_of("__manifest"), storage_options=storage_options)
+        properties = {**(manifest.schema.metadata or {}), **manifest.metadata}
+    except (OSError, ValueError, RuntimeError):
+        return []
+    decoded = {
+        (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+        for k, v in properties.items()
+    }
+    if str(decoded.get("lance.partitioning.is_partitioned", "")).lower() != "true":
+        return []
+    try:
+        columns = json.loads(decoded.get("lance.partitioning.partition_columns", "[]"))
+    except json.JSONDecodeError:
+        return []
+    if not isinstance(columns, list):
+        return []
+    return [c for c in columns if isinstance(c, dict) and isinstance(c.get("name"), str)]
+
+
+def _function(column: dict[str, Any]) -> tuple[str, int | None]:
+    """A definition's function and its parameter (``num_buckets``, ``width``).
+
+    >>> _function({"name": "s", "function": "truncate(3)"})
+    ('truncate', 3)
+    >>> _function({"name": "t", "function": "bucket", "properties": {"num_buckets": "100"}})
+    ('bucket', 100)
+    """
+    text = str(column.get("function") or "identity").strip().lower()
+    match = re.fullmatch(r"([a-z_]+)\s*(?:\(\s*([0-9]+)\s*\))?", text)
+    if match is None:
+        return text, None
+    name, inline = match[1], match[2]
+    properties = column.get("properties") or {}
+    raw = inline or properties.get("num_buckets" if name == "bucket" else "width")
+    try:
+        return name, None if raw is None else int(raw)
+    except (TypeError, ValueError):
+        return name, None
+
+
+def _translate(
+    key: str, columns: list[dict[str, Any]], stored: pa.Schema
+) -> tuple[str | None, str | None]:
+    """The level ``key`` as a ``partition_by`` part of ours over a stored source column (None:
+    an identity level of its path values), or why it has no equivalent."""
+    for column in columns:
+        function, parameter = _function(column)
+        name = column["name"]
+        if function == "identity" or key != f"{name}_{_SUFFIX.get(function, function)}":
+            continue
+        if name not in stored.names:
+            return None, None  # the value is only in the path: keep it as it is
+        if function in ("year", "month", "day", "hour"):
+            return f"{function}({quoted(name)})", None
+        if function == "bucket" and parameter:
+            return f"bucket({parameter}, {quoted(name)})", None
+        if function == "truncate" and parameter:
+            return f"truncate({parameter}, {quoted(name)})", None
+        return None, (
+            f"the spec-001 level {key!r} ({column.get('function')} of {name!r}) has no "
+            f"equivalent here: pass partition_by (--partition-by), e.g. '{quoted(name)}'"
+        )
+    return None, None
+
+
 def spec001_source(src: Any, storage_options: dict[str, str]) -> Source:
     """A :class:`~lance_partitioned.interop.sources.Source` over a spec-001 layout (a local
     directory or an object-store prefix, listed with ``storage_options``)."""
@@ -100,17 +186,30 @@ def spec001_source(src: Any, storage_options: dict[str, str]) -> Source:
     if not datasets:
         raise errors.InvalidInputError(f"no key=value.lance leaf dataset under {tree.uri!r}")
     stored = datasets[0].schema
+    definitions = root_partition_columns(tree, storage_options)
+    parts: list[str] = []
+    problems: list[str] = []
+    derived: set[str] = set()
+    for name in names:
+        part, problem = _translate(name, definitions, stored)
+        if problem is not None:
+            problems.append(problem)
+        elif part is not None:
+            derived.add(name)
+        parts.append(part or quoted(name))
     values = [dict(keys) for _, keys in keyed]
     types = {n: partition_type(n, values, pa.schema([(n, pa.string())])) for n in names}
-    missing = [pa.field(n, types[n]) for n in names if n not in stored.names]
+    missing = [pa.field(n, types[n]) for n in names if n not in stored.names and n not in derived]
     schema = pa.schema([*stored, *missing])
     units: list[Unit] = []
     for (leaf, keys), dataset in zip(keyed, datasets, strict=True):
-        constants = {k: v for k, v in keys if k not in stored.names}
+        constants = {k: v for k, v in keys if k not in stored.names and k not in derived}
         for fragment in sorted(dataset.get_fragments(), key=lambda f: f.fragment_id):
             read = _reader(fragment, constants, types, schema)
             units.append(Unit(f"{leaf}#fragment-{fragment.fragment_id}", read))
-    return Source(tree.uri, "spec001", schema, ", ".join(quoted(n) for n in names), units)
+    if problems:
+        return Source(tree.uri, "spec001", schema, "", units, "; ".join(problems))
+    return Source(tree.uri, "spec001", schema, ", ".join(parts), units)
 
 
 def _reader(
