@@ -75,14 +75,6 @@ class SourceTree:
         """Every directory under the root, relative to it, sorted."""
         return self._infos(pafs.FileType.Directory)
 
-    def exists(self) -> bool:
-        """Whether the root is a directory (an object-store prefix with objects under it)."""
-        try:
-            info = self.fs.get_file_info(self.base)
-        except (OSError, ValueError):
-            return False
-        return info.type == pafs.FileType.Directory or (not self.local and bool(self.files()))
-
     def uri_of(self, relative: str) -> str:
         """The URI (or local path) of ``relative`` under the root."""
         return os.path.join(self.uri, relative) if self.local else f"{self.uri}/{relative}"
