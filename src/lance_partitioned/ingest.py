@@ -46,6 +46,7 @@ from lance_partitioned.manifest import (
 )
 from lance_partitioned.runtime import max_workers
 from lance_partitioned.spec.metadata import NamespaceMetadata
+from lance_partitioned.spec.multicolumn import MultiColumn, sources_of
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.spec.sourcepaths import source_values
@@ -639,20 +640,30 @@ class _Stager:
 _U64_MAX = (1 << 64) - 1  # Lance's V2 manifest paths name version v as u64::MAX - v
 
 
+def _source_column(
+    data: pa.Table, schema: NamespaceSchema, source_id: int
+) -> pa.Array | pa.ChunkedArray:
+    """The values of one partition source column of ``data``."""
+    if schema.is_deprecated(source_id):
+        # Appendix E: a spec another client left on a dropped column, which writes treat
+        # as absent: its values are NULL
+        return pa.nulls(data.num_rows, schema.field_by_id(source_id).type)
+    return source_values(data, schema, source_id)
+
+
 def partition_values(
     data: pa.Table, spec: PartitionSpec, schema: NamespaceSchema
 ) -> list[pa.Array]:
     """The partition value arrays of ``data`` (in the leaf schema) under ``spec``."""
     keys = []
     for spec_field in spec.fields:
-        if schema.is_deprecated(spec_field.source_id):
-            # Appendix E: a spec another client left on a dropped column, which writes treat
-            # as absent: its values are NULL
-            source = schema.field_by_id(spec_field.source_id).type
-            column: pa.Array | pa.ChunkedArray = pa.nulls(data.num_rows, source)
+        columns = [_source_column(data, schema, s) for s in sources_of(spec_field)]
+        transform = spec_field.transform
+        if isinstance(transform, MultiColumn):  # a published field over col0..colN
+            values = transform.apply_columns(columns)
         else:
-            column = source_values(data, schema, spec_field.source_id)
-        values = spec_field.transform.apply(column)
+            values = transform.apply(columns[0])
+        column = columns[0]
         if values.type != spec_field.result_type:
             try:
                 values = pc.cast(values, spec_field.result_type)

@@ -5,6 +5,7 @@ here with pylance and pyarrow alone; the rows come back with their partition val
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import lance
@@ -58,4 +59,70 @@ def test_spec001_leaves_must_share_their_levels(tmp_path: Path) -> None:
     _layout(tmp_path / "table")
     lance.write_dataset(pa.table({"id": [9], "v": [0.0]}), tmp_path / "table" / "country=FR.lance")
     with pytest.raises(errors.InvalidInputError, match="same levels"):
+        lp.import_(str(tmp_path / "table"), str(tmp_path / "ns"))
+
+
+PROPERTIES_ROWS = pa.table(
+    {
+        "id": pa.array(range(12), pa.int64()),
+        "d": [dt.date(2024 + i % 2, 1 + i % 12, 1 + i) for i in range(12)],
+        "tenant": pa.array([7, 8, 9, 10] * 3, pa.int64()),
+        "s": ["abc", "abd", "xyz", "x"] * 3,
+    }
+)
+
+
+def _with_functions(root: Path, functions: list[dict[str, object]], last: str = "s_trunc") -> None:
+    """A spec-001 layout by ``year(d)``, ``bucket(4, tenant)``, then ``truncate(2, s)`` (level
+    ``last``): the leaves store every column, the root's ``__manifest`` carries the
+    ``lance.partitioning.*`` properties (its table metadata), the bucket paths are murmur3_32
+    mod 4 (another client's buckets: recomputed here)."""
+    import mmh3
+
+    for row in PROPERTIES_ROWS.to_pylist():
+        bucket = mmh3.hash(str(row["tenant"]).encode()) % 4
+        leaf = root / f"d_year={row['d'].year}" / f"tenant_bucket={bucket}"
+        leaf = leaf / f"{last}={row['s'][:2]}.lance"
+        table = pa.Table.from_pylist([row], schema=PROPERTIES_ROWS.schema)
+        lance.write_dataset(table, leaf, mode="append" if leaf.exists() else "create")
+    manifest = lance.write_dataset(pa.table({"object_id": ["root"]}), root / "__manifest")
+    manifest.update_metadata(
+        {
+            "lance.partitioning.is_partitioned": "true",
+            "lance.partitioning.partition_columns": json.dumps(functions),
+        }
+    )
+
+
+FUNCTIONS: list[dict[str, object]] = [
+    {"name": "d", "function": "year"},
+    {"name": "tenant", "function": "bucket", "properties": {"num_buckets": "4"}},
+    {"name": "s", "function": "truncate(2)"},
+]
+
+
+def test_spec001_functions_become_our_transforms(tmp_path: Path) -> None:
+    _with_functions(tmp_path / "table", FUNCTIONS)
+    uri = str(tmp_path / "ns")
+    result = lp.import_(str(tmp_path / "table"), uri)
+    assert result.partition_by == (
+        "d_year = date_part('year', col), tenant_bucket = abs(hash(col)) % 4, "
+        "s_trunc = left(col, 2)"
+    )
+    ns = lp.PartitionedNamespace.open(uri)
+    assert ns.schema.names == ["id", "d", "tenant", "s"]  # no path-value columns
+    same_rows(ns.to_table(), PROPERTIES_ROWS)
+    for task in ns.plan_scan():  # every row in the leaf of its recomputed values
+        values = dict(task.partition_values)
+        for row in task.open().to_table().to_pylist():
+            assert values["d_year"] == row["d"].year
+            assert values["s_trunc"] == row["s"][:2]
+    assert ns.count_rows("s = 'abc'") == 3
+    assert len(ns.plan_scan("s = 'abc'")) < len(ns.plan_scan())
+
+
+def test_spec001_hash_level_needs_partition_by(tmp_path: Path) -> None:
+    functions = [*FUNCTIONS[:2], {"name": "s", "function": "hash"}]
+    _with_functions(tmp_path / "table", functions, last="s_hash")
+    with pytest.raises(errors.PartitionSpecError, match=r"'s_hash' .*has no equivalent"):
         lp.import_(str(tmp_path / "table"), str(tmp_path / "ns"))

@@ -296,14 +296,3 @@ def test_equality_on_every_source_prunes_a_multi_bucket(
             assert len(scanned) == len(built.leaves)
     # equality on one source only never prunes
     assert len(ns.plan_scan("s = 'beta'")) == len(built.leaves)
-
-
-@pytest.mark.parametrize("multi", [MULTI_BUCKET, MULTI_EXPRESSION], ids=["multi_bucket", "expr"])
-def test_writing_rows_into_a_multi_column_field_is_refused(
-    tmp_path: os.PathLike[str], multi: dict[str, Any]
-) -> None:
-    built = build(str(tmp_path), SCHEMA, [IDENTITY_S, multi], ROWS)
-    ns = lp.PartitionedNamespace.open(built.root)
-    with pytest.raises(errors.TransformError, match="not supported yet"):
-        ns.write(pa.Table.from_pylist([dict(ROWS[1], id=500)], schema=SCHEMA))
-    assert _sorted(ns.to_table().to_pylist()) == _sorted(ROWS)

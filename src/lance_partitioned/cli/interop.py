@@ -59,6 +59,14 @@ def import_command(
     ] = 4_000_000,
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
+    source_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--source-option",
+            metavar="KEY=VALUE",
+            help="A storage option of an object-store SRC (repeatable), e.g. aws_region=us-east-1.",
+        ),
+    ] = None,
     debug: DebugOpt = False,
 ) -> None:
     """Import SRC into the partitioned namespace DST, streamed, one commit per group of
@@ -80,6 +88,7 @@ def import_command(
             partition_by=partition_by,
             format=format,
             storage_options=storage_options(storage_option),
+            source_options=storage_options(source_option),
             progress=progress,
             commit_rows=commit_rows,
         )

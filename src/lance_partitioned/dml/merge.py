@@ -46,6 +46,7 @@ from lance_partitioned.expressions.sqltext import deep
 from lance_partitioned.ingest import WriteOptions, as_reader, group_rows, partition_values, stage
 from lance_partitioned.manifest import DELIMITER, Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
+from lance_partitioned.spec.multicolumn import sources_of
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.transaction import ChangePlan, LeafChange, PendingWrite, commit_changes
@@ -312,10 +313,11 @@ class MergeBuilder:
         metadata = snapshot.metadata
         schema = metadata.schema
         sources = {
-            schema.name_of(f.source_id)
+            schema.name_of(source)
             for spec in metadata.specs
             for f in spec.fields
-            if not schema.is_deprecated(f.source_id)
+            for source in sources_of(f)
+            if not schema.is_deprecated(source)
         }
         return frozenset(k for k in self._on if k in sources)
 
@@ -602,7 +604,7 @@ def _source_groups(
     determined = [
         f
         for f in spec.fields
-        if not schema.is_deprecated(f.source_id) and schema.name_of(f.source_id) in on
+        if all(not schema.is_deprecated(s) and schema.name_of(s) in on for s in sources_of(f))
     ]
     if not determined:
         return None

@@ -27,6 +27,7 @@ import pyarrow as pa
 from lance_partitioned import errors
 
 if TYPE_CHECKING:
+    from lance_partitioned.ingest import WriteOptions
     from lance_partitioned.interop.sources import Source, Unit
     from lance_partitioned.spec.partitioning import PartitionField
 
@@ -110,6 +111,7 @@ def import_(
     source_options: Mapping[str, str] | None = None,
     progress: Callable[[ImportProgress], None] | None = None,
     commit_rows: int = COMMIT_ROWS,
+    write_options: WriteOptions | None = None,
 ) -> ImportResult:
     """Import ``src`` into the partitioned namespace ``dst`` (created when absent).
 
@@ -134,6 +136,10 @@ def import_(
         Called with an :class:`ImportProgress` after each batch and each commit.
     commit_rows : int
         Units are committed in groups of about this many rows (each unit whole).
+    write_options : WriteOptions, optional
+        The write's buffers and threads (default: :class:`~lance_partitioned.ingest.WriteOptions`
+        with the namespace's ``max_workers``); its ``max_buffer_bytes`` bounds what an import
+        holds, whatever the source's size.
 
     Raises
     ------
@@ -163,7 +169,7 @@ def import_(
     started = time.perf_counter()
     source = open_source(src, format, source_options)
     ns, spec_text = _namespace(source, dst, partition_by, storage_options)
-    result = _run(ns, source, progress, commit_rows)
+    result = _run(ns, source, progress, commit_rows, write_options)
     return ImportResult(
         version=result[0],
         rows=result[1],
@@ -220,7 +226,11 @@ class _Run:
 
 
 def _run(
-    ns: Any, source: Source, progress: Callable[[ImportProgress], None] | None, commit_rows: int
+    ns: Any,
+    source: Source,
+    progress: Callable[[ImportProgress], None] | None,
+    commit_rows: int,
+    write_options: WriteOptions | None = None,
 ) -> tuple[int, int, int, int]:
     """Commit the units not done yet; (version, rows, units skipped, commits)."""
     from lance_partitioned.consistency import leaf_schema
@@ -229,7 +239,7 @@ def _run(
     from lance_partitioned.manifest import Manifest, WriterTransactions
 
     manifest = Manifest(ns.uri, ns.storage_options, max_workers=ns.max_workers)
-    options = WriteOptions(threads=ns.max_workers)
+    options = write_options or WriteOptions(threads=ns.max_workers)
     application = app_id(source)
     run = _Run(len(source.units), progress)
     skipped: int | None = None

@@ -23,14 +23,15 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 
 from lance_partitioned import errors
-from lance_partitioned.interop.layouts import is_spec001, spec001_source
+from lance_partitioned.interop.layouts import is_spec001, leaf_directories, spec001_source
+from lance_partitioned.interop.storage import SourceTree
 from lance_partitioned.interop.units import Source, Unit, partition_type, quoted
 
 __all__ = [
@@ -60,20 +61,23 @@ def require(module: str) -> Any:
         ) from exc
 
 
-def detect_format(src: Any) -> str:
+def detect_format(src: Any, storage_options: Mapping[str, str] | None = None) -> str:
     """The format of ``src``: a pyiceberg ``Table`` or a ``*.metadata.json`` file or a
     directory with ``metadata/*.metadata.json`` is ``iceberg``, a directory with
     ``_delta_log`` ``delta``, with ``_versions`` ``lance``, with ``key=value.lance`` leaf
-    datasets ``spec001``, any other directory ``hive``.
+    datasets ``spec001``, any other directory ``hive``. An object-store prefix is listed
+    with ``storage_options``.
 
     >>> detect_format("/nowhere/t.metadata.json")
     'iceberg'
     """
     if not isinstance(src, (str, os.PathLike)):
         return "iceberg"
-    path = Path(src)
-    if path.name.endswith(".metadata.json"):
+    if os.fspath(src).endswith(".metadata.json"):
         return "iceberg"
+    if "://" in os.fspath(src) and not os.fspath(src).startswith("file://"):
+        return _detect_remote(SourceTree.open(src, storage_options))
+    path = Path(os.fspath(src).removeprefix("file://"))
     if (path / "_delta_log").is_dir():
         return "delta"
     if (path / "_versions").is_dir():
@@ -88,13 +92,31 @@ def detect_format(src: Any) -> str:
     )
 
 
+def _detect_remote(tree: SourceTree) -> str:
+    directories = tree.directories()
+    top = {d for d in directories if "/" not in d}
+    if "_delta_log" in top:
+        return "delta"
+    if "_versions" in top:
+        return "lance"
+    if "metadata" in top and any(
+        f.startswith("metadata/") and f.endswith(".metadata.json") for f in tree.files()
+    ):
+        return "iceberg"
+    if leaf_directories(directories):
+        return "spec001"
+    if directories or tree.files():
+        return "hive"
+    raise errors.TableNotFoundError(f"the import source {tree.uri!r} has no files")
+
+
 def open_source(
     src: Any, format: str | None = None, storage_options: Mapping[str, str] | None = None
 ) -> Source:
     """Open ``src`` for import (``format`` None or ``"auto"``: :func:`detect_format`)."""
     if format not in (None, *FORMATS):
         raise errors.InvalidInputError(f"format {format!r} is not one of {list(FORMATS)}")
-    kind = detect_format(src) if format in (None, "auto") else format
+    kind = detect_format(src, storage_options) if format in (None, "auto") else format
     if kind != "iceberg" and isinstance(src, (str, os.PathLike)):
         local = Path(src)
         if "://" not in str(src) and not local.exists():
@@ -111,25 +133,36 @@ def open_source(
 
 # ------------------------------------------------------------------ hive
 def _hive(src: Any, storage_options: dict[str, str]) -> Source:
-    root = os.path.abspath(os.fspath(src))
-    suffixes = {p.suffix.lower() for p in Path(root).rglob("*") if p.is_file()}
+    tree = SourceTree.open(src, storage_options)
+    if tree.local:
+        suffixes = {p.suffix.lower() for p in Path(tree.base).rglob("*") if p.is_file()}
+    else:
+        suffixes = {PurePosixPath(f).suffix.lower() for f in tree.files()}
     found = sorted({_FILE_FORMATS[s] for s in suffixes if s in _FILE_FORMATS})
     if len(found) != 1:
         raise errors.InvalidInputError(
             f"a Hive-style tree holds files of one format (.parquet, .csv or .json): "
-            f"{root!r} has {found or 'none'}"
+            f"{tree.uri!r} has {found or 'none'}"
         )
     file_format = found[0]
-    discovered = ds.dataset(
-        root, format=file_format, partitioning="hive", exclude_invalid_files=False
-    )
+    try:
+        discovered = ds.dataset(
+            tree.base,
+            filesystem=tree.fs,
+            format=file_format,
+            partitioning="hive",
+            exclude_invalid_files=False,
+        )
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise errors.InvalidInputError(f"cannot read the Hive tree {tree.uri!r}: {exc}") from exc
     keys = [ds.get_partition_keys(f.partition_expression) for f in discovered.get_fragments()]
     names = list(discovered.partitioning.schema.names)
     partition_schema = pa.schema(
         [pa.field(name, partition_type(name, keys, discovered.schema)) for name in names]
     )
     dataset = ds.dataset(
-        root,
+        tree.base,
+        filesystem=tree.fs,
         format=file_format,
         partitioning=ds.partitioning(partition_schema, flavor="hive"),
         exclude_invalid_files=False,
@@ -138,10 +171,10 @@ def _hive(src: Any, storage_options: dict[str, str]) -> Source:
         [f if f.name not in names else partition_schema.field(f.name) for f in dataset.schema]
     )
     units = [
-        Unit(os.path.relpath(fragment.path, root), _fragment_reader(fragment, schema))
+        Unit(tree.relative(fragment.path), _fragment_reader(fragment, schema))
         for fragment in sorted(dataset.get_fragments(), key=lambda f: f.path)
     ]
-    return Source(root, "hive", schema, ", ".join(quoted(n) for n in names), units)
+    return Source(tree.uri, "hive", schema, ", ".join(quoted(n) for n in names), units)
 
 
 def _fragment_reader(fragment: Any, schema: pa.Schema) -> Callable[[], Iterator[pa.RecordBatch]]:

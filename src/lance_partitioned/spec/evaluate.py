@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
+from collections.abc import Sequence
 from typing import cast
 
 import datafusion
@@ -40,6 +41,7 @@ __all__ = [
     "cast_result",
     "check_expression",
     "evaluate",
+    "evaluate_columns",
     "session_context",
     "valid_time_zone",
 ]
@@ -145,6 +147,54 @@ def evaluate(
     if result_type is None:
         return result
     return cast_result(result, result_type, expression)
+
+
+def evaluate_columns(
+    expression: str,
+    columns: Sequence[pa.Array | pa.ChunkedArray],
+    result_type: pa.DataType | None = None,
+) -> pa.Array:
+    """Evaluate a DataFusion SQL expression over ``col0..colN`` (the published dialect's
+    fields over several source columns), one value per row, in row order.
+
+    ``murmur3`` and ``hash`` are registered over ``col0``'s type.
+
+    Raises
+    ------
+    TransformError
+        As :func:`evaluate`.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> evaluate_columns("col0 + col1", [pa.array([1, None]), pa.array([2, 3])]).to_pylist()
+    [3, None]
+    """
+    arrays = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
+    if not arrays:
+        raise TransformError(f"partition expression {expression!r} has no source column")
+    batch = pa.RecordBatch.from_arrays(arrays, names=[f"col{i}" for i in range(len(arrays))])
+    ctx = session_context()
+    first = arrays[0].type
+    rebind = first != pa.int64() and (can_hash(first) or can_murmur3(first))
+    if rebind:
+        _register(ctx, first)
+    ctx.register_record_batches(_TABLE, [[batch]])
+    try:
+        table = ctx.sql(f"SELECT ({expression}) AS value FROM {_TABLE}").to_arrow_table()
+    except Exception as exc:  # DataFusion raises plain Exception / ValueError subclasses
+        raise TransformError(f"cannot evaluate partition expression {expression!r}: {exc}") from exc
+    finally:
+        ctx.deregister_table(_TABLE)
+        if rebind:
+            _register(ctx, pa.int64())
+    if table.num_columns != 1 or table.num_rows != batch.num_rows:
+        raise TransformError(
+            f"partition expression {expression!r} is not row-wise: it returned "
+            f"{table.num_rows} rows for {batch.num_rows} input rows"
+        )
+    result = table.column(0).combine_chunks()
+    return result if result_type is None else cast_result(result, result_type, expression)
 
 
 def cast_result(values: pa.Array, result_type: pa.DataType, expression: str) -> pa.Array:

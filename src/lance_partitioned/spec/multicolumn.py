@@ -7,8 +7,12 @@ one of their source columns does not project onto them (a value of one column do
 the field's value) and a leaf's value proves nothing about its rows, so the filter runs inside
 its leaves; only a conjunction of ``=`` / IN on every source of a ``multi_bucket`` prunes it
 (:func:`~lance_partitioned.pruning.projection.project` asks :meth:`MultiColumn.buckets`).
-Computing their values for a write is not supported yet: a write that needs one is refused
-with a :class:`~lance_partitioned.errors.TransformError`.
+Writes compute them from every source column (:meth:`MultiColumn.apply_columns`, called by
+:func:`~lance_partitioned.ingest.partition_values`): a ``multi_bucket`` with
+:func:`~lance_partitioned.spec.murmur3.murmur3_multi` (NULL inputs skipped, NULL only if all
+are), an expression with DataFusion over ``col0..colN``. A ``multi_bucket`` of another client
+whose bytes are not known to be ours (no ``hash_encoding`` marker, a source that encodings
+disagree on) is refused with a :class:`~lance_partitioned.errors.TransformError`.
 
 >>> field = MultiColumn("partition_field_m", "abs(murmur3_multi(col0, col1)) % 4", 2, pa.int32())
 >>> field.projects_on(pa.int64()), field.preimage(3, pa.int64(), pa.int32()).image
@@ -26,10 +30,25 @@ from lance_partitioned.errors import TransformError
 from lance_partitioned.expressions import AlwaysTrue
 from lance_partitioned.expressions.ranges import Interval, Preimage
 from lance_partitioned.expressions.tree import Predicate
+from lance_partitioned.spec.evaluate import evaluate_columns
 from lance_partitioned.spec.murmur3 import bucket_murmur3, encoding_agnostic, murmur3_multi
 from lance_partitioned.spec.transforms import Transform
 
-__all__ = ["MultiColumn", "multi_bucket_expression"]
+__all__ = ["MultiColumn", "multi_bucket_expression", "sources_of"]
+
+
+def sources_of(spec_field: Any) -> tuple[int, ...]:
+    """The source field ids of a partition field, ``col0`` first (one for a field of spec 000
+    or a published field over one column).
+
+    >>> from lance_partitioned.spec.partitioning import PartitionField
+    >>> sources_of(PartitionField(1, "d", 3, "col", pa.int32()))
+    (3,)
+    """
+    transform = getattr(spec_field, "transform", None)
+    if isinstance(transform, MultiColumn) and transform.source_ids:
+        return transform.source_ids
+    return (int(spec_field.source_id),)
 
 
 def multi_bucket_expression(num_buckets: int, columns: int) -> str:
@@ -43,8 +62,8 @@ def multi_bucket_expression(num_buckets: int, columns: int) -> str:
 
 
 class MultiColumn(Transform):
-    """The transform of a published field over several columns: read and scanned, never
-    pruned on, not computed.
+    """The transform of a published field over several columns: read, scanned, pruned on by
+    a ``multi_bucket``'s buckets, and computed on write from every source column.
 
     Parameters
     ----------
@@ -118,6 +137,35 @@ class MultiColumn(Transform):
     def can_apply(self, source: pa.DataType) -> bool:
         return True  # any source types: the field is never computed here
 
+    def apply_columns(self, columns: Sequence[pa.Array | pa.ChunkedArray]) -> pa.Array:
+        """The field's value for every row of its source ``columns`` (``col0`` first).
+
+        Raises
+        ------
+        TransformError
+            A ``multi_bucket`` whose bytes are not known to be ours for these source types,
+            a wrong number of columns, or an expression DataFusion cannot evaluate.
+
+        >>> m = MultiColumn("m", "", 2, pa.int32(), source_ids=(0, 1), num_buckets=4)
+        >>> m.apply_columns([pa.array([34, None]), pa.array([None, None], pa.utf8())]).to_pylist()
+        [3, None]
+        """
+        if len(columns) != self.columns:
+            raise TransformError(
+                f"partition field {self.name!r} reads {self.columns} columns, got {len(columns)}"
+            )
+        if self.num_buckets is None:
+            return evaluate_columns(self.sql, columns, self.result)
+        if not (self.known_encoding or all(encoding_agnostic(c.type) for c in columns)):
+            raise TransformError(
+                f"multi_bucket[{self.num_buckets}] field {self.name!r} of another client, whose "
+                "murmur3 bytes for "
+                f"{', '.join(str(c.type) for c in columns)} are unknown (no hash_encoding "
+                "marker): its buckets cannot be computed here (reads scan these leaves; writes "
+                "are refused)"
+            )
+        return bucket_murmur3(murmur3_multi(columns), self.num_buckets)
+
     def _apply(self, values: pa.Array) -> pa.Array:
         raise TransformError(self._refusal())
 
@@ -130,8 +178,7 @@ class MultiColumn(Transform):
     def _refusal(self) -> str:
         return (
             f"partition field {self.name!r} is computed from {self.columns} columns "
-            f"({self.sql}): writing rows that need its value is not supported yet (reads "
-            "scan its leaves)"
+            f"({self.sql}): its value needs every source column (apply_columns), not one"
         )
 
     def _parameters(self) -> tuple[Any, ...]:

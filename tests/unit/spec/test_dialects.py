@@ -92,7 +92,7 @@ def test_multi_column_fields_load_as_scanned_fields() -> None:
     assert summed.expression == "col0 + col1"
     assert not bucket.projects_on(pa.int64())
     assert spec.to_json()["fields"] == [{**multi}, {**expr}]  # written back as read
-    with pytest.raises(errors.TransformError, match="not supported yet"):
+    with pytest.raises(errors.TransformError, match="every source column"):
         bucket.apply(pa.array([1]))
 
 
