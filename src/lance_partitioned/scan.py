@@ -34,7 +34,6 @@ import itertools
 import queue
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +59,7 @@ from lance_partitioned.expressions import (
 from lance_partitioned.expressions.sqltext import deep
 from lance_partitioned.expressions.tree import Unknown
 from lance_partitioned.expressions.visitor import leaves, map_leaves
+from lance_partitioned.leaf_cache import cached_leaf
 from lance_partitioned.manifest import (
     DELIMITER,
     READ_VERSION,
@@ -70,6 +70,7 @@ from lance_partitioned.manifest import (
 )
 from lance_partitioned.manifest.root import READ_REFS
 from lance_partitioned.manifest.versions import list_versions
+from lance_partitioned.pools import leaf_pool
 from lance_partitioned.pruning import project, residual
 from lance_partitioned.pruning.fieldnames import (
     FieldCondition,
@@ -175,15 +176,10 @@ class ScanTask:
             version that pins it is (naming both): the namespace is damaged.
         """
         try:
-            return open_leaf(
-                self.uri,
-                self.read_version,
-                dict(self.storage_options),
-                session=self._session(),
-                action="read",
-                branch=self.read_branch,
-                tag=self.read_tag,
-            )
+            if self.read_version is None or self.read_tag or self.read_branch:
+                return self._open()
+            # a fixed version: the dataset opened before (its index metadata loaded)
+            return cached_leaf(self.uri, self.read_version, self.storage_options, self._open)
         except errors.TableNotFoundError as exc:
             gone = self.removed_by_cleanup()
             if gone is not None:
@@ -193,6 +189,17 @@ class ScanTask:
                     self.object_id, self.uri, self.read_version, exc.__cause__ or exc
                 )
             ) from exc
+
+    def _open(self) -> lance.LanceDataset:
+        return open_leaf(
+            self.uri,
+            self.read_version,
+            dict(self.storage_options),
+            session=self._session(),
+            action="read",
+            branch=self.read_branch,
+            tag=self.read_tag,
+        )
 
     def _session(self) -> lance.Session | None:  # type: ignore[name-defined]
         """The namespace's shared leaf session (:mod:`lance_partitioned.sessions`) for a
@@ -757,7 +764,7 @@ def to_table(
 
     batches: list[pa.RecordBatch] = []
     width = _threads(threads, len(tasks))
-    with ThreadPoolExecutor(max_workers=width) as pool:
+    with leaf_pool(width) as pool:
         step = width if limit is not None else len(tasks)
         for start in range(0, len(tasks), step):
             for part in pool.map(read, tasks[start : start + step]):
@@ -854,6 +861,8 @@ def count_task(task: ScanTask, schema: NamespaceSchema) -> int:
     sources = [leaf_field(dataset.schema, f) for f in filtered]
     pushdown = leaf_filter(dataset, task.residual, filtered, sources)
     if pushdown is not None:
+        if fragments is None:  # Lance's own count: no row ids (half the time with an index)
+            return int(dataset.count_rows(pushdown))
         scanner = dataset.scanner(
             columns=[], with_row_id=True, filter=pushdown, fragments=fragments
         )
@@ -869,7 +878,7 @@ def count_rows(
     the filter, a Lance count with the residual pushed down, or a read otherwise."""
     if not tasks:
         return 0
-    with ThreadPoolExecutor(max_workers=_threads(threads, len(tasks))) as pool:
+    with leaf_pool(_threads(threads, len(tasks))) as pool:
         return sum(pool.map(lambda task: count_task(task, schema), tasks))
 
 
