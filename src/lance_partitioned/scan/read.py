@@ -11,7 +11,6 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import lance
@@ -21,6 +20,7 @@ from lance_partitioned import errors
 from lance_partitioned.columnpaths import select_columns
 from lance_partitioned.consistency import conform_batch, leaf_field
 from lance_partitioned.expressions import AlwaysTrue
+from lance_partitioned.pools import leaf_pool
 from lance_partitioned.runtime import DEFAULT_THREADS
 from lance_partitioned.scan.filters import leaf_filter, post_filter, residual_fields
 from lance_partitioned.scan.plan import output_columns, output_fields
@@ -144,7 +144,7 @@ def to_table(
 
     batches: list[pa.RecordBatch] = []
     width = _threads(threads, len(tasks))
-    with ThreadPoolExecutor(max_workers=width) as pool:
+    with leaf_pool(width) as pool:
         step = width if limit is not None else len(tasks)
         for start in range(0, len(tasks), step):
             for part in pool.map(read, tasks[start : start + step]):
@@ -241,6 +241,8 @@ def count_task(task: ScanTask, schema: NamespaceSchema) -> int:
     sources = [leaf_field(dataset.schema, f) for f in filtered]
     pushdown = leaf_filter(dataset, task.residual, filtered, sources)
     if pushdown is not None:
+        if fragments is None:  # Lance's own count: no row ids (half the time with an index)
+            return int(dataset.count_rows(pushdown))
         scanner = dataset.scanner(
             columns=[], with_row_id=True, filter=pushdown, fragments=fragments
         )
@@ -256,5 +258,5 @@ def count_rows(
     the filter, a Lance count with the residual pushed down, or a read otherwise."""
     if not tasks:
         return 0
-    with ThreadPoolExecutor(max_workers=_threads(threads, len(tasks))) as pool:
+    with leaf_pool(_threads(threads, len(tasks))) as pool:
         return sum(pool.map(lambda task: count_task(task, schema), tasks))

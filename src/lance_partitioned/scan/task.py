@@ -15,6 +15,7 @@ import lance
 
 from lance_partitioned import errors
 from lance_partitioned.expressions import Predicate
+from lance_partitioned.leaf_cache import cached_leaf
 from lance_partitioned.manifest import Manifest, open_leaf
 from lance_partitioned.manifest.versions import list_versions
 from lance_partitioned.sessions import leaf_session
@@ -88,15 +89,10 @@ class ScanTask:
             version that pins it is (naming both): the namespace is damaged.
         """
         try:
-            return open_leaf(
-                self.uri,
-                self.read_version,
-                dict(self.storage_options),
-                session=self._session(),
-                action="read",
-                branch=self.read_branch,
-                tag=self.read_tag,
-            )
+            if self.read_version is None or self.read_tag or self.read_branch:
+                return self._open()
+            # a fixed version: the dataset opened before (its index metadata loaded)
+            return cached_leaf(self.uri, self.read_version, self.storage_options, self._open)
         except errors.TableNotFoundError as exc:
             gone = self.removed_by_cleanup()
             if gone is not None:
@@ -106,6 +102,17 @@ class ScanTask:
                     self.object_id, self.uri, self.read_version, exc.__cause__ or exc
                 )
             ) from exc
+
+    def _open(self) -> lance.LanceDataset:
+        return open_leaf(
+            self.uri,
+            self.read_version,
+            dict(self.storage_options),
+            session=self._session(),
+            action="read",
+            branch=self.read_branch,
+            tag=self.read_tag,
+        )
 
     def _session(self) -> lance.Session | None:  # type: ignore[name-defined]
         """The namespace's shared leaf session (:mod:`lance_partitioned.sessions`) for a

@@ -57,7 +57,9 @@ __all__ = [
     "definitions_by_leaf",
     "drop_index",
     "leaf_column",
+    "new_definition",
     "optimize_indices",
+    "prepare_leaf_index",
     "refresh_leaf",
 ]
 
@@ -230,8 +232,10 @@ class _Planner:
         progress: Callable[[IndexBuildProgress], None] | None,
         only_missing: bool = False,
         operation: str = "create_index",
+        prebuilt: Mapping[str, tuple[int | None, Any]] | None = None,
     ) -> None:
         self.manifest = manifest
+        self.prebuilt = dict(prebuilt or {})
         self.definition = definition
         self.progress = progress
         self.only_missing = only_missing
@@ -251,16 +255,24 @@ class _Planner:
         for task in tasks:
             key = (task.object_id, task.read_version)
             if key not in self.changes:
-                self.changes[key] = LeafChange(task.object_id, self._prepare(task.object_id))
+                found = self.prebuilt.get(task.object_id)
+                ready = found is not None and found[0] == task.read_version
+                self.changes[key] = LeafChange(
+                    task.object_id, self._prepare(task.object_id, found if ready else None)
+                )
             changes.append(self.changes[key])
         details = {"index": self.definition.name, "index_type": self.definition.index_type}
         operation = Operation(self.operation, details=details)
         return ChangePlan(changes=changes, properties=operation.counted().to_properties())
 
-    def _prepare(self, object_id: str) -> Callable[[LanceDataset], Any]:
+    def _prepare(
+        self, object_id: str, prebuilt: tuple[int | None, Any] | None
+    ) -> Callable[[LanceDataset], Any]:
         def prepare(ds: LanceDataset) -> Any:
             column = leaf_column(ds.schema, self.schema, self.definition.field_id)
-            if column is None:
+            if prebuilt is not None:  # built elsewhere on this leaf's read_version
+                operation = prebuilt[1]
+            elif column is None:
                 operation = None  # the leaf predates the column: nothing to index
             elif self.only_missing and not _needs_build(ds, self.definition):
                 operation = None
@@ -320,6 +332,35 @@ def record_definitions(
     )
 
 
+def new_definition(
+    snapshot: ManifestSnapshot,
+    column: str,
+    index_type: str,
+    name: str | None,
+    filter: str | None,
+    replace: bool,
+    params: Mapping[str, Any],
+) -> IndexDefinition:
+    """The definition ``create_index`` builds, checked against the indexes ``snapshot``
+    defines (an existing name needs ``replace``)."""
+    definition = definition_for(snapshot, column, index_type, name, filter, params)
+    existing = load_definitions(snapshot.table_metadata)
+    if definition.name in existing and not replace:
+        raise errors.InvalidInputError(
+            f"an index named {definition.name!r} already exists; pass replace=True to rebuild it"
+        )
+    return definition
+
+
+def prepare_leaf_index(
+    ds: LanceDataset, definition: IndexDefinition, schema: NamespaceSchema
+) -> Any:
+    """The uncommitted ``CreateIndex`` of ``definition`` on the leaf at ``ds`` (as a build
+    plans it), or None when the leaf is left flat or lacks the column."""
+    column = leaf_column(ds.schema, schema, definition.field_id)
+    return None if column is None else build_leaf(ds, definition, column)
+
+
 def create_index(
     manifest: Manifest,
     column: str,
@@ -330,9 +371,14 @@ def create_index(
     replace: bool = False,
     progress: Callable[[IndexBuildProgress], None] | None = None,
     threads: int | None = None,
+    prebuilt: Mapping[str, tuple[int | None, Any]] | None = None,
     **params: Any,
 ) -> IndexBuildResult:
     """Build an index on every leaf ``filter`` keeps and publish it (see the module docstring).
+
+    ``prebuilt`` maps a leaf's object id to (``read_version``, the operation
+    :func:`prepare_leaf_index` returned on it elsewhere, e.g. on a Spark executor): used as
+    is while the leaf is still at that version, rebuilt here when it moved.
 
     Raises
     ------
@@ -342,13 +388,8 @@ def create_index(
     """
     started = time.perf_counter()
     snapshot = manifest.snapshot()
-    definition = definition_for(snapshot, column, index_type, name, filter, params)
-    existing = load_definitions(snapshot.table_metadata)
-    if definition.name in existing and not replace:
-        raise errors.InvalidInputError(
-            f"an index named {definition.name!r} already exists; pass replace=True to rebuild it"
-        )
-    planner = _Planner(manifest, definition, progress)
+    definition = new_definition(snapshot, column, index_type, name, filter, replace, params)
+    planner = _Planner(manifest, definition, progress, prebuilt=prebuilt)
     committed = commit_changes(manifest, planner, leaf_threads=threads or manifest.max_workers)
     version = record_definitions(
         manifest, lambda found: {**found, definition.name: definition}, "create_index"

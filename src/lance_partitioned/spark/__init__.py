@@ -41,6 +41,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lance_partitioned.spark.importing import import_
+from lance_partitioned.spark.index import create_index
 from lance_partitioned.spark.search import search
 from lance_partitioned.spark.source import LancePartitionedDataSource
 from lance_partitioned.spark.table import PartitionedTable
@@ -52,6 +53,7 @@ __all__ = [
     "FILTER_PUSHDOWN_CONF",
     "LancePartitionedDataSource",
     "PartitionedTable",
+    "create_index",
     "import_",
     "register",
     "search",
