@@ -470,9 +470,7 @@ class MergeBuilder:
         # one call at a time: the leaves are searched in parallel
         longest = len(pairs) + max([len(others) + len(keys), *map(len, clauses.values())])
         try:
-            matches, updates, removes, unmatched = (
-                run() if longest <= _SHALLOW_QUERY else deep(run)
-            )
+            matches, updates, removes, unmatched = run() if longest <= _SHALLOW_QUERY else deep(run)
         except Exception as exc:
             raise errors.InvalidInputError(
                 f"cannot evaluate the merge on {self._on}: {exc}"
