@@ -43,7 +43,9 @@ def test_leaves_are_searched_in_parallel_off_the_deep_thread(
     source = pa.table({"id": [1, 9, 17, 100], "n": [5, 6, 7, 8]})
     result = ns.merge(source, on="id").when_matched_update_all().execute()
     assert result.rows_updated == 3
-    assert len(threads) > 1 and threading.main_thread().name not in threads
+    assert len(threads) > 1
+    assert threading.main_thread().name not in threads
     got = {r["id"]: r["n"] for r in ns.to_table().to_pylist()}
-    assert [got[i] for i in (1, 9, 17)] == [5, 6, 7] and sum(got.values()) == 18
+    assert [got[i] for i in (1, 9, 17)] == [5, 6, 7]
+    assert sum(got.values()) == 18
     assert len(got) == 32
