@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,7 @@ from lance_partitioned.transaction.write import Tally
 __all__ = ["MergeBuilder"]
 
 _SOURCE_ROW = "__lp_source_row"
+_SHALLOW_QUERY = 2_000  # characters: DataFusion queries this short run on the calling thread
 
 
 def _quoted(name: str) -> str:
@@ -242,16 +244,30 @@ class MergeBuilder:
             used.clear()
             changes: list[LeafChange] = []
             reads: dict[str, int] = {}
-            for task, rows, deleting in self._candidates(snapshot, source, safe[0]):
+            candidates = self._candidates(snapshot, source, safe[0])
+            schema_now = snapshot.metadata.schema
+
+            def find(candidate: tuple[scan.ScanTask, np.ndarray | None, Predicate]) -> Any:
+                task, rows, deleting = candidate
                 found = cache.get(task.object_id)
                 if found is None or found.read_version != task.read_version:
                     # (a search at the manifest's version is reused without opening the leaf)
                     ds = task.open()
                     if found is None or found.read_version != ds.version:
                         subset = source if rows is None else source.take(pa.array(rows))
-                        schema_now = snapshot.metadata.schema
                         found = self._search(ds, task, schema_now, subset, deleting, safe[0])
                         cache[task.object_id] = found
+                return found
+
+            # the leaves are opened, read and joined on the per-leaf pool (one pool per
+            # attempt); their results are used in the candidates' order
+            width = max(1, min(self._options.threads, len(candidates)))
+            if width == 1:
+                searched = [find(c) for c in candidates]
+            else:
+                with ThreadPoolExecutor(width) as pool:
+                    searched = list(pool.map(find, candidates))
+            for (task, _, _), found in zip(candidates, searched, strict=True):
                 used.append(found)
                 if task.read_version is not None:  # (a foreign leaf without one: its latest)
                     reads[task.object_id] = found.read_version
@@ -423,30 +439,40 @@ class MergeBuilder:
             for k in self._on
         )
 
+        pairs = (
+            f"SELECT target.{ROW_ADDRESS}, source.{_SOURCE_ROW} FROM target JOIN source ON {keys}"
+        )
+        # a clause without a WHERE applies to every matching pair: its rows are the matches
+        # (no second join)
+        clauses = {
+            kind: self._clause(kind)
+            for kind, wanted in (("update", update), ("delete", remove))
+            if wanted
+        }
+        others = " WHERE NOT EXISTS (SELECT 1 FROM source WHERE {keys})"
+
         def run() -> tuple[pa.Table, pa.Table, pa.Table, pa.Table]:
             ctx = datafusion.SessionContext()
             ctx.register_record_batches("target", [_batches(joined)])
             ctx.register_record_batches("source", [_batches(source)])
-            pairs = (
-                f"SELECT target.{ROW_ADDRESS}, source.{_SOURCE_ROW} "
-                f"FROM target JOIN source ON {keys}"
-            )
             matches = ctx.sql(pairs).to_arrow_table()
-            updates = removes = matches.slice(0, 0)
-            if update:
-                updates = ctx.sql(pairs + self._clause("update")).to_arrow_table()
-            if remove:
-                removes = ctx.sql(pairs + self._clause("delete")).to_arrow_table()
+            found = {
+                kind: ctx.sql(pairs + clause).to_arrow_table() if clause else matches
+                for kind, clause in clauses.items()
+            }
+            none = matches.slice(0, 0)
             unmatched = pa.table({ROW_ADDRESS: pa.array([], pa.uint64())})
             if not isinstance(deleting, AlwaysFalse):
                 unmatched = ctx.sql(
-                    f"SELECT {ROW_ADDRESS} FROM target WHERE NOT EXISTS (SELECT 1 FROM "
-                    f"source WHERE {keys})"
+                    f"SELECT {ROW_ADDRESS} FROM target" + others.format(keys=keys)
                 ).to_arrow_table()
-            return matches, updates, removes, unmatched
+            return matches, found.get("update", none), found.get("delete", none), unmatched
 
+        # short queries cannot nest deep enough to need deep()'s big stack, and deep() runs
+        # one call at a time: the leaves are searched in parallel
+        longest = len(pairs) + max([len(others) + len(keys), *map(len, clauses.values())])
         try:
-            matches, updates, removes, unmatched = deep(run)
+            matches, updates, removes, unmatched = run() if longest <= _SHALLOW_QUERY else deep(run)
         except Exception as exc:
             raise errors.InvalidInputError(
                 f"cannot evaluate the merge on {self._on}: {exc}"
