@@ -285,7 +285,8 @@ def test_a_filter_parsed_again_is_the_same_predicate() -> None:
     assert parse_sql(text, schema) is first
     assert parse_sql("x = 1", schema) is parse_sql("x = 1", schema)
     other = parse_sql("x = 1", pa.schema([("x", pa.int32())]))
-    assert other == EqualTo("x", 1) and other is not parse_sql("x = 1", schema)
+    assert other == EqualTo("x", 1)
+    assert other is not parse_sql("x = 1", schema)
     for _ in range(2):
         with pytest.raises(InvalidInputError, match="no column 'y'"):
             parse_sql("y = 1", schema)
