@@ -37,8 +37,9 @@ if os.environ.get("HYPOTHESIS_PROFILE"):
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``spark`` every test that asks for the ``spark`` fixture (a SparkSession), so that
     ``-m "not spark"`` (``scripts/test --fast``) leaves out every test that starts a JVM, and
-    put them in the ``xdist_group`` ``spark``: under ``--dist loadgroup`` (``scripts/test``) one
-    worker runs them all, so one JVM starts per run instead of one per worker.
+    put them in the ``xdist_group`` ``spark``: under ``--dist loadgroup`` one worker runs them
+    all, so one JVM starts per run instead of one per worker (``scripts/test`` keeps
+    ``worksteal``: on ``tests/spark`` both took the same wall).
 
     Under pytest-xdist (``scripts/test`` runs ``-n 2 --dist worksteal``), start the longest
     tests first.
