@@ -36,7 +36,10 @@ if os.environ.get("HYPOTHESIS_PROFILE"):
 @pytest.hookimpl(tryfirst=True)  # before -m deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``spark`` every test that asks for the ``spark`` fixture (a SparkSession), so that
-    ``-m "not spark"`` (``scripts/test --fast``) leaves out every test that starts a JVM.
+    ``-m "not spark"`` (``scripts/test --fast``) leaves out every test that starts a JVM, and
+    put them in the ``xdist_group`` ``spark``: under ``--dist loadgroup`` one worker runs them
+    all, so one JVM starts per run instead of one per worker (``scripts/test`` keeps
+    ``worksteal``: on ``tests/spark`` both took the same wall).
 
     Under pytest-xdist (``scripts/test`` runs ``-n 2 --dist worksteal``), start the longest
     tests first.
@@ -50,6 +53,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
+            item.add_marker(pytest.mark.xdist_group("spark"))
     if "PYTEST_XDIST_WORKER" in os.environ:
         items.sort(key=_longest_first)  # stable: the collection order within each rank
 

@@ -27,6 +27,7 @@ Or(left=Unknown(sql="(upper(`s`) = 'AB')", columns=('s',)), right=IsNull(term='x
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 import threading
 from typing import Any
@@ -66,6 +67,7 @@ _SHORT = 32  # AND/OR chains up to this length keep the shape SQL gave them
 _LONG = 32  # filters with more ANDs and ORs than this are cut into pieces (_parse_long)
 _CONNECTIVES = re.compile(r"\b(?:and|or)\b", re.IGNORECASE)
 _NOT = re.compile(r"\s*not\s*(\(.*\))\s*", re.IGNORECASE | re.DOTALL)
+_CACHED = 64  # parsed filters kept (_parse_cached): one of 10,000 terms is a few MB
 _local = threading.local()
 
 # op -> (op with the operands swapped, op of the negation)
@@ -121,6 +123,18 @@ def parse_sql(text: str, schema: pa.Schema) -> Predicate:
     """
     if not isinstance(text, str) or not text.strip():
         raise InvalidInputError(f"a filter must be a non-empty SQL string, got {text!r}")
+    return _parse_cached(text, schema)
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _parse_cached(text: str, schema: pa.Schema) -> Predicate:
+    """:func:`parse_sql` of a checked ``text``, remembered per ``(text, schema)``.
+
+    A predicate is a tree of frozen dataclasses over immutable literals, so one parse can be
+    shared: a scan asked twice for the same filter (``to_table`` then ``count_rows``, one
+    query per partition of a Spark read) parses it once. A filter that does not parse raises
+    every time (``lru_cache`` keeps no exceptions).
+    """
     text = instant_literals(text)
     if len(_CONNECTIVES.findall(text)) > _LONG:
         return deep(lambda: _parse_long(text, schema))

@@ -273,3 +273,21 @@ def _datafusion_rows(table: pa.Table, sql: str) -> list[int]:
 def _lance_rows(table: pa.Table, sql: str, tmp_path: object) -> list[int]:
     dataset = lance.write_dataset(table, f"{tmp_path}/t")
     return sorted(dataset.to_table(filter=sql, columns=["my col"]).column(0).to_pylist())
+
+
+def test_a_filter_parsed_again_is_the_same_predicate() -> None:
+    """One parse per (text, schema): a scan's second use of a filter (``to_table`` then
+    ``count_rows``) reuses the immutable predicate; another schema, or a filter that does
+    not parse, is parsed again."""
+    schema = pa.schema([("x", pa.int64()), ("s", pa.string())])
+    text = " OR ".join(f"x = {i}" for i in range(40))  # a long filter (_parse_long)
+    first = parse_sql(text, schema)
+    assert parse_sql(text, schema) is first
+    assert parse_sql("x = 1", schema) is parse_sql("x = 1", schema)
+    other = parse_sql("x = 1", pa.schema([("x", pa.int32())]))
+    assert other == EqualTo("x", 1)
+    assert other is not parse_sql("x = 1", schema)
+    for _ in range(2):
+        with pytest.raises(InvalidInputError, match="no column 'y'"):
+            parse_sql("y = 1", schema)
+    hash(first)  # frozen nodes: hashable, so safe to share
