@@ -33,11 +33,11 @@ Python data sources hand Spark every column of every row as Arrow batches over a
 Usage::
 
     .venv/bin/python benchmarks/spark.py [--rows 4000000] [--master local[2]] [--repeat 3]
-    .venv/bin/python benchmarks/spark.py --merge [--rows 10000000] [--merge-factor 0.1]
+    .venv/bin/python benchmarks/spark.py --merge [--rows 10000000] [--merge-factor 0.1] [--quick]
 
 ``--merge`` runs the upsert benchmark instead (issue 30, :mod:`spark_merge`): ours on Spark
 against our Python merge and Parquet's dynamic partition overwrite, with the source at
-``rows * merge-factor`` and 5x that.
+``rows * merge-factor`` and 5x that (``--quick``: the first only, for a smoke run).
 """
 
 from __future__ import annotations
@@ -238,11 +238,17 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=None, help="4M; 10M with --merge")
     parser.add_argument("--merge", action="store_true", help="the merge benchmark (issue 30)")
     parser.add_argument("--merge-factor", type=float, default=0.1, help="source rows / rows")
+    parser.add_argument(
+        "--quick", action="store_true", help="--merge: one source size, each way once (smoke)"
+    )
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--repeat", type=int, default=3, help="interleaved runs; best shown")
     args = parser.parse_args()
+    builder = SparkSession.builder
+    if args.quick:  # (a smoke run: tiny shuffles, not 200 mostly empty tasks each)
+        builder = builder.config("spark.sql.shuffle.partitions", "2")
     spark = (
-        SparkSession.builder.master(args.master)
+        builder.master(args.master)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
@@ -254,7 +260,7 @@ def main() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     lance_partitioned.spark.register(spark)
     if args.merge:
-        _merge(spark, args.rows or 10_000_000, args.merge_factor, args.master)
+        _merge(spark, args.rows or 10_000_000, args.merge_factor, args.master, args.quick)
         return
     args.rows = args.rows or 4_000_000
     df = events(spark, args.rows).cache()
@@ -290,12 +296,12 @@ def main() -> None:
     print("\n".join(bench.table()))
 
 
-def _merge(spark: SparkSession, rows: int, factor: float, master: str) -> None:
+def _merge(spark: SparkSession, rows: int, factor: float, master: str, quick: bool) -> None:
     import spark_merge
 
     work = tempfile.mkdtemp(prefix="bench-spark-merge-")
     try:
-        lines = spark_merge.main(spark, work, rows, factor)
+        lines = spark_merge.main(spark, work, rows, factor, quick=quick)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         spark.stop()
