@@ -104,7 +104,6 @@ def import_(
     PartitionSpecError
         ``partition_by`` differs from an existing namespace's spec.
     """
-    import lance_partitioned.spark as lp_spark
     from lance_partitioned.entry import _check_partition_by
     from lance_partitioned.namespace import PartitionedNamespace
 
@@ -129,7 +128,9 @@ def import_(
     else:
         keys = ", ".join(quoted(k) for k in hive_keys(files))
         spec = partition_by if partition_by is not None else keys or None
-    lp_spark.register(spark)
+    from lance_partitioned.spark.source import LancePartitionedDataSource
+
+    spark.dataSource.register(LancePartitionedDataSource)
     writer = frame.write.format("lance_partitioned").mode("append")
     if spec is not None:
         writer = writer.option("partition_by", spec)

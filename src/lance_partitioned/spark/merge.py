@@ -45,7 +45,7 @@ from lance_partitioned.ingest import WriteOptions, stage
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.spark.dml import TASK_THREADS, LeafJob, TaskHook, job_for, remove_unused
-from lance_partitioned.spark.merge_replan import Replanner
+from lance_partitioned.spark.merge_replan import _LEAF, _ROW, Replanner, _LeafResult
 from lance_partitioned.spark.staging import StagingJournal, data_files
 from lance_partitioned.spark.workers import freeze_worker_heap
 from lance_partitioned.transaction import (
@@ -62,8 +62,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SparkMergeBuilder", "keys_of"]
 
-_ROW = "__lp_row"
-_LEAF = "__lp_leaf"
 _RESULT_SCHEMA = "kind string, payload binary, row long"
 _EQUALITY = re.compile(r"^\s*(\w+)\.`?(\w+)`?\s*=\s*(\w+)\.`?(\w+)`?\s*$")
 
@@ -90,20 +88,6 @@ def keys_of(on: str | Sequence[str] | None, condition: str | None) -> list[str]:
             )
         keys.append(found.group(2))
     return keys
-
-
-@dataclass
-class _LeafResult:
-    """One leaf's merge, prepared on an executor."""
-
-    object_id: str
-    read_version: int
-    deleted: np.ndarray | None  # row addresses to delete
-    operation: Any  # the Lance delete prepared at read_version
-    count: int
-    updated: int
-    by_source: int
-    staged: PendingWrite | None
 
 
 @dataclass(frozen=True)
@@ -261,7 +245,7 @@ class SparkMergeBuilder:
             delete_first=python._delete_first,
         )
         keyed = self._source.withColumn(_ROW, F.monotonically_increasing_id()).persist()
-        replanner = Replanner(job, keyed)
+        replanner = Replanner(job, keyed, lambda frame: _routed(job, frame))
         self.replanned = replanner.replanned
         results: list[tuple[Any, str | None]] = []
         try:
@@ -399,6 +383,14 @@ def _prepare(found: _LeafResult, count: DeleteCount) -> Any:
         return delete_operation(ds, found.deleted, count)  # appended meanwhile: same rows
 
     return prepare
+
+
+def _routed(job: _MergeJob, keyed: DataFrame) -> DataFrame:
+    """``keyed`` with each row once per target leaf it can match (the leaf in ``_LEAF``)."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    schema = StructType([*keyed.schema.fields, StructField(_LEAF, StringType())])
+    return keyed.mapInArrow(lambda it: _route(job, it), schema)
 
 
 def _route(job: _MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

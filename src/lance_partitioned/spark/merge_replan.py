@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import datetime
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -37,9 +38,26 @@ from lance_partitioned.transaction import PendingWrite
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from lance_partitioned.spark.merge import _LeafResult, _MergeJob
+    from lance_partitioned.spark.merge import _MergeJob
 
 __all__ = ["Replanner"]
+
+_ROW = "__lp_row"  # a source row's id
+_LEAF = "__lp_leaf"  # the target leaf a copy of a source row goes to
+
+
+@dataclass
+class _LeafResult:
+    """One leaf's merge, prepared on an executor (or here, on the driver)."""
+
+    object_id: str
+    read_version: int
+    deleted: np.ndarray | None  # row addresses to delete
+    operation: Any  # the Lance delete prepared at read_version
+    count: int
+    updated: int
+    by_source: int
+    staged: PendingWrite | None
 
 
 @dataclass
@@ -52,12 +70,16 @@ class Replanner:
         The merge's job (its pinned snapshot, clauses and per-leaf scan tasks).
     keyed : DataFrame
         The source with its row ids (persisted by the merge), to route again.
+    route : callable
+        The merge's routing: ``keyed`` with one row per (source row, target leaf), the leaf
+        in ``_LEAF``.
     replanned : list of str
         The leaves merged again, in order (each once per version it was merged at).
     """
 
     job: _MergeJob
     keyed: DataFrame
+    route: Callable[[DataFrame], DataFrame]
     replanned: list[str] = field(default_factory=list)
     _found: dict[tuple[str, int], _LeafResult] = field(default_factory=dict)
 
@@ -100,24 +122,17 @@ class Replanner:
         """The source rows routed to each of ``leaves`` (a Spark job; only those rows
         reach the driver)."""
         from pyspark.sql import functions as F
-        from pyspark.sql.types import StringType, StructField, StructType
 
-        from lance_partitioned.spark.merge import _LEAF, _route
-
-        job, keyed = self.job, self.keyed
-        schema = StructType([*keyed.schema.fields, StructField(_LEAF, StringType())])
         with warnings.catch_warnings():
             # mapInArrow checks the pandas version and warns for pandas 3, which it never uses
             warnings.filterwarnings("ignore", "PySpark does not yet fully", FutureWarning)
-            routed = keyed.mapInArrow(lambda it: _route(job, it), schema)
+            routed = self.route(self.keyed)
             table = routed.where(F.col(_LEAF).isin(leaves)).toArrow()
         column = table.column(_LEAF).to_pylist()
         return {leaf: table.filter(pa.array([c == leaf for c in column])) for leaf in set(column)}
 
     def _merge(self, task: scan.ScanTask, slice_: pa.Table | None) -> _LeafResult:
         """One leaf merged at ``task.read_version`` (as an executor's task does)."""
-        from lance_partitioned.spark.merge import _ROW, _LeafResult
-
         job = self.job
         manifest, pinned = job.leaf.manifest(), job.leaf.snapshot()
         schema = pinned.metadata.schema
