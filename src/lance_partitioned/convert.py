@@ -188,14 +188,6 @@ def _rewritten(rows: pa.Table, moves: Mapping[int, list[tuple[str, str]]]) -> pa
     return table.filter(keep)
 
 
-def _ours(table_metadata: Mapping[str, str]) -> dict[str, str]:
-    return {
-        key: value
-        for key, value in table_metadata.items()
-        if NamespaceMetadata.is_partitioned({key: value}) or key == "schema"
-    }
-
-
 def _attempt(
     manifest: Manifest, snapshot: ManifestSnapshot, new: NamespaceMetadata, operation: Operation
 ) -> ConvertResult:
@@ -224,7 +216,9 @@ def _attempt(
     properties = operation.counted().with_details(step="rows").to_properties()
     version = manifest.commit_rows(base, table, properties=properties)
     _pause("converted_rows")
-    if _ours(manifest.table_metadata(version)) != _ours(snapshot.table_metadata):
+    if NamespaceMetadata.own_keys(manifest.table_metadata(version)) != NamespaceMetadata.own_keys(
+        snapshot.table_metadata
+    ):
         raise CommitConflict("the namespace metadata changed while converting")
     properties = operation.counted().with_details(step="publish").to_properties()
     updates: dict[str, str | None] = {**new.to_table_metadata(), MARKER: None}

@@ -95,15 +95,6 @@ log = logging.getLogger(__name__)
 Change = Callable[[NamespaceMetadata], NamespaceMetadata]
 
 
-def _ours(table_metadata: Mapping[str, str]) -> dict[str, str]:
-    """The keys of the table metadata that spec 000 defines (schema and partition specs)."""
-    return {
-        key: value
-        for key, value in table_metadata.items()
-        if NamespaceMetadata.is_partitioned({key: value}) or key == "schema"
-    }
-
-
 def _prepare(
     manifest: Manifest, snapshot: ManifestSnapshot, new: NamespaceMetadata, operation: Operation
 ) -> int:
@@ -167,7 +158,9 @@ def _evolve(
             if new.specs != snapshot.metadata.specs:
                 operation = operation.with_details(spec_version=str(new.current_spec.version))
                 version = _prepare(manifest, snapshot, new, operation)
-                if _ours(manifest.table_metadata(version)) != _ours(snapshot.table_metadata):
+                if NamespaceMetadata.own_keys(
+                    manifest.table_metadata(version)
+                ) != NamespaceMetadata.own_keys(snapshot.table_metadata):
                     raise CommitConflict("the namespace metadata changed while preparing")
             properties = operation.counted().with_details(step="publish").to_properties()
             updates = {**new.to_table_metadata(), **(also(snapshot, new) if also else {})}

@@ -296,6 +296,22 @@ class NamespaceMetadata:
         """
         return any(_spec_key_version(key) is not None for key in table_metadata)
 
+    @staticmethod
+    def own_keys(table_metadata: Mapping[str, str]) -> dict[str, str]:
+        """The entries of ``table_metadata`` that spec 000 defines: the schema and the
+        partition specs (what a conflicting metadata commit is compared on).
+
+        Examples
+        --------
+        >>> NamespaceMetadata.own_keys({"schema": "{}", "partition_spec_v1": "[]", "x": "1"})
+        {'schema': '{}', 'partition_spec_v1': '[]'}
+        """
+        return {
+            key: value
+            for key, value in table_metadata.items()
+            if key == "schema" or _spec_key_version(key) is not None
+        }
+
     @classmethod
     def from_table_metadata(cls, table_metadata: Mapping[str, str]) -> NamespaceMetadata:
         """Parse the ``__manifest`` table metadata; keys other than ours are ignored.
