@@ -90,12 +90,12 @@ def root_partition_columns(
     """The partition column definitions of the root's ``lance.partitioning.*`` properties
     (``[]`` when there are none: no ``__manifest`` dataset at the root, not marked
     ``is_partitioned``, or unreadable JSON)."""
-    import lance
+    from lance_partitioned.manifest import open_leaf
 
     try:
-        manifest = lance.dataset(tree.uri_of("__manifest"), storage_options=storage_options)
+        manifest = open_leaf(tree.uri_of("__manifest"), None, storage_options, action="import")
         properties = {**(manifest.schema.metadata or {}), **manifest.metadata}
-    except (OSError, ValueError, RuntimeError):
+    except (errors.LancePartitionedError, OSError, ValueError, RuntimeError):
         return []
     decoded = {
         (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
