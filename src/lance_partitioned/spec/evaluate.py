@@ -125,25 +125,7 @@ def evaluate(
     if bound != column.type:
         column = column.cast(bound)
     batch = pa.RecordBatch.from_arrays([column], names=[_COLUMN])
-    ctx = session_context()
-    rebind = bound != pa.int64() and (can_hash(bound) or can_murmur3(bound))
-    if rebind:
-        _register(ctx, bound)
-    ctx.register_record_batches(_TABLE, [[batch]])
-    try:
-        table = ctx.sql(f"SELECT ({expression}) AS value FROM {_TABLE}").to_arrow_table()
-    except Exception as exc:  # DataFusion raises plain Exception / ValueError subclasses
-        raise TransformError(f"cannot evaluate partition expression {expression!r}: {exc}") from exc
-    finally:
-        ctx.deregister_table(_TABLE)
-        if rebind:
-            _register(ctx, pa.int64())
-    if table.num_columns != 1 or table.num_rows != len(column):
-        raise TransformError(
-            f"partition expression {expression!r} is not row-wise: it returned "
-            f"{table.num_rows} rows for {len(column)} input rows"
-        )
-    result = table.column(0).combine_chunks()
+    result = _run(expression, batch, bound)
     if result_type is None:
         return result
     return cast_result(result, result_type, expression)
@@ -174,11 +156,17 @@ def evaluate_columns(
     if not arrays:
         raise TransformError(f"partition expression {expression!r} has no source column")
     batch = pa.RecordBatch.from_arrays(arrays, names=[f"col{i}" for i in range(len(arrays))])
+    result = _run(expression, batch, arrays[0].type)
+    return result if result_type is None else cast_result(result, result_type, expression)
+
+
+def _run(expression: str, batch: pa.RecordBatch, hashed: pa.DataType) -> pa.Array:
+    """``expression`` over ``batch`` by DataFusion, one value per row, with ``hash`` and
+    ``murmur3`` registered over ``hashed`` (int64 is the registration left in place)."""
     ctx = session_context()
-    first = arrays[0].type
-    rebind = first != pa.int64() and (can_hash(first) or can_murmur3(first))
+    rebind = hashed != pa.int64() and (can_hash(hashed) or can_murmur3(hashed))
     if rebind:
-        _register(ctx, first)
+        _register(ctx, hashed)
     ctx.register_record_batches(_TABLE, [[batch]])
     try:
         table = ctx.sql(f"SELECT ({expression}) AS value FROM {_TABLE}").to_arrow_table()
@@ -193,8 +181,7 @@ def evaluate_columns(
             f"partition expression {expression!r} is not row-wise: it returned "
             f"{table.num_rows} rows for {batch.num_rows} input rows"
         )
-    result = table.column(0).combine_chunks()
-    return result if result_type is None else cast_result(result, result_type, expression)
+    return table.column(0).combine_chunks()
 
 
 def cast_result(values: pa.Array, result_type: pa.DataType, expression: str) -> pa.Array:
