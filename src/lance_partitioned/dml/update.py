@@ -45,9 +45,8 @@ from lance_partitioned.transaction import (
     LeafChange,
     PendingWrite,
     commit_changes,
-    merge_pending,
 )
-from lance_partitioned.transaction.write import Tally
+from lance_partitioned.transaction.write import Tally, merge_pending
 
 __all__ = ["LeafWork", "assign", "assignments", "check_assignments", "leaf_work", "update"]
 

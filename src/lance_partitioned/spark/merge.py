@@ -53,9 +53,8 @@ from lance_partitioned.transaction import (
     LeafChange,
     PendingWrite,
     commit_changes,
-    merge_pending,
 )
-from lance_partitioned.transaction.write import Tally
+from lance_partitioned.transaction.write import Tally, merge_pending
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -67,8 +67,8 @@ from lance_partitioned.spec.shorthand import parse_partition_by
 from lance_partitioned.transaction import (
     PendingWrite,
     WriteMode,
-    merge_pending,
 )
+from lance_partitioned.transaction.write import merge_pending
 
 __all__ = [
     "LancePartitionedStreamWriter",

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lance_partitioned import errors
 from lance_partitioned.manifest import LeafStats, Manifest, ManifestSnapshot, open_leaf
@@ -38,6 +39,7 @@ __all__ = [
     "Tally",
     "commit_write",
     "leaf_rows",
+    "merge_pending",
     "replaced_rows",
     "write_operation",
     "write_plan",
@@ -228,4 +230,64 @@ def commit_write(
         leaf_threads=leaf_threads,
         on_leaves_committed=on_leaves_committed,
         txn=txn,
+    )
+
+
+def merge_pending(writes: Sequence[PendingWrite]) -> PendingWrite:
+    """Combine the pending writes staged by several workers (Spark tasks) into one.
+
+    Every write must use the same spec version and mode. Leaves with the same object id are
+    one leaf: their fragments are concatenated and their rows summed; namespaces are united.
+    The leaf schema is the first write's.
+
+    Raises :class:`~lance_partitioned.errors.InternalError` for an empty input, different spec
+    versions or modes, or one leaf staged at two locations (the workers read different
+    ``__manifest`` versions).
+
+    >>> import pyarrow as pa
+    >>> schema = pa.schema([("n", pa.int64())])
+    >>> def task(rows):
+    ...     leaf = LeafWrite("v1$a$dataset", "0_v1$a$dataset", [f"frag{rows}"], rows, {"k": 1})
+    ...     return PendingWrite(1, schema, [leaf], {"v1$a": {"k": 1}})
+    >>> merged = merge_pending([task(2), task(3)])
+    >>> [(leaf.rows, leaf.fragments) for leaf in merged.leaves]
+    [(5, ['frag2', 'frag3'])]
+    """
+    if not writes:
+        raise errors.InternalError("merge_pending needs at least one pending write")
+    first = writes[0]
+    leaves: dict[str, LeafWrite] = {}
+    namespaces: dict[str, dict[str, Any]] = {}
+    for write in writes:
+        if (write.spec_version, write.mode) != (first.spec_version, first.mode):
+            raise errors.InternalError(
+                f"cannot merge a {write.mode!r} write under spec v{write.spec_version} with a "
+                f"{first.mode!r} write under spec v{first.spec_version}"
+            )
+        for object_id, values in write.namespaces.items():
+            namespaces.setdefault(object_id, values)
+        for leaf in write.leaves:
+            seen = leaves.get(leaf.object_id)
+            if seen is None:
+                leaves[leaf.object_id] = LeafWrite(
+                    leaf.object_id,
+                    leaf.location,
+                    list(leaf.fragments),
+                    leaf.rows,
+                    leaf.values,
+                )
+            elif seen.location != leaf.location:
+                raise errors.InternalError(
+                    f"leaf {leaf.object_id!r} was staged at {seen.location!r} and at "
+                    f"{leaf.location!r}"
+                )
+            else:
+                seen.fragments.extend(leaf.fragments)
+                seen.rows += leaf.rows
+    return PendingWrite(
+        spec_version=first.spec_version,
+        leaf_schema=first.leaf_schema,
+        leaves=list(leaves.values()),
+        namespaces=namespaces,
+        mode=first.mode,
     )
