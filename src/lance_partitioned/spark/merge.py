@@ -38,7 +38,7 @@ from pyspark import TaskContext
 from lance_partitioned import errors, scan
 from lance_partitioned.consistency import leaf_schema
 from lance_partitioned.dml.merge import MergeBuilder, _source_groups
-from lance_partitioned.dml.plan import DeleteCount, addresses, delete_operation, leaf_tasks
+from lance_partitioned.dml.plan import DeleteCount, delete_operation, leaf_tasks
 from lance_partitioned.dml.results import MergeResult
 from lance_partitioned.expressions import AlwaysFalse, Predicate
 from lance_partitioned.ingest import WriteOptions, stage
@@ -457,24 +457,7 @@ def _merge(job: _MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Rec
                 manifest, snapshot, rows, mode="append", target=leaf_schema(schema), options=options
             )
             staged_all.append(staged)
-        where = addresses(found.deleted)
-        count = DeleteCount()
-        operation = delete_operation(ds, where, count)
-        results.append(
-            (
-                _LeafResult(
-                    object_id,
-                    int(ds.version),
-                    where,
-                    operation,
-                    count.rows,
-                    found.updated,
-                    found.by_source,
-                    staged,
-                ),
-                None,
-            )
-        )
+        results.append((_LeafResult.prepare(object_id, ds, found, staged), None))
     name = _journal(job.leaf, staged_all)
     _hook(job.leaf)
     for result, _ in results:

@@ -36,8 +36,10 @@ from lance_partitioned.spark.staging import data_files, delete_unreferenced
 from lance_partitioned.transaction import PendingWrite
 
 if TYPE_CHECKING:
+    from lance import LanceDataset
     from pyspark.sql import DataFrame
 
+    from lance_partitioned.dml.merge import _LeafMatches
     from lance_partitioned.spark.merge import _MergeJob
 
 __all__ = ["Replanner"]
@@ -58,6 +60,26 @@ class _LeafResult:
     updated: int
     by_source: int
     staged: PendingWrite | None
+
+    @classmethod
+    def prepare(
+        cls, object_id: str, ds: LanceDataset, found: _LeafMatches, staged: PendingWrite | None
+    ) -> _LeafResult:
+        """The result of merging leaf ``ds``: the Lance delete of ``found``'s rows
+        prepared on it (deletion files written, nothing committed), with ``staged``."""
+        where = addresses(found.deleted)
+        count = DeleteCount()
+        operation = delete_operation(ds, where, count)
+        return cls(
+            object_id,
+            int(ds.version),
+            where,
+            operation,
+            count.rows,
+            found.updated,
+            found.by_source,
+            staged,
+        )
 
 
 @dataclass
@@ -163,19 +185,7 @@ class Replanner:
             options = WriteOptions(threads=TASK_THREADS)
             target = leaf_schema(schema)
             staged = stage(manifest, pinned, rows, mode="append", target=target, options=options)
-        where = addresses(found.deleted)
-        count = DeleteCount()
-        operation = delete_operation(ds, where, count)
-        return _LeafResult(
-            task.object_id,
-            int(ds.version),
-            where,
-            operation,
-            count.rows,
-            found.updated,
-            found.by_source,
-            staged,
-        )
+        return _LeafResult.prepare(task.object_id, ds, found, staged)
 
     def keyed_type(self, name: str) -> pa.DataType:
         """The Arrow type of the source column ``name`` (for an empty slice)."""
