@@ -8,11 +8,13 @@ most recently and hands the same ``LanceDataset`` (safe to scan from several thr
 read of that version.
 
 A leaf version never changes (:mod:`.sessions`), but a cleanup may remove it, or damage may
-remove the leaf: a hit is used only while the version's Lance manifest file is still there
-(one ``stat``), so such a read still opens the leaf and fails as it did (outdated reader or
-damaged namespace), and while the object is still at that version (a caller that commits
-through the ``LanceDataset`` it was handed moves it on). Only leaves on the local file
-system are cached: on an object store that check would cost a request per leaf.
+remove the leaf, or a table may be deleted and written again at the same path: a hit is used
+only while the version's Lance manifest file is still the one seen when the leaf was opened
+(one ``stat``: inode, time, size), so such a read opens the leaf again and reads what is there
+or fails as it did (outdated reader or damaged namespace), and while the object is still at
+that version (a caller that commits through the ``LanceDataset`` it was handed moves it on).
+Only leaves on the local file system are cached: on an object store that check would cost
+a request per leaf.
 """
 
 from __future__ import annotations
@@ -33,17 +35,23 @@ MAX_LEAVES = 1024
 
 _U64_MAX = (1 << 64) - 1
 _Key = tuple[str, int, tuple[tuple[str, str], ...]]
-_opened: OrderedDict[_Key, LanceDataset] = OrderedDict()
+_opened: OrderedDict[_Key, tuple[LanceDataset, tuple[int, int, int]]] = OrderedDict()
 _lock = threading.Lock()
 
 
-def _version_exists(path: str, version: int) -> bool:
-    """Whether the Lance manifest of ``version`` is in the table at the local ``path``
-    (either of Lance's version file naming schemes)."""
+def _stamp(path: str, version: int) -> tuple[int, int, int] | None:
+    """The identity of the Lance manifest file of ``version`` in the table at the local
+    ``path`` (either of Lance's version file naming schemes): inode, modification time and
+    size; None when it is not there. A table deleted and written again at the same path has
+    the same versions in other files."""
     versions = os.path.join(path, "_versions")
-    return os.path.exists(
-        os.path.join(versions, f"{_U64_MAX - version:020d}.manifest")
-    ) or os.path.exists(os.path.join(versions, f"{version}.manifest"))
+    for name in (f"{_U64_MAX - version:020d}.manifest", f"{version}.manifest"):
+        try:
+            found = os.stat(os.path.join(versions, name))
+        except OSError:
+            continue
+        return found.st_ino, found.st_mtime_ns, found.st_size
+    return None
 
 
 def cached_leaf(
@@ -58,16 +66,20 @@ def cached_leaf(
     if path is None:
         return open_leaf()
     key = (path, version, storage_options)
+    stamp = _stamp(path, version)
     with _lock:
         found = _opened.get(key)
         if found is not None:
             _opened.move_to_end(key)
-    # a caller may have committed through the object (it moved on): then open it again
-    if found is not None and found.version == version and _version_exists(path, version):
-        return found
+    # a caller may have committed through the object (it moved on), or the table was
+    # written again at the same path: then open it again
+    if found is not None and found[0].version == version and found[1] == stamp:
+        return found[0]
     dataset = open_leaf()
+    if stamp is None:
+        return dataset
     with _lock:
-        _opened[key] = dataset
+        _opened[key] = (dataset, stamp)
         _opened.move_to_end(key)
         while len(_opened) > MAX_LEAVES:
             _opened.popitem(last=False)

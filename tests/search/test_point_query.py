@@ -8,6 +8,7 @@ import datetime as dt
 import threading
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import lance_partitioned as lp
@@ -55,3 +56,22 @@ def test_counts_reuse_their_leaf_threads(tmp_path: Path) -> None:
     assert ns.count_rows("grp = 2") == 9
     assert ns.to_table("grp = 2").num_rows == 9
     assert leaf_threads() == started
+
+
+def test_a_namespace_written_again_at_the_same_path_is_read_as_it_is_now(tmp_path: Path) -> None:
+    """The leaf cache is keyed by path and version; a namespace deleted and written again at
+    the same path has the same leaf versions in other files (new data files), which a cached
+    leaf would still point at."""
+    import shutil
+
+    root = tmp_path / "ns"
+    first = pa.table({"k": ["a", "a"], "v": [1, 2]})
+    ns = lp.PartitionedNamespace.create(str(root), schema=first.schema, partition_by="k")
+    ns.write(first)
+    assert sorted(ns.to_table().column("v").to_pylist()) == [1, 2]
+    shutil.rmtree(root)
+    second = pa.table({"k": ["a", "a", "a"], "v": [7, 8, 9]})
+    again = lp.PartitionedNamespace.create(str(root), schema=second.schema, partition_by="k")
+    again.write(second)
+    assert sorted(again.to_table().column("v").to_pylist()) == [7, 8, 9]
+    assert again.count_rows("v > 7") == 2
