@@ -1,8 +1,9 @@
-"""``PartitionedTable.merge`` in ``local-cluster[2,1,1024]`` mode: the per-leaf merges run in
-two executor JVMs (pickled jobs and staged results cross process boundaries), the driver
-commits once, and the rows equal the Python merge's on a copy of the namespace. The job runs
-in a subprocess (:mod:`._cluster_merge_job`): this process's JVM runs the ``local[2]``
-session."""
+"""``PartitionedTable`` in ``local-cluster[2,1,1024]`` mode: a merge, then an update that moves
+rows between partitions, a row-level delete and an optimize; the per-leaf work runs in two
+executor JVMs (pickled jobs and staged results cross process boundaries), the driver commits
+once per operation, and after each step the rows equal the Python API's on a copy of the
+namespace. The job runs in a subprocess (:mod:`._cluster_merge_job`): this process's JVM runs
+the ``local[2]`` session."""
 
 from __future__ import annotations
 
@@ -20,18 +21,22 @@ import pytest
 import lance_partitioned as lp
 
 JOB = Path(__file__).with_name("_cluster_merge_job.py")
+sys.path.insert(0, str(JOB.parent))
+from _cluster_merge_job import DELETE_WHERE, UPDATE_SET, UPDATE_WHERE  # noqa: E402
+
 SCHEMA = pa.schema([("id", pa.int64()), ("country", pa.string()), ("amount", pa.int64())])
 
 
-def _rows(root: Path) -> list[tuple[Any, ...]]:
-    table = lp.PartitionedNamespace.open(str(root)).to_table(columns=["id", "country", "amount"])
+def _rows(root: Path, version: int | None = None) -> list[tuple[Any, ...]]:
+    ns = lp.PartitionedNamespace.open(str(root), version=version)
+    table = ns.to_table(columns=["id", "country", "amount"])
     return sorted(tuple(r.values()) for r in table.to_pylist())
 
 
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # the subprocess starts its own JVMs: minutes on a loaded machine
-def test_merge_on_two_executor_jvms_equals_the_python_merge(tmp_path: Path) -> None:
+def test_merge_update_delete_optimize_on_two_executor_jvms_equal_python(tmp_path: Path) -> None:
     ns = lp.PartitionedNamespace.create(
         str(tmp_path / "spark"), schema=SCHEMA, partition_by="country"
     )
@@ -74,9 +79,9 @@ def test_merge_on_two_executor_jvms_equals_the_python_merge(tmp_path: Path) -> N
         },
         schema=SCHEMA,
     )
+    python = lp.PartitionedNamespace.open(str(tmp_path / "python"))
     expected = (
-        lp.PartitionedNamespace.open(str(tmp_path / "python"))
-        .merge(source, on="id")
+        python.merge(source, on="id")
         .when_matched_update_all()
         .when_not_matched_insert_all()
         .execute()
@@ -87,5 +92,30 @@ def test_merge_on_two_executor_jvms_equals_the_python_merge(tmp_path: Path) -> N
         expected.rows_inserted,
     )
     assert (result["updated"], result["inserted"]) == (200, 200)
+    merged = _rows(tmp_path / "python")
+    assert _rows(tmp_path / "spark", result["version"]) == merged
+
+    updated = python.update(UPDATE_WHERE, set=UPDATE_SET)
+    assert result["update"] == [result["version"] + 1, updated.rows_updated]
+    assert updated.rows_updated == sum(1 for row in merged if row[0] % 5 == 0) > 0
+    assert _rows(tmp_path / "spark", result["update"][0]) == _rows(tmp_path / "python")
+
+    deleted = python.delete(DELETE_WHERE)
+    assert result["delete"] == [result["update"][0] + 1, deleted.rows_deleted]
+    assert deleted.rows_deleted > 0
+    assert _rows(tmp_path / "spark", result["delete"][0]) == _rows(tmp_path / "python")
+
+    python.optimize()
+    assert result["optimize"][0] > result["delete"][0]
     assert _rows(tmp_path / "spark") == _rows(tmp_path / "python")
+    leaves = {
+        side: lp.PartitionedNamespace.open(str(tmp_path / side))
+        .partitions()
+        .select(["country", "rows", "fragments"])
+        .sort_by("country")
+        .to_pylist()
+        for side in ("spark", "python")
+    }
+    assert leaves["spark"] == leaves["python"]
+    assert all(leaf["fragments"] == 1 for leaf in leaves["spark"] if leaf["rows"])  # compacted
     assert not list((tmp_path / "spark" / "_spark_staging").glob("*/*.json"))
