@@ -60,6 +60,7 @@ def optimize_command(
         "manifest_version": result.version,
         "leaves_compacted": result.leaves_compacted,
         "leaves_skipped": result.leaves_skipped,
+        "leaves_dropped": result.leaves_dropped,
         "fragments_before": result.fragments_before,
         "fragments_after": result.fragments_after,
         "rows": result.rows,
@@ -78,7 +79,8 @@ def optimize_command(
         f"compacted {result.leaves_compacted} of {selected} leaves "
         f"({human_count(result.rows)} rows): fragments {result.fragments_before:,} -> "
         f"{result.fragments_after:,}, data {human_bytes(result.bytes_before)} -> "
-        f"{human_bytes(result.bytes_after)}; __manifest fragments "
+        f"{human_bytes(result.bytes_after)}; {result.leaves_dropped} empty leaves dropped; "
+        f"__manifest fragments "
         f"{result.manifest_fragments_before} -> {result.manifest_fragments_after}; "
         f"{result.seconds:.1f} s: __manifest version {result.version}"
     )

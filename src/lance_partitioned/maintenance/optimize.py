@@ -150,6 +150,12 @@ class OptimizeResult:
     leaves_indexed : int
         Leaves not compacted whose missing or incomplete indexes (those the namespace
         defines, see :mod:`lance_partitioned.search`) were built in the same commit.
+    leaves_dropped : int
+        Selected leaves without a live row (every row deleted, or moved to another partition
+        by an update or a merge), removed from the ``__manifest`` in the same commit instead
+        of being compacted: a partition emptied by row-level changes disappears from
+        ``partitions()`` as it would from a Delta or Iceberg table. Older versions still
+        read them until ``cleanup``.
     """
 
     version: int
@@ -166,6 +172,7 @@ class OptimizeResult:
     seconds: float
     leaves: tuple[LeafCompaction, ...] = field(default=(), repr=False)
     leaves_indexed: int = 0
+    leaves_dropped: int = 0
 
 
 def _signature(fragments: Sequence[Any]) -> tuple[tuple[Any, ...], ...]:
@@ -270,6 +277,7 @@ class _Planner:
         self.schema = manifest.snapshot().metadata.schema
         self.indexes: dict[str, list[Any]] = {}
         self.selected: list[_Leaf] = []
+        self.emptied: list[str] = []
         self.lock = threading.Lock()
         self._done = 0
         self._total = 0
@@ -289,13 +297,18 @@ class _Planner:
                     if task.read_version is not None:
                         self.cache[(task.object_id, task.read_version)] = leaf
         self.selected = [leaf for leaf in known.values() if leaf is not None]
-        compacted = [leaf for leaf in self.selected if leaf.operation is not None]
+        # a leaf without a live row (every row deleted, or moved out by an update or merge)
+        # leaves the __manifest instead of being compacted; a commit to it meanwhile re-plans
+        self.emptied = [leaf.object_id for leaf in self.selected if leaf.rows == 0]
+        compacted = [leaf for leaf in self.selected if leaf.operation is not None and leaf.rows > 0]
         changes = []
         for leaf in compacted:
             if leaf.change is None:
                 leaf.change = LeafChange(leaf.object_id, self._prepare_callback(leaf))
             changes.append(leaf.change)
-        return ChangePlan(changes=changes, properties=self._properties(compacted))
+        return ChangePlan(
+            changes=changes, drops=self.emptied, properties=self._properties(compacted)
+        )
 
     def _cached(self, task: ScanTask) -> _Leaf | None:
         """The leaf as already prepared at the task's ``read_version``. A row without one
@@ -390,6 +403,7 @@ class _Planner:
         compacted = [leaf for leaf in changed if not leaf.indexed]
         details = {
             "leaves_compacted": str(len(compacted)),
+            "leaves_dropped": str(len(self.emptied)),
             "fragments_before": str(sum(leaf.fragments for leaf in compacted)),
             "fragments_after": str(sum(leaf.fragments_after for leaf in compacted)),
             "rows": str(sum(leaf.rows for leaf in compacted)),
@@ -397,7 +411,8 @@ class _Planner:
         if indexed:
             details["leaves_indexed"] = str(len(indexed))
         operation = Operation("optimize", details=details)
-        return operation.counted(partitions=len(compacted) + len(indexed)).to_properties()
+        touched = len(compacted) + len(indexed) + len(self.emptied)
+        return operation.counted(partitions=touched).to_properties()
 
 
 def prepare_leaf(
@@ -471,7 +486,8 @@ def optimize(
     published = set(committed.changed)
     indexed = {leaf.object_id for leaf in planner.selected if leaf.indexed} & published
     published -= indexed
-    leaves = [leaf.summary() for leaf in planner.selected]
+    dropped = set(committed.dropped)
+    leaves = [leaf.summary() for leaf in planner.selected if leaf.object_id not in dropped]
     compacted = [leaf for leaf in leaves if leaf.object_id in published]
     version = committed.version
     before = after = 0
@@ -501,4 +517,5 @@ def optimize(
         seconds=time.perf_counter() - started,
         leaves=tuple(leaves),
         leaves_indexed=len(indexed),
+        leaves_dropped=len(dropped),
     )
