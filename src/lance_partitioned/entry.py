@@ -75,7 +75,7 @@ def write(
     if Manifest(str(uri), dict(storage_options or {})).exists():
         ns = PartitionedNamespace.open(uri, storage_options=storage_options)
         if partition_by is not None:
-            _check_partition_by(ns, partition_by)
+            check_partition_by(ns, partition_by)
     else:
         if partition_by is None:
             raise errors.InvalidInputError(
@@ -101,7 +101,18 @@ def write(
     )
 
 
-def _check_partition_by(ns: Any, partition_by: str | Sequence[PartitionField]) -> None:
+def check_partition_by(
+    ns: Any, partition_by: str | Sequence[PartitionField], *, option: bool = False
+) -> None:
+    """Refuse a ``partition_by`` given to a write into an existing namespace unless it is the
+    current partition spec (the write path, imports and the Spark writer, whose ``option``
+    wording this is with ``option=True``).
+
+    Raises
+    ------
+    PartitionSpecError
+        ``partition_by`` describes other fields than the current spec's.
+    """
     from lance_partitioned.spec.shorthand import parse_partition_by
 
     spec = ns.current_spec
@@ -109,11 +120,18 @@ def _check_partition_by(ns: Any, partition_by: str | Sequence[PartitionField]) -
         same = spec.same_fields(parse_partition_by(partition_by, ns.namespace_schema))
     else:
         same = tuple(partition_by) == spec.fields
-    if not same:
-        described = ", ".join(f"{f.name} = {f.expression}" for f in spec.fields)
-        raise errors.PartitionSpecError(
-            f"partition_by={partition_by!r} differs from the current partition spec "
-            f"v{spec.version} of {ns.uri!r} ({described or 'unpartitioned'}); leave it out to "
-            "write with the current spec, or change the spec first with "
-            "update_partition_spec"
-        )
+    if same:
+        return
+    described = ", ".join(f"{f.name} = {f.expression}" for f in spec.fields)
+    given = f"option partition_by={partition_by!r}" if option else f"partition_by={partition_by!r}"
+    fix = (
+        f"drop the option to write with the current spec, or evolve it first with "
+        f"PartitionedNamespace.open({ns.uri!r}).update_partition_spec({partition_by!r})"
+        if option
+        else "leave it out to write with the current spec, or change the spec first with "
+        "update_partition_spec"
+    )
+    raise errors.PartitionSpecError(
+        f"{given} differs from the current partition spec v{spec.version} of {ns.uri!r} "
+        f"({described or 'unpartitioned'}); {fix}"
+    )

@@ -187,7 +187,7 @@ def _namespace(
     partition_by: str | Sequence[PartitionField] | None,
     storage_options: Mapping[str, str] | None,
 ) -> tuple[Any, str]:
-    from lance_partitioned.entry import _check_partition_by
+    from lance_partitioned.entry import check_partition_by
     from lance_partitioned.interop.sources import bare_schema
     from lance_partitioned.manifest import Manifest
     from lance_partitioned.namespace import PartitionedNamespace
@@ -196,7 +196,7 @@ def _namespace(
     if Manifest(str(dst), dict(storage_options or {})).exists():
         ns = PartitionedNamespace.open(dst, storage_options=storage_options)
         if partition_by is not None:
-            _check_partition_by(ns, partition_by)
+            check_partition_by(ns, partition_by)
     else:
         if partition_by is None and source.partition_error is not None:
             raise errors.PartitionSpecError(source.partition_error)

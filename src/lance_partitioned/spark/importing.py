@@ -104,7 +104,7 @@ def import_(
     PartitionSpecError
         ``partition_by`` differs from an existing namespace's spec.
     """
-    from lance_partitioned.entry import _check_partition_by
+    from lance_partitioned.entry import check_partition_by
     from lance_partitioned.namespace import PartitionedNamespace
 
     if format not in _READ_DEFAULTS:
@@ -123,7 +123,7 @@ def import_(
     if exists:
         ns = PartitionedNamespace.open(uri, storage_options=storage)
         if partition_by is not None:
-            _check_partition_by(ns, partition_by)
+            check_partition_by(ns, partition_by)
         before = ns.count_rows()
     else:
         keys = ", ".join(quoted(k) for k in hive_keys(files))

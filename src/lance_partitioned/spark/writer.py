@@ -50,6 +50,7 @@ from pyspark.sql.types import StructType
 
 from lance_partitioned import dml, errors, writing
 from lance_partitioned.consistency import conform_for_write, leaf_schema
+from lance_partitioned.entry import check_partition_by
 from lance_partitioned.ingest import WriteOptions, stage
 from lance_partitioned.manifest import Manifest, ManifestSnapshot, manifest_schema
 from lance_partitioned.namespace import PartitionedNamespace
@@ -63,7 +64,6 @@ from lance_partitioned.spark.types import arrow_schema_for
 from lance_partitioned.spark.workers import freeze_worker_heap
 from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import PartitionField
-from lance_partitioned.spec.shorthand import parse_partition_by
 from lance_partitioned.transaction import (
     PendingWrite,
     WriteMode,
@@ -258,11 +258,6 @@ def _task_mode() -> WriteMode:
     return "overwrite_partitions" if (value or "").strip().lower() == "dynamic" else "overwrite"
 
 
-def _describe(ns: PartitionedNamespace) -> str:
-    fields = ns.current_spec.fields
-    return ", ".join(f"{f.name} = {f.expression}" for f in fields) or "unpartitioned"
-
-
 def _warn_partition_count(rows: list[int], fields: Sequence[PartitionField], uri: str) -> None:
     """The Python write's :class:`~lance_partitioned.errors.PartitionCountWarning` on the
     driver's commit, as a warning and a log line (which Spark's Python worker logs keep)."""
@@ -272,18 +267,6 @@ def _warn_partition_count(rows: list[int], fields: Sequence[PartitionField], uri
         return
     log.warning("%s: %s", uri, problem)
     warnings.warn(problem, errors.PartitionCountWarning, stacklevel=2)
-
-
-def _check_partition_by(ns: PartitionedNamespace, text: str) -> None:
-    unbound = parse_partition_by(text, ns.namespace_schema)
-    if ns.current_spec.same_fields(unbound):
-        return
-    raise errors.PartitionSpecError(
-        f"option partition_by={text!r} differs from the current partition spec "
-        f"v{ns.current_spec.version} of {ns.uri!r} ({_describe(ns)}); drop the option to "
-        f"write with the current spec, or evolve it first with "
-        f"PartitionedNamespace.open({ns.uri!r}).update_partition_spec({text!r})"
-    )
 
 
 def _new_metadata(options: SourceOptions, arrow_schema: pa.Schema) -> NamespaceMetadata:
@@ -332,7 +315,7 @@ def plan_write(
     if Manifest(options.uri, storage).exists():
         ns = PartitionedNamespace.open(options.uri, storage_options=storage)
         if options.partition_by is not None:
-            _check_partition_by(ns, options.partition_by)
+            check_partition_by(ns, options.partition_by, option=True)
         if options.merge_schema:  # mergeSchema: the new columns first, in their own commit
             from lance_partitioned.writing import new_columns
 
