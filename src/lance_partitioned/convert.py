@@ -6,10 +6,11 @@ to the column the new spec names: ``<name>`` (spec 000) becomes ``partition_fiel
 (the published text), and ``partition_field_<key>`` becomes ``<key>``. Leaves are not touched:
 a field's values, and so the leaf a row lives in, stay the same, except for a ``bucket`` field:
 spec 000 buckets hash with xxhash64, published ones with murmur3, so their leaves hold
-different rows. Re-bucketing is not implemented: a bucket field of a spec version that has
-leaves is refused with :class:`~lance_partitioned.errors.UnsupportedOperationError` listing
-the fields (and so with ``rebucket=False``, which asks for that refusal); one without leaves
-converts as any other field.
+different rows. The leaves of every spec version with a bucket field are re-bucketed
+(:mod:`lance_partitioned.rebucket`): one commit of the commit protocol replaces them by leaves
+of the new function. ``rebucket=False`` refuses such a conversion instead, with
+:class:`~lance_partitioned.errors.UnsupportedOperationError` listing the fields; a bucket
+field of a spec version without leaves converts as any other field.
 
 pylance 14 cannot change a dataset's columns, its rows and its table metadata in one commit
 (see :mod:`lance_partitioned.evolution`), so a conversion is up to four ``__manifest``
@@ -37,6 +38,20 @@ the conversion and committed after it names its values for the converted specs
 follow this library's marker (another client) is not covered: convert while no other client
 writes. A crash between the steps leaves every version readable (only the old columns are
 named); running the conversion again finishes it.
+
+Re-bucketing adds a step between ``rows`` and ``publish``: ``rebucket``, the commit of the new
+leaves (pylance 14 cannot commit them with the specs either). The marker also records the
+re-bucketed fields and the converted specs, and writers copy no re-bucketed field's old value
+to its new column, so a leaf not re-bucketed yet is one with an old bucket value and no new
+one. Once the ``rebucket`` commit is in (no such leaf:
+:func:`~lance_partitioned.converting.rebucket_done`), this library reads and writes the
+``__manifest`` with the converted specs
+(:func:`~lance_partitioned.converting.effective_metadata`), so the versions before
+``publish`` read the same rows and prune right; a rerun after a crash there only publishes. A write committed before ``rebucket`` is
+re-bucketed with the rest (the plan reads every leaf it replaces and is serializable: it plans
+again when one moved); a write staged before the conversion and committed after ``rebucket``
+grouped its rows by the old hash, and is refused with
+:class:`~lance_partitioned.errors.ConcurrentSchemaChangeError`.
 
 >>> import tempfile, pyarrow as pa
 >>> import lance_partitioned as lp
@@ -280,7 +295,7 @@ def convert(
         The dialect to convert to.
     rebucket : bool
         Re-bucket the leaves of bucket fields (their hash function differs between the
-        dialects). Not implemented yet: a bucket field is refused either way.
+        dialects); False: refuse a conversion with such leaves, listing the fields.
     backoff : Backoff, optional
         Retry policy when a concurrent commit wins.
 
@@ -289,7 +304,7 @@ def convert(
     InvalidInputError
         ``to`` is not a dialect.
     UnsupportedOperationError
-        A spec version with leaves has a bucket field (listed).
+        ``rebucket=False`` and a spec version with leaves has a bucket field (listed).
     PartitionSpecError
         A field cannot be written in the other dialect (a published key that is not a valid
         spec 000 name, a column of the new name with another type).

@@ -16,6 +16,12 @@ planned on a snapshot older than ``rows`` conflicts with it and is planned again
 snapshot, which has the marker. A marker left by a crashed conversion is harmless (the old
 columns stay those the specs name) and is replaced by the next conversion.
 
+A conversion that re-buckets (:mod:`lance_partitioned.rebucket`) records in the marker its
+re-bucketed fields (left out of the moves: an old bucket value is not the new one) and the
+converted specs, which :func:`effective_metadata` makes the ones this library reads and writes
+with once the re-bucketed leaves are committed (:func:`rebucket_done`), until ``publish``;
+:func:`refuse_rebucketed` refuses a write whose rows were grouped by the other hash.
+
 >>> moves = {1: [("s", "partition_field_s")]}
 >>> fill_moved([{"object_id": "v1$a", "s": "a"}], moves, ["s", "partition_field_s"])
 [{'object_id': 'v1$a', 's': 'a', 'partition_field_s': 'a'}]
@@ -130,32 +136,33 @@ def rebucket_moves(table_metadata: Mapping[str, str]) -> dict[int, list[tuple[st
 
 
 def rebucket_done(table_metadata: Mapping[str, str], rows: pa.Table) -> bool:
-    """Whether the re-bucketing commit of the conversion under way is in ``rows`` (the
-    ``__manifest`` rows of the version whose table metadata is ``table_metadata``).
+    """Whether the ``rows`` and re-bucketing commits of the conversion under way are in
+    ``rows`` (the ``__manifest`` rows of the version whose table metadata is
+    ``table_metadata``): no partition row of a spec version the :data:`MARKER` names holds a
+    value in the old column of a moved or re-bucketed field and NULL in its new one.
 
-    Before it, the leaves of a re-bucketed spec version hold the old bucket value and NULL in
-    the new column (:data:`MARKER` leaves re-bucketed fields out of the moves that writers
-    fill); the re-bucketing commit replaces them by leaves holding the new value (and, named
-    for the old specs, the old column too). So it is in exactly when no leaf of those spec
-    versions has an old bucket value without a new one (a leaf whose bucket is NULL, its
-    source being NULL, is the same under both hash functions).
+    Before the ``rows`` commit, every partition row with a value has the new columns NULL.
+    After it, writers fill the moved columns, but not the re-bucketed ones (an old bucket
+    value is not the new one), so each old leaf of a re-bucketed field keeps its old value
+    without a new one until the re-bucketing commit replaces it by a leaf holding the new
+    value only (:mod:`lance_partitioned.rebucket` leaves the old column NULL). A partition
+    whose bucket is NULL (its source NULL) is the same under both hash functions: whether it
+    was replaced yet does not matter.
     """
     rebucket = rebucket_moves(table_metadata)
     if not rebucket:
         return False
+    moves = pending_moves(table_metadata)
     ids = rows.column("object_id").to_pylist()
-    kinds = rows.column("object_type").to_pylist()
-    for version, pairs in rebucket.items():
+    for version in moves.keys() | rebucket.keys():
         prefix = f"v{version}$"
-        picked = [
-            i
-            for i, (oid, kind) in enumerate(zip(ids, kinds, strict=True))
-            if kind == "table" and oid.startswith(prefix)
-        ]
+        picked = [i for i, oid in enumerate(ids) if oid.startswith(prefix)]
         if not picked:
             continue
-        for old, new in pairs:
-            if old not in rows.column_names or new not in rows.column_names:
+        for old, new in [*moves.get(version, ()), *rebucket.get(version, ())]:
+            if old not in rows.column_names:
+                continue  # (a column no row of this version can hold)
+            if new not in rows.column_names:
                 return False
             olds = rows.column(old).take(picked).to_pylist()
             news = rows.column(new).take(picked).to_pylist()
