@@ -47,10 +47,11 @@ one. Once the ``rebucket`` commit is in (no such leaf:
 :func:`~lance_partitioned.converting.rebucket_done`), this library reads and writes the
 ``__manifest`` with the converted specs
 (:func:`~lance_partitioned.converting.effective_metadata`), so the versions before
-``publish`` read the same rows and prune right; a rerun after a crash there only publishes. A write committed before ``rebucket`` is
-re-bucketed with the rest (the plan reads every leaf it replaces and is serializable: it plans
-again when one moved); a write staged before the conversion and committed after ``rebucket``
-grouped its rows by the old hash, and is refused with
+``publish`` read the same rows and prune right; a rerun after a crash there only publishes.
+A write committed before ``rebucket`` is re-bucketed with the rest (the plan reads every
+leaf it replaces and is serializable: it plans again when one moved); a write staged before
+the conversion and committed after ``rebucket`` grouped its rows by the old hash, and is
+refused with
 :class:`~lance_partitioned.errors.ConcurrentSchemaChangeError`.
 
 >>> import tempfile, pyarrow as pa
