@@ -13,7 +13,8 @@ memory), and drops the old leaves and the partition namespaces no new leaf uses,
 
 New object ids: the stager derives each new partition's name from (spec version, parent,
 typed value) (:func:`lance_partitioned.manifest.partition_name`) on a view of the snapshot
-without the rows of the re-bucketed spec versions, so no old partition is reused; the bucket
+without the rows of the re-bucketed spec versions (a level above the bucket, an identity
+value, gets the name it had when this library named it, and keeps its row); the bucket
 level's value changes type between the dialects (int64 and int32), so a new leaf's object id
 and directory differ from every old leaf's of the same commit (checked: an
 :class:`~lance_partitioned.errors.InternalError` otherwise). A directory left by an earlier
