@@ -6,10 +6,11 @@ to the column the new spec names: ``<name>`` (spec 000) becomes ``partition_fiel
 (the published text), and ``partition_field_<key>`` becomes ``<key>``. Leaves are not touched:
 a field's values, and so the leaf a row lives in, stay the same, except for a ``bucket`` field:
 spec 000 buckets hash with xxhash64, published ones with murmur3, so their leaves hold
-different rows. Re-bucketing is not implemented: a bucket field of a spec version that has
-leaves is refused with :class:`~lance_partitioned.errors.UnsupportedOperationError` listing
-the fields (and so with ``rebucket=False``, which asks for that refusal); one without leaves
-converts as any other field.
+different rows. The leaves of every spec version with a bucket field are re-bucketed
+(:mod:`lance_partitioned.rebucket`): one commit of the commit protocol replaces them by leaves
+of the new function. ``rebucket=False`` refuses such a conversion instead, with
+:class:`~lance_partitioned.errors.UnsupportedOperationError` listing the fields; a bucket
+field of a spec version without leaves converts as any other field.
 
 pylance 14 cannot change a dataset's columns, its rows and its table metadata in one commit
 (see :mod:`lance_partitioned.evolution`), so a conversion is up to four ``__manifest``
@@ -38,6 +39,21 @@ follow this library's marker (another client) is not covered: convert while no o
 writes. A crash between the steps leaves every version readable (only the old columns are
 named); running the conversion again finishes it.
 
+Re-bucketing adds a step between ``rows`` and ``publish``: ``rebucket``, the commit of the new
+leaves (pylance 14 cannot commit them with the specs either). The marker also records the
+re-bucketed fields and the converted specs, and writers copy no re-bucketed field's old value
+to its new column, so a leaf not re-bucketed yet is one with an old bucket value and no new
+one. Once the ``rebucket`` commit is in (no such leaf:
+:func:`~lance_partitioned.converting.rebucket_done`), this library reads and writes the
+``__manifest`` with the converted specs
+(:func:`~lance_partitioned.converting.effective_metadata`), so the versions before
+``publish`` read the same rows and prune right; a rerun after a crash there only publishes.
+A write committed before ``rebucket`` is re-bucketed with the rest (the plan reads every
+leaf it replaces and is serializable: it plans again when one moved); a write staged before
+the conversion and committed after ``rebucket`` grouped its rows by the old hash, and is
+refused with
+:class:`~lance_partitioned.errors.ConcurrentSchemaChangeError`.
+
 >>> import tempfile, pyarrow as pa
 >>> import lance_partitioned as lp
 >>> ns = lp.PartitionedNamespace.create(
@@ -57,14 +73,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_partitioned import errors
-from lance_partitioned.converting import MARKER, marker_value
+from lance_partitioned.converting import MARKER, marker_value, rebucket_done
 from lance_partitioned.manifest import CommitConflict, Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
+from lance_partitioned.rebucket import rebucket_plan
 from lance_partitioned.spec.dialects import Dialect, Murmur3Bucket, PublishedSpec, in_dialect
-from lance_partitioned.spec.metadata import NamespaceMetadata
+from lance_partitioned.spec.metadata import SPEC_KEY_PREFIX, NamespaceMetadata
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
 from lance_partitioned.spec.transforms import Bucket
-from lance_partitioned.transaction import Backoff
+from lance_partitioned.transaction import Backoff, commit_changes
 from lance_partitioned.transaction.leaves import _pause
 
 __all__ = ["ConvertResult", "convert", "dialect_of"]
@@ -89,12 +106,15 @@ class ConvertResult:
         Each old ``__manifest`` partition column to its new one (empty for a no-op).
     rows : int
         The partition rows of the ``__manifest`` rewritten.
+    rebucketed : int
+        The leaves written by re-bucketing (0: no bucket field had leaves).
     """
 
     version: int
     dialect: str
     columns: dict[str, str] = field(default_factory=dict)
     rows: int = 0
+    rebucketed: int = 0
 
 
 def dialect_of(metadata: NamespaceMetadata) -> Dialect:
@@ -104,21 +124,30 @@ def dialect_of(metadata: NamespaceMetadata) -> Dialect:
     )
 
 
-def _bucket_fields(snapshot: ManifestSnapshot) -> list[str]:
-    """``v<N>.<name>`` of every bucket field of a spec version that has leaves: those leaves
-    would need re-bucketing (a bucket field without data converts as any other)."""
+def _rebucketed(
+    snapshot: ManifestSnapshot, old: NamespaceMetadata, new: NamespaceMetadata
+) -> dict[int, list[tuple[str, str]]]:
+    """For each spec version that has leaves, the (old column, new column) of each of its
+    bucket fields: its hash function differs between the dialects, so its leaves need
+    re-bucketing (a bucket field without data converts as any other)."""
     with_leaves = {
         int(m[1])
         for oid in snapshot.tables.column("object_id").to_pylist()
         if (m := _SPEC_ROW.match(oid))
     }
-    return [
-        f"v{spec.version}.{spec_field.name}"
-        for spec in snapshot.metadata.specs
-        if spec.version in with_leaves
-        for spec_field in spec.fields
-        if isinstance(spec_field.transform, (Bucket, Murmur3Bucket))
-    ]
+    by_version = {spec.version: spec for spec in new.specs}
+    found: dict[int, list[tuple[str, str]]] = {}
+    for spec in old.specs:
+        if spec.version not in with_leaves:
+            continue
+        pairs = [
+            (a.name, b.name)
+            for a, b in zip(spec.fields, by_version[spec.version].fields, strict=True)
+            if isinstance(a.transform, (Bucket, Murmur3Bucket))
+        ]
+        if pairs:
+            found[spec.version] = pairs
+    return found
 
 
 def _to_spec000(metadata: NamespaceMetadata) -> tuple[PartitionSpec, ...]:
@@ -189,9 +218,13 @@ def _rewritten(rows: pa.Table, moves: Mapping[int, list[tuple[str, str]]]) -> pa
 
 
 def _attempt(
-    manifest: Manifest, snapshot: ManifestSnapshot, new: NamespaceMetadata, operation: Operation
+    manifest: Manifest,
+    snapshot: ManifestSnapshot,
+    old: NamespaceMetadata,
+    new: NamespaceMetadata,
+    rebucket: Mapping[int, list[tuple[str, str]]],
+    operation: Operation,
 ) -> ConvertResult:
-    old = snapshot.metadata
     existing = snapshot.rows.schema
     missing: list[tuple[str, pa.DataType]] = []
     for name, dtype in new.partition_columns():
@@ -206,15 +239,32 @@ def _attempt(
     if missing:
         properties = operation.counted().with_details(step="prepare").to_properties()
         version = manifest.add_partition_columns(snapshot, missing, properties=properties)
-    moves = _moves(old, new)
-    marker = marker_value(moves)
+    # a re-bucketed field's old value is not its new one: writers do not copy it (the
+    # re-bucketing commit writes new leaves instead)
+    moves = {
+        v: [pair for pair in pairs if pair not in rebucket.get(v, ())]
+        for v, pairs in _moves(old, new).items()
+    }
+    specs = {
+        key: value
+        for key, value in new.to_table_metadata().items()
+        if key.startswith(SPEC_KEY_PREFIX)
+    }
+    marker = marker_value(moves, rebucket, specs)
     if manifest.table_metadata(version).get(MARKER) != marker:
         properties = operation.counted().with_details(step="mark").to_properties()
         version = manifest.commit_table_metadata(version, {MARKER: marker}, properties=properties)
     base = manifest.snapshot(version)
     table = _rewritten(base.rows, moves)
-    properties = operation.counted().with_details(step="rows").to_properties()
-    version = manifest.commit_rows(base, table, properties=properties)
+    done = bool(rebucket) and rebucket_done(base.table_metadata, base.rows)
+    if not done:  # (a rerun after the re-bucketing commit: its rows are in)
+        properties = operation.counted().with_details(step="rows").to_properties()
+        version = manifest.commit_rows(base, table, properties=properties)
+    leaves = 0
+    if rebucket and not done:
+        plan = rebucket_plan(manifest, new, rebucket, operation)
+        committed = commit_changes(manifest, plan)
+        version, leaves = committed.version, len(committed.leaf_versions)
     _pause("converted_rows")
     if NamespaceMetadata.own_keys(manifest.table_metadata(version)) != NamespaceMetadata.own_keys(
         snapshot.table_metadata
@@ -223,9 +273,9 @@ def _attempt(
     properties = operation.counted().with_details(step="publish").to_properties()
     updates: dict[str, str | None] = {**new.to_table_metadata(), MARKER: None}
     version = manifest.commit_table_metadata(version, updates, properties=properties)
-    columns = {a: b for pairs in moves.values() for a, b in pairs if a != b}
+    columns = {a: b for pairs in _moves(old, new).values() for a, b in pairs if a != b}
     partition_rows = sum(1 for oid in table.column("object_id").to_pylist() if "$" in oid)
-    return ConvertResult(version, dialect_of(new).value, columns, partition_rows)
+    return ConvertResult(version, dialect_of(new).value, columns, partition_rows, leaves)
 
 
 def convert(
@@ -246,7 +296,7 @@ def convert(
         The dialect to convert to.
     rebucket : bool
         Re-bucket the leaves of bucket fields (their hash function differs between the
-        dialects). Not implemented yet: a bucket field is refused either way.
+        dialects); False: refuse a conversion with such leaves, listing the fields.
     backoff : Backoff, optional
         Retry policy when a concurrent commit wins.
 
@@ -255,7 +305,7 @@ def convert(
     InvalidInputError
         ``to`` is not a dialect.
     UnsupportedOperationError
-        A spec version with leaves has a bucket field (listed).
+        ``rebucket=False`` and a spec version with leaves has a bucket field (listed).
     PartitionSpecError
         A field cannot be written in the other dialect (a published key that is not a valid
         spec 000 name, a column of the new name with another type).
@@ -272,24 +322,22 @@ def convert(
     operation = Operation("convert", target.value)
     for attempt in range(backoff.attempts):
         snapshot = manifest.snapshot()
-        old = snapshot.metadata
+        # the specs of the table metadata, not those a re-bucketed conversion reads before
+        # its publish commit (a rerun after a crash there finishes it)
+        old = NamespaceMetadata.from_table_metadata(snapshot.table_metadata)
         if dialect_of(old) is target:
             return ConvertResult(snapshot.version, target.value)
-        buckets = _bucket_fields(snapshot)
-        if buckets:
-            why = (
-                "--no-rebucket was given"
-                if not rebucket
-                else "re-bucketing leaves is not implemented yet"
-            )
-            raise errors.UnsupportedOperationError(
-                f"cannot convert to {target.value}: bucket fields {', '.join(buckets)} hash "
-                "with xxhash64 in spec 000 and murmur3 in the published dialect, so their "
-                f"leaves would need re-bucketing, and {why}"
-            )
         new = converted(old, target)
+        buckets = _rebucketed(snapshot, old, new)
+        if buckets and not rebucket:
+            listed = ", ".join(f"v{v}.{a}" for v, pairs in buckets.items() for a, _ in pairs)
+            raise errors.UnsupportedOperationError(
+                f"cannot convert to {target.value}: bucket fields {listed} hash with xxhash64 "
+                "in spec 000 and murmur3 in the published dialect, so their leaves need "
+                "re-bucketing, and --no-rebucket (rebucket=False) was given"
+            )
         try:
-            return _attempt(manifest, snapshot, new, operation)
+            return _attempt(manifest, snapshot, old, new, buckets, operation)
         except CommitConflict as exc:
             log.info("convert conflict on attempt %d: %s", attempt + 1, exc)
             backoff.sleep(attempt)

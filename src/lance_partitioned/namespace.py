@@ -507,7 +507,7 @@ class PartitionedNamespace:
     def convert(self, to: str, *, rebucket: bool = True) -> ConvertResult:
         """Rewrite every partition spec version and the ``__manifest`` partition columns in
         dialect ``to`` (``"published"`` or ``"spec000"``); see :mod:`lance_partitioned.convert`.
-        A bucket field with leaves is refused (re-bucketing is not implemented yet)."""
+        The leaves of bucket fields are re-bucketed (``rebucket=False``: refused)."""
         from lance_partitioned.convert import convert
 
         with self._committed("convert") as moved_to:

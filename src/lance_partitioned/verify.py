@@ -80,7 +80,7 @@ from lance_partitioned.manifest import (
 from lance_partitioned.search.definitions import INDICES_KEY
 from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.metadata import NamespaceMetadata
-from lance_partitioned.spec.multicolumn import MultiColumn
+from lance_partitioned.spec.multicolumn import MultiColumn, sources_of
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
 from lance_partitioned.spec.schema import FIELD_ID_KEY
 from lance_partitioned.spec.sourcepaths import source_values, struct_source_paths
@@ -554,19 +554,16 @@ def _check_contents(
     read = metadata.schema.read_schema()
     top = _top_level_ids(metadata)
     spec = _spec_of(entry, metadata)
-    fields = () if spec is None else spec.fields  # (one over several columns: not checked)
-    nested = struct_source_paths(metadata.schema, (f.source_id for f in fields))
+    fields = () if spec is None else spec.fields
+    nested = struct_source_paths(metadata.schema, (s for f in fields for s in sources_of(f)))
     spec_fields = [
-        f
-        for f in fields
-        if (f.source_id in top or f.source_id in nested)
-        and not isinstance(f.transform, MultiColumn)
-    ]
+        f for f in fields if all(s in top or s in nested for s in sources_of(f))
+    ]  # (a field over several columns: every one of them)
     needed = list(read)
-    for spec_field in spec_fields:
-        if spec_field.source_id in nested:
+    for source_id in (s for f in spec_fields for s in sources_of(f)):
+        if source_id in nested:
             continue  # a struct child: read with its live struct column
-        source = top[spec_field.source_id]
+        source = top[source_id]
         if source.name not in {f.name for f in needed}:
             needed.append(source)  # a deprecated source column
     sources = [leaf_field(leaf, target) for target in needed]
@@ -597,25 +594,38 @@ def _check_contents(
         return problems, 0
     sample = pa.Table.from_batches(batches, schema=schema)
     for spec_field in spec_fields:
-        if spec_field.source_id in nested:
-            values = source_values(sample, metadata.schema, spec_field.source_id)
-        else:
-            values = sample.column(top[spec_field.source_id].name)
-        found = _check_values(entry, spec_field, values)
+        columns = [
+            source_values(sample, metadata.schema, source_id)
+            if source_id in nested
+            else sample.column(top[source_id].name)
+            for source_id in sources_of(spec_field)
+        ]
+        found = _check_values(entry, spec_field, columns)
         if found is not None:
             problems.append(found)
     return problems, sample.num_rows
 
 
 def _check_values(
-    entry: ManifestEntry, spec_field: PartitionField, column: pa.ChunkedArray | pa.Array
+    entry: ManifestEntry,
+    spec_field: PartitionField,
+    columns: Sequence[pa.ChunkedArray | pa.Array],
 ) -> Problem | None:
-    """Re-apply the partition expression to sampled source values; compare with the leaf's."""
-    if len(column) == 0:
+    """Re-apply the partition expression to sampled source values (``columns``, ``col0``
+    first: several for a published field over several columns); compare with the leaf's."""
+    if len(columns[0]) == 0:
         return None
+    transform = spec_field.transform
     try:
-        computed = evaluate(spec_field.expression, column, spec_field.result_type).to_pylist()
+        if isinstance(transform, MultiColumn):
+            computed = transform.apply_columns(columns).to_pylist()
+        else:
+            computed = evaluate(
+                spec_field.expression, columns[0], spec_field.result_type
+            ).to_pylist()
     except errors.TransformError as exc:
+        if isinstance(transform, MultiColumn) and not transform.known_encoding:
+            return None  # another client's murmur3 bytes: its buckets cannot be computed
         return Problem("partition_value", entry.object_id, str(exc))
     expected = entry.values.get(spec_field.name)
     wrong = Counter(v for v in computed if v != expected)

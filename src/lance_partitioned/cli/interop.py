@@ -196,8 +196,8 @@ def convert_command(
         bool,
         typer.Option(
             "--no-rebucket",
-            help="Refuse, listing them, bucket fields with leaves (which would need "
-            "re-bucketing; not implemented yet, so they are refused either way).",
+            help="Refuse, listing them, bucket fields with leaves, instead of re-bucketing "
+            "their leaves (the dialects' bucket hashes differ).",
         ),
     ] = False,
     json_output: JsonOpt = False,
@@ -217,6 +217,7 @@ def convert_command(
         "changed": result.version != before,
         "columns": result.columns,
         "rows": result.rows,
+        "rebucketed_leaves": result.rebucketed,
     }
     if json_output:
         print_json(out)
@@ -226,6 +227,7 @@ def convert_command(
         return
     moved = ", ".join(f"{a} -> {b}" for a, b in result.columns.items()) or "no columns"
     stdout().print(
-        f"converted to {result.dialect} ({moved}; {result.rows} __manifest rows): "
+        f"converted to {result.dialect} ({moved}; {result.rows} __manifest rows; "
+        f"{result.rebucketed} leaves re-bucketed): "
         f"__manifest version {result.version}"
     )

@@ -28,6 +28,7 @@ from lance.optimize import Compaction, CompactionOptions
 from lance.schema import LanceSchema
 
 from lance_partitioned import errors, runtime
+from lance_partitioned.converting import effective_metadata
 from lance_partitioned.manifest.datasets import file_on_the_way, open_leaf
 from lance_partitioned.manifest.layout import (
     BASE_COLUMNS,
@@ -220,6 +221,8 @@ class Manifest:
         read = ds.to_table(with_row_address=True)
         addresses = read.column(_ROW_ADDRESS).combine_chunks()
         rows = _with_base(read.drop_columns([_ROW_ADDRESS])).combine_chunks()
+        # a conversion's re-bucketed leaves in, its specs not yet published: read those
+        metadata = effective_metadata(metadata, table_metadata, rows)
         self._last = snapshot = ManifestSnapshot(
             ds.version, metadata, table_metadata, rows, addresses
         )

@@ -78,7 +78,12 @@ import pyarrow as pa
 
 from lance_partitioned import errors
 from lance_partitioned.consistency import leaf_schema
-from lance_partitioned.converting import fill_moved, named_for, pending_moves
+from lance_partitioned.converting import (
+    fill_moved,
+    named_for,
+    pending_moves,
+    refuse_rebucketed,
+)
 from lance_partitioned.manifest import (
     NAMESPACE,
     TABLE,
@@ -301,6 +306,15 @@ def _spec_fields(snapshot: ManifestSnapshot, version: int) -> list[str]:
     raise errors.InternalError(
         f"partition spec v{version} is not in the __manifest at {snapshot.version}"
     )
+
+
+def _fields_of(snapshot: ManifestSnapshot, object_id: str, default: int) -> list[str]:
+    """The partition field names of the spec version of ``object_id`` (``v<N>$...``): a
+    commit may write leaves of several (a conversion re-bucketing them); ``default`` when the
+    id names none."""
+    head = object_id.split("$", 1)[0]
+    version = int(head[1:]) if _SPEC_ID.fullmatch(head) else default
+    return _spec_fields(snapshot, version)
 
 
 def _check_location(snapshot: ManifestSnapshot, leaf: LeafWrite) -> None:
@@ -559,6 +573,9 @@ def commit_changes(
                     if staged_out.leaf_schema != base.leaf_schema:  # renamed/promoted meanwhile
                         states = {oid: st for oid, st in states.items() if not st[0].write}
                     pending = _existing_only(snapshot, staged_out)
+                    refuse_rebucketed(
+                        snapshot.metadata.specs, pending.leaves, snapshot.table_metadata
+                    )
                     current = dataclasses.replace(current, writes=pending)
                 steps = _plan_steps(snapshot, current, pending)
                 if current.is_empty() and txn is None:
@@ -699,16 +716,17 @@ def _manifest_rows(
             else row
             for row in rows
         ]
-    fields = [] if pending is None else _spec_fields(snapshot, pending.spec_version)
+    version = 0 if pending is None else pending.spec_version
     if pending is not None:  # (values named as when staged: named_for, a dialect converted)
         rows += [
-            _namespace_row(snapshot, oid, named_for(fields, values))
+            _namespace_row(snapshot, oid, named_for(_fields_of(snapshot, oid, version), values))
             for oid, values in pending.namespaces.items()
         ]
     for oid, (step, commit) in states.items():
         if commit is None:
             continue
         if step.write is not None:
+            fields = _fields_of(snapshot, oid, version)
             leaf = dataclasses.replace(step.write, values=named_for(fields, step.write.values))
             rows.append(_leaf_row(snapshot, leaf, commit, fields))
         else:
