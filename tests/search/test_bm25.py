@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lance_partitioned as lp
+from lance_partitioned.search.query import _Leaf
 
 from .helpers import DIM, namespace
 
@@ -170,3 +171,21 @@ def test_property_random_corpora(
     ns, one = _pair(root, _rows({t: n for t, n in sizes.items() if n}, seed))
     text = " ".join(query) or "apple"
     _assert_like_one_table(ns.search(text=text, k=k, columns=["id"]), one, text, k)
+
+
+def test_residual_evaluated_in_memory(tmp_path: Path) -> None:
+    """A residual Lance cannot evaluate on a leaf (a promoted column): the leaf's matches are
+    filtered in memory, then scored namespace-wide."""
+    data = _rows(SIZES, seed=5)
+    data = data.append_column("n", pa.array(np.arange(data.num_rows) % 5, pa.int32()))
+    ns = lp.PartitionedNamespace.create(
+        str(tmp_path / "ns"), schema=data.schema, partition_by="tenant"
+    )
+    ns.write(data)
+    ns.create_index("body", "INVERTED")
+    ns.alter_column_type("n", pa.int64())  # leaves keep int32: the residual runs in memory
+    assert not _Leaf(ns.plan_scan("n >= 3")[0], ns.namespace_schema, list(ns.schema)).exact_filter
+    one = _table(tmp_path / "one", data.set_column(3, "n", pc.cast(data.column("n"), pa.int64())))
+    for query in ("apple", "banana lemon"):
+        got = ns.search(text=query, k=20, filter="n >= 3", columns=["id"])
+        _assert_like_one_table(got, one, query, 20, "n >= 3")
