@@ -115,6 +115,7 @@ class _Corpus:
 
 _EMPTY = _Corpus(np.zeros(0, np.uint64), np.zeros(0, np.uint32), 0, "")
 _cache: OrderedDict[str, _Corpus] = OrderedDict()
+_versions: OrderedDict[tuple[str, int, str], _Corpus] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -141,7 +142,23 @@ def _read_corpus(directory: str, storage_options: dict[str, str]) -> _Corpus:
 
 
 def _corpus(leaf: SearchLeaf, source: str) -> _Corpus:
-    """The statistics of the leaf's INVERTED index on ``source`` (cached by index uuid)."""
+    """The statistics of the leaf's INVERTED index on ``source`` (cached by index uuid, and by
+    leaf version on the main branch: a version never changes)."""
+    key = None if leaf.task.read_branch else (leaf.ds.uri, int(leaf.ds.version), source)
+    with _cache_lock:
+        known = _versions.get(key) if key is not None else None
+    if known is not None:
+        return known
+    corpus = _index_corpus(leaf, source)
+    if key is not None:
+        with _cache_lock:
+            _versions[key] = corpus
+            while len(_versions) > _CACHE_SIZE:
+                _versions.popitem(last=False)
+    return corpus
+
+
+def _index_corpus(leaf: SearchLeaf, source: str) -> _Corpus:
     fragments = leaf.ds.get_fragments()
     if not fragments:
         return _EMPTY
@@ -264,6 +281,8 @@ def _leaf_terms(
         candidates: np.ndarray | pa.Table = table if table is not None else pa.table({})
         ids = np.zeros(0, np.uint64) if table is None else _ids(table)
         scores = np.zeros(0, np.float32) if table is None else _scores(table)
+    elif leaf.pushdown is None and list(pieces.items()) == [(text, 1)]:
+        return _LeafTerms(leaf, source, corpus, matches, matches[text][0])  # the same search
     elif leaf.pushdown is None and len(pieces) == 1 and sum(pieces.values()) == 1:
         ids, scores = _fts(leaf.ds, source, text, None, limit=k)
         candidates = matches[next(iter(pieces))][0]
