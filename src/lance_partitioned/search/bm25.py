@@ -47,7 +47,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import lance
 import numpy as np
@@ -233,6 +233,12 @@ def _fts(
     return ids, np.asarray(found.column("_score").to_numpy(), dtype=np.float32)
 
 
+_Match = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""One token's matches in a leaf: row ids, the token's count in each, the rows' lengths."""
+_Whole = tuple[np.ndarray, np.ndarray, "np.ndarray | pa.Table | None"]
+"""Lance's search of the whole query in a leaf: row ids and scores, and the candidates."""
+
+
 @dataclass
 class _LeafTerms:
     """One leaf's statistics for the query: per distinct piece its matches and their ``f``."""
@@ -240,7 +246,7 @@ class _LeafTerms:
     leaf: SearchLeaf
     source: str | None
     corpus: _Corpus
-    matches: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]  # ids, f, dl
+    matches: dict[str, _Match]
     candidates: np.ndarray | pa.Table
 
 
@@ -248,53 +254,64 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.allclose(a, b, rtol=1e-4, atol=1e-6))
 
 
-def _leaf_terms(
+def _piece_matches(leaf: SearchLeaf, source: str, corpus: _Corpus, piece: str) -> _Match:
+    """Lance's search of ``piece`` alone over the whole leaf, and each row's count solved
+    from its ``_score`` (an integer, else the statistics are not the index's)."""
+    ids, scores = _fts(leaf.ds, source, piece, None)
+    if ids.shape[0] == 0:
+        return ids, np.zeros(0, np.float32), np.zeros(0, np.float32)
+    idf = _idf(ids.shape[0], corpus.num_docs)
+    lengths = corpus.lengths_of(ids)
+    norm = _norm(lengths, corpus.avgdl())
+    w = scores / idf
+    f = np.rint(w * norm / (K1 + np.float32(1) - w))
+    again = idf * (K1 + np.float32(1)) * f / (f + norm)
+    if not (np.all(f >= 1) and _close(again, scores)):
+        raise _Fallback("Lance's scores are not BM25 over the index's statistics")
+    return ids, f.astype(np.float32), lengths
+
+
+def _query_hits(
     leaf: SearchLeaf,
-    probe: tuple[str | None, _Corpus],
+    source: str,
     text: str,
     pieces: dict[str, int],
-    text_leaf: Callable[[], pa.Table | None],
+    base: str,
     k: int,
-) -> _LeafTerms:
-    source, corpus = probe
-    if source is None or corpus.num_docs == 0:
-        return _LeafTerms(leaf, source, corpus, {}, np.zeros(0, np.uint64))
-    avgdl = corpus.avgdl()
-    matches: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    for piece in pieces:
-        ids, scores = _fts(leaf.ds, source, piece, None)
-        if ids.shape[0] == 0:
-            matches[piece] = (ids, np.zeros(0, np.float32), np.zeros(0, np.float32))
-            continue
-        idf = _idf(ids.shape[0], corpus.num_docs)
-        lengths = corpus.lengths_of(ids)
-        norm = _norm(lengths, avgdl)
-        w = scores / idf
-        f = np.rint(w * norm / (K1 + np.float32(1) - w))
-        again = idf * (K1 + np.float32(1)) * f / (f + norm)
-        if not (np.all(f >= 1) and _close(again, scores)):
-            raise _Fallback("Lance's scores are not BM25 over the index's statistics")
-        matches[piece] = (ids, f.astype(np.float32), lengths)
-    # the candidates, and the proof that the pieces are Lance's tokens
-    if not leaf.exact_filter:
+    text_leaf: Callable[[], pa.Table | None],
+) -> _Whole | None:
+    """The leaf's search of the whole query (the filter as a prefilter): the candidates and
+    the scores that prove the split; ``None`` when the per-token searches say it all."""
+    if not leaf.exact_filter:  # a residual evaluated in memory: the rows, filtered
         table = text_leaf()
-        candidates: np.ndarray | pa.Table = table if table is not None else pa.table({})
-        ids = np.zeros(0, np.uint64) if table is None else _ids(table)
-        scores = np.zeros(0, np.float32) if table is None else _scores(table)
-    elif leaf.pushdown is None and list(pieces.items()) == [(text, 1)]:
-        return _LeafTerms(leaf, source, corpus, matches, matches[text][0])  # the same search
-    elif leaf.pushdown is None and len(pieces) == 1 and sum(pieces.values()) == 1:
-        ids, scores = _fts(leaf.ds, source, text, None, limit=k)
-        candidates = matches[next(iter(pieces))][0]
-    else:
-        flt = leaf.pushdown
-        ids, scores = _fts(leaf.ds, source, text, flt, limit=None if flt is not None else k)
-        candidates = (
-            ids if flt is not None else np.unique(np.concatenate([m[0] for m in matches.values()]))
-        )
-    if not _close(_leaf_sum(leaf, corpus, matches, pieces, ids), scores):
+        if table is None:
+            return np.zeros(0, np.uint64), np.zeros(0, np.float32), pa.table({})
+        return _ids(table), _scores(table), table
+    if leaf.pushdown is not None:
+        ids, scores = _fts(leaf.ds, source, text, leaf.pushdown)
+        return ids, scores, ids
+    if list(pieces.items()) == [(text, 1)] or (base == "simple" and text.isascii()):
+        return None  # the query is its one token, or ASCII: split as Lance splits it
+    ids, scores = _fts(leaf.ds, source, text, None, limit=k)
+    return ids, scores, None
+
+
+def _leaf_terms(
+    leaf: SearchLeaf,
+    source: str,
+    corpus: _Corpus,
+    pieces: dict[str, int],
+    matches: dict[str, _Match],
+    whole: _Whole | None,
+) -> _LeafTerms:
+    """The leaf's candidates (all matching rows), once the split is checked."""
+    union = np.unique(np.concatenate([m[0] for m in matches.values()]))
+    if whole is None:
+        return _LeafTerms(leaf, source, corpus, matches, union)
+    ids, scores, candidates = whole
+    if not _close(_leaf_sum(corpus, matches, pieces, ids), scores):
         raise _Fallback("the query's tokens are not the pieces split here")
-    return _LeafTerms(leaf, source, corpus, matches, candidates)
+    return _LeafTerms(leaf, source, corpus, matches, union if candidates is None else candidates)
 
 
 def _ids(table: pa.Table) -> np.ndarray:
@@ -307,7 +324,7 @@ def _scores(table: pa.Table) -> np.ndarray:
 
 def _bm25(
     ids: np.ndarray,
-    matches: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+    matches: dict[str, _Match],
     pieces: dict[str, int],
     idf: dict[str, np.ndarray],
     avgdl: np.float32,
@@ -330,9 +347,8 @@ def _bm25(
 
 
 def _leaf_sum(
-    leaf: SearchLeaf,
     corpus: _Corpus,
-    matches: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+    matches: dict[str, _Match],
     pieces: dict[str, int],
     ids: np.ndarray,
 ) -> np.ndarray:
@@ -367,15 +383,31 @@ def namespace_text_hits(
         pieces: dict[str, int] = {}
         for piece in _pieces(text, params):
             pieces[piece] = pieces.get(piece, 0) + 1
-        terms = list(
-            pool.map(
-                lambda leaf, probe: _leaf_terms(
-                    leaf, probe, text, pieces, lambda: text_leaf(leaf), k
-                ),
-                leaves,
-                probes,
-            )
-        )
+        base = str(params.get("base_tokenizer", "simple"))
+        # one job per (leaf, distinct piece) and per leaf for the whole query, all in parallel
+        jobs = [
+            (i, piece)
+            for i, (source, corpus) in enumerate(probes)
+            if source is not None and corpus.num_docs
+            for piece in [*pieces, None]
+        ]
+
+        def run(job: tuple[int, str | None]) -> _Match | _Whole | None:
+            i, piece = job
+            leaf, (source, corpus) = leaves[i], probes[i]
+            assert source is not None
+            if piece is not None:
+                return _piece_matches(leaf, source, corpus, piece)
+            return _query_hits(leaf, source, text, pieces, base, k, lambda: text_leaf(leaf))
+
+        done = dict(zip(jobs, pool.map(run, jobs), strict=True))
+        terms = []
+        for i, (source, corpus) in enumerate(probes):
+            if source is None or not corpus.num_docs:
+                terms.append(_LeafTerms(leaves[i], source, corpus, {}, np.zeros(0, np.uint64)))
+                continue
+            matches = {p: cast(_Match, done[(i, p)]) for p in pieces}
+            terms.append(_leaf_terms(leaves[i], source, corpus, pieces, matches, done[(i, None)]))
     except _Fallback:
         return None
     num_docs = sum(t.corpus.num_docs for t in terms)
