@@ -108,8 +108,8 @@ def test_pruned_leaf_not_counted(pair: tuple[Any, Any], tmp_path: Path) -> None:
 
 
 def test_tokenizer_params_and_empty_leaf(tmp_path: Path) -> None:
-    """Other tokenizer params (whitespace, no stemming, stop words kept), and a leaf that has
-    only NULL text (no documents)."""
+    """Other tokenizer params (whitespace, no stemming, stop words kept, positions: a phrase),
+    and a leaf that has only NULL text (no documents)."""
     data = _rows(SIZES, seed=3)
     body = data.column("body").to_pylist()
     body = [
@@ -118,8 +118,8 @@ def test_tokenizer_params_and_empty_leaf(tmp_path: Path) -> None:
     ]
     data = data.set_column(2, "body", pa.array(body, pa.string()))
     params = {"base_tokenizer": "whitespace", "stem": False, "remove_stop_words": False}
-    ns, one = _pair(tmp_path, data, **params)
-    for query in ("apple", "the apple", "runs Running cherry"):
+    ns, one = _pair(tmp_path, data, with_position=True, **params)
+    for query in ("apple", "the apple", "runs Running cherry", '"banana apple" lemon'):
         _assert_like_one_table(ns.search(text=query, k=30, columns=["id"]), one, query, 30)
 
 
