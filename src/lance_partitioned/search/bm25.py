@@ -31,8 +31,8 @@ pruning; a prefilter inside a leaf does not change them, as in one Lance table).
 with a positive score contains a query token, so it is among the candidates of its leaf: all
 of them are scored and the top-k is exact. The cost is one search per distinct query token
 per leaf (all of them run in parallel), plus one at most, each over all its matching rows
-(no limit): about the cost of per-leaf scores for a one-token query, three to four times it
-for three tokens.
+(no limit): about the cost of per-leaf scores for a one-token query, twice it for three
+tokens.
 
 **Fallback.** Where the namespace cannot reproduce the index's statistics, each leaf's own
 scores are merged (per-leaf BM25): a base tokenizer other than ``simple``, ``whitespace`` or
