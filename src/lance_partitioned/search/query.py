@@ -15,10 +15,10 @@
    first k are kept. Among rows tied at the k-th distance inside one leaf, which ones Lance
    returns is Lance's choice.
 
-Full-text scores are BM25 computed by each leaf's own index over that leaf's corpus (per-leaf
-statistics, merged as they are): pylance has no way to give a leaf's search the term
-statistics of other leaves. A 3-leaf namespace therefore ranks like three tables, not like one
-table of the same rows; within a leaf the order is exact.
+Full-text scores are namespace-wide BM25 (:mod:`lance_partitioned.search.bm25`): the term
+statistics of every kept leaf, so a 3-leaf namespace ranks like one table of the same rows;
+where they cannot be reproduced exactly, each leaf's own scores are merged (the result's
+schema metadata ``lance-partitioned.bm25`` says which).
 
 Vector and text together are fused with reciprocal rank fusion: each row scores
 ``sum(1 / (rrf_k + rank))`` over the two merged lists (rank from 0, ``rrf_k`` = 60, as
@@ -47,6 +47,7 @@ from lance_partitioned.scan import (
     post_filter,
     residual_fields,
 )
+from lance_partitioned.search import bm25
 from lance_partitioned.search.definitions import VECTOR_TYPES, IndexDefinition, load_definitions
 from lance_partitioned.spec.schema import NamespaceSchema
 
@@ -322,13 +323,22 @@ def search(
         if text is not None:
             name = _resolve_column(schema, definitions, text_column, True)
             target = schema.read_schema().field(name)
-            found = pool.map(lambda leaf: _text_leaf(leaf, target, text, k), leaves)
-            text_hits = _collect(list(found), fields, "_score", True, k)
+            # namespace-wide BM25 (search/bm25.py), else each leaf's own scores merged
+            per_leaf = lambda leaf: _text_leaf(leaf, target, text, k)  # noqa: E731
+            ranked = bm25.namespace_text_hits(pool, leaves, target, text, k, per_leaf)
+            bm25_mode = bm25.NAMESPACE if ranked is not None else bm25.PER_LEAF
+            texts = list(pool.map(per_leaf, leaves)) if ranked is None else list(ranked)
+            text_hits = _collect(texts, fields, "_score", True, k)
     if vector_hits is not None and text_hits is not None:
-        return _rrf(vector_hits, text_hits, k)
-    hits = vector_hits if vector_hits is not None else text_hits
-    assert hits is not None
-    return hits.drop_columns([_LEAF, _ROWID])
+        hits = _rrf(vector_hits, text_hits, k)
+    else:
+        hits = vector_hits if vector_hits is not None else text_hits
+        assert hits is not None
+        hits = hits.drop_columns([_LEAF, _ROWID])
+    if text is not None:
+        meta = {**(hits.schema.metadata or {}), bm25.MODE_KEY: bm25_mode}
+        hits = hits.replace_schema_metadata(meta)
+    return hits
 
 
 def _collect(
