@@ -10,16 +10,12 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pytest
 
 import lance_partitioned as lp
 from lance_partitioned.search.definitions import INDICES_KEY
 
-DIM = 8
-SCHEMA = pa.schema(
-    [("id", pa.int64()), ("tenant", pa.string()), ("v", pa.list_(pa.float32(), DIM))]
-)
+from .training_helpers import DIM, leaf_centroids, model_file, namespace, rows
 
 
 @pytest.fixture(autouse=True)
@@ -28,58 +24,16 @@ def _centroids_in_stats(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LANCE_INCLUDE_VECTOR_CENTROIDS", "true")
 
 
-def _rows(tenants: dict[str, int], first_id: int = 0, seed: int = 0) -> pa.Table:
-    rng = np.random.default_rng(seed)
-    names = [t for t, n in tenants.items() for _ in range(n)]
-    # a different cluster centre per tenant: per-leaf training would give different centroids
-    centres = {t: rng.normal(0, 4, DIM) for t in tenants}
-    vectors = np.stack([centres[t] + rng.standard_normal(DIM) for t in names]).astype(np.float32)
-    return pa.table(
-        {
-            "id": np.arange(first_id, first_id + len(names)),
-            "tenant": names,
-            "v": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIM),
-        },
-        schema=SCHEMA,
-    )
-
-
-def _namespace(root: Path) -> lp.PartitionedNamespace:
-    ns = lp.PartitionedNamespace.create(str(root), schema=SCHEMA, partition_by="tenant")
-    ns.write(_rows({"a": 700, "b": 600, "c": 500, "small": 30}))
-    return ns
-
-
-def _centroids(ns: lp.PartitionedNamespace, name: str = "v_idx") -> dict[str, np.ndarray]:
-    """Each indexed leaf's IVF centroids, by tenant, read back from its Lance index."""
-    out = {}
-    for task in ns.plan_scan():
-        ds = task.open()
-        if not any(d.name == name for d in ds.describe_indices()):
-            continue
-        [segment] = ds.stats.index_stats(name)["indices"]
-        tenant = ds.to_table(columns=["tenant"], limit=1).column(0)[0].as_py()
-        out[tenant] = np.asarray(segment["centroids"], np.float32)
-    return out
-
-
-def _model(ns: lp.PartitionedNamespace, root: Path, name: str = "v_idx") -> np.lib.npyio.NpzFile:
-    raw = json.loads(ns.snapshot.table_metadata[INDICES_KEY])
-    path = raw[name]["model"]
-    assert path.startswith("_index_models/")
-    return np.load(root / path)
-
-
 @pytest.mark.parametrize("index_type", ["IVF_PQ", "IVF_FLAT", "IVF_HNSW_SQ"])
 def test_leaves_share_one_model(tmp_path: Path, index_type: str) -> None:
-    ns = _namespace(tmp_path / "ns")
+    ns = namespace(tmp_path / "ns")
     built = ns.create_index("v", index_type, min_rows=400)
     assert (built.leaves_indexed, built.leaves_flat) == (3, 1)  # the 30-row leaf stays flat
-    model = _model(ns, tmp_path / "ns")
+    model = model_file(ns, tmp_path / "ns")
     # one table's num_partitions for the 1,800 indexed rows: min(sqrt(1800), 1800 // 256)
     assert model["ivf_centroids"].shape == (7, DIM)
     assert ("pq_codebook" in model.files) == (index_type == "IVF_PQ")
-    by_leaf = _centroids(ns)
+    by_leaf = leaf_centroids(ns)
     assert sorted(by_leaf) == ["a", "b", "c"]
     for centroids in by_leaf.values():
         np.testing.assert_array_equal(centroids, model["ivf_centroids"])
@@ -94,29 +48,29 @@ def test_leaves_share_one_model(tmp_path: Path, index_type: str) -> None:
 
 
 def test_leaves_indexed_later_use_the_same_model(tmp_path: Path) -> None:
-    ns = _namespace(tmp_path / "ns")
+    ns = namespace(tmp_path / "ns")
     ns.create_index("v", "IVF_PQ", min_rows=400)
-    model = _model(ns, tmp_path / "ns")["ivf_centroids"]
-    ns.write(_rows({"d": 450}, first_id=10_000, seed=1))
+    model = model_file(ns, tmp_path / "ns")["ivf_centroids"]
+    ns.write(rows({"d": 450}, first_id=10_000, seed=1))
     assert ns.optimize().leaves_indexed == 1  # refresh_leaf, in optimize's commit
-    ns.write(_rows({"e": 450}, first_id=20_000, seed=2))
+    ns.write(rows({"e": 450}, first_id=20_000, seed=2))
     [result] = ns.optimize_indices()
     assert result.leaves_indexed == 1
-    by_leaf = _centroids(ns)
+    by_leaf = leaf_centroids(ns)
     assert sorted(by_leaf) == ["a", "b", "c", "d", "e"]
     for centroids in by_leaf.values():
         np.testing.assert_array_equal(centroids, model)
 
 
 def test_per_leaf_training_on_request(tmp_path: Path) -> None:
-    ns = _namespace(tmp_path / "ns")
+    ns = namespace(tmp_path / "ns")
     ns.create_index("v", "IVF_FLAT", min_rows=400, shared_training=False)
     raw = json.loads(ns.snapshot.table_metadata[INDICES_KEY])["v_idx"]
     assert raw["shared_training"] is False
     assert "model" not in raw
     assert "shared_training" not in raw["params"]
     assert not (tmp_path / "ns" / "_index_models").exists()
-    by_leaf = _centroids(ns)
+    by_leaf = leaf_centroids(ns)
     # sized per leaf: min(sqrt(rows), rows // 256)
     assert {t: len(c) for t, c in by_leaf.items()} == {"a": 2, "b": 2, "c": 1}
     assert not np.array_equal(by_leaf["a"], by_leaf["b"])
@@ -126,7 +80,7 @@ def test_per_leaf_training_on_request(tmp_path: Path) -> None:
 
 def test_cleanup_removes_models_no_definition_names(tmp_path: Path) -> None:
     root = tmp_path / "ns"
-    ns = _namespace(root)
+    ns = namespace(root)
     ns.create_index("v", "IVF_FLAT", min_rows=400)
     first = json.loads(ns.snapshot.table_metadata[INDICES_KEY])["v_idx"]["model"]
     ns.create_index("v", "IVF_FLAT", min_rows=400, replace=True)
