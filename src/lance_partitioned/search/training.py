@@ -260,6 +260,4 @@ def unreferenced_models(
         for definition in load_definitions(metadata).values():
             if definition.extra.get(MODEL_KEY):
                 named.add(str(definition.extra[MODEL_KEY]))
-    return [
-        f for f in files if f.path not in named and f.mtime is not None and f.mtime < cutoff
-    ]
+    return [f for f in files if f.path not in named and f.mtime is not None and f.mtime < cutoff]

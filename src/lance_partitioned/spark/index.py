@@ -4,8 +4,9 @@ The driver checks the definition and plans the leaves the index's ``filter`` kee
 pinned ``__manifest`` snapshot (the scan planner, as the Python path does), trains a vector
 index's shared IVF centroids and PQ codebook once on a sample of those leaves and saves them
 in the namespace (:func:`lance_partitioned.search.build.shared_model`), then runs one
-Spark task per leaf, each receiving the model (a few hundred kilobytes). Each task opens its leaf at the snapshot's ``read_version`` and builds
-the leaf's index with pylance's ``create_index_uncommitted``
+Spark task per leaf, each handed the model (a few hundred kilobytes). Each task opens its
+leaf at the snapshot's ``read_version`` and builds the leaf's index with pylance's
+``create_index_uncommitted``
 (:func:`lance_partitioned.search.build.prepare_leaf_index`): the index files are written,
 nothing is committed, and the task returns the Lance ``CreateIndex`` operation (index
 metadata: uuid, fields, fragment ids, files; a few hundred bytes, it pickles). The driver
