@@ -6,8 +6,9 @@ seeded Gaussian mixture of 64 components, a ``tenant`` column of ``--tenants`` t
 vocabulary, Zipf-distributed). Systems, all in this process:
 
 * ``ours``: a ``PartitionedNamespace`` with ``partition_by="tenant"`` and
-  ``ns.create_index("emb", "IVF_PQ", num_sub_vectors=...)`` (``num_partitions`` sized per
-  leaf; leaves under 10,000 rows are searched flat); ``ns.search``;
+  ``ns.create_index("emb", "IVF_PQ", num_sub_vectors=...)`` (one IVF_PQ model trained for
+  the namespace, ``num_partitions`` = sqrt(indexed rows); leaves under 10,000 rows are
+  searched flat); ``ns.search``;
 * ``lance``: one Lance table with the same IVF_PQ (``num_partitions`` = sqrt(rows), the same
   ``num_sub_vectors``), ``prefilter`` on ``tenant``;
 * ``lancedb``: one LanceDB table, the same index, ``.where("tenant = …", prefilter=True)``

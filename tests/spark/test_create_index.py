@@ -15,6 +15,7 @@ import lance_partitioned as lp
 import lance_partitioned.spark
 from lance_partitioned import errors
 from lance_partitioned.spark.index import distributed_create_index
+from tests.search import training_helpers
 from tests.search.helpers import namespace
 
 pytestmark = pytest.mark.spark
@@ -107,3 +108,19 @@ def _index_directories(root: Path) -> set[str]:
         for d in root.glob("**/_indices/*")
         if d.is_dir() and any(d.iterdir())
     }
+
+
+def test_executors_build_with_the_model_trained_once_on_the_driver(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LANCE_INCLUDE_VECTOR_CENTROIDS", "true")  # centroids in index stats
+    ns = training_helpers.namespace(tmp_path / "ns")
+    result = lance_partitioned.spark.create_index(spark, ns.uri, "v", "IVF_PQ", min_rows=400)
+    assert (result.leaves_indexed, result.leaves_flat) == (3, 1)
+    ns = lp.PartitionedNamespace.open(ns.uri)
+    model = training_helpers.model_file(ns, tmp_path / "ns")
+    assert len(list((tmp_path / "ns" / "_index_models").iterdir())) == 1  # trained once
+    by_leaf = training_helpers.leaf_centroids(ns)
+    assert sorted(by_leaf) == ["a", "b", "c"]
+    for centroids in by_leaf.values():
+        np.testing.assert_array_equal(centroids, model["ivf_centroids"])

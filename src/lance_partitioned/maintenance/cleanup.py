@@ -23,7 +23,9 @@ second run finishes the job):
    crashed writer created, another client's unpublished table) whose newest file is older
    than the cutoff: the files listed are deleted, not the directory as such, so a writer
    staging into it meanwhile keeps its new files;
-4. Spark write journals (``_spark_staging/<job>``) whose newest file is older than the cutoff.
+4. Spark write journals (``_spark_staging/<job>``) whose newest file is older than the cutoff,
+   and shared vector index models (``_index_models/``) that no index definition of a
+   retained version names, older than the cutoff (counted with the staged files).
 
 Ages protect concurrent writers: a writer's staged files, new leaf directory and leaf commits
 not yet published are younger than the cutoff; the ``__manifest`` version it read, and the
@@ -79,6 +81,7 @@ from lance_partitioned.maintenance.versions import (
     utc,
 )
 from lance_partitioned.manifest import MANIFEST_DIR, TABLE, Manifest
+from lance_partitioned.search.training import MODELS_DIR, unreferenced_models
 
 __all__ = ["CleanupProgress", "CleanupResult", "Removed", "cleanup", "on_step"]
 
@@ -86,7 +89,7 @@ log = logging.getLogger(__name__)
 
 #: Directories under the root that are never leaves.
 SPARK_STAGING = "_spark_staging"
-_NOT_LEAVES = (MANIFEST_DIR, SPARK_STAGING)
+_NOT_LEAVES = (MANIFEST_DIR, SPARK_STAGING, MODELS_DIR)
 _LANCE_DIRS = ("_versions/", "data/", "_transactions/", "_deletions/", "_indices/", "_refs/")
 
 
@@ -638,6 +641,11 @@ def cleanup(
     # 3. leaf directories no retained version lists; 4. Spark journals
     _clean_directories(store, referenced_dirs, cutoff, dry_run, totals)
     _clean_journals(store, cutoff, dry_run, totals)
+    models = unreferenced_models(manifest, store, kept, cutoff)
+    if models:
+        totals.staged_files += _delete(store, models, dry_run)
+        if not dry_run:
+            store.prune_empty(MODELS_DIR)
 
     result = CleanupResult(
         cutoff=cutoff,

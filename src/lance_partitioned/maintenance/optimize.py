@@ -343,7 +343,7 @@ class _Planner:
     def _index(self, leaf: _Leaf, ds: LanceDataset) -> None:
         """Make ``leaf.operation`` the build of the indexes it lacks (if any)."""
         if leaf.indexes:
-            leaf.operation = refresh_leaf(ds, leaf.indexes, self.schema)
+            leaf.operation = refresh_leaf(ds, leaf.indexes, self.schema, self.manifest)
             leaf.indexed = leaf.operation is not None
 
     def _run(self, leaf: _Leaf, ds: LanceDataset) -> None:

@@ -14,14 +14,17 @@ The definition is then recorded in the ``__manifest`` table metadata
 Lance operations. A crash between the two leaves the leaves indexed and no definition: the
 next ``create_index`` of that name replaces those leaf indexes.
 
-A vector index is trained on a leaf with at least ``min_rows`` rows (default
+A vector index is built on a leaf with at least ``min_rows`` rows (default
 :data:`~.definitions.IVF_MIN_ROWS`); smaller leaves are left flat (searched exactly) and counted
-as such by :func:`~lance_partitioned.search.stats.index_stats`. Scalar and full-text indexes
-are built on every leaf with rows.
+as such by :func:`~lance_partitioned.search.stats.index_stats`. By default its IVF centroids
+(and PQ codebook) are trained once for the namespace and shared by every leaf
+(:mod:`.training`); ``shared_training=False`` trains each leaf's own. Scalar and full-text
+indexes are built on every leaf with rows.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import threading
@@ -47,6 +50,15 @@ from lance_partitioned.search.definitions import (
     dump_definitions,
     load_definitions,
 )
+from lance_partitioned.search.training import (
+    MODEL_KEY,
+    SharedModel,
+    load_model,
+    sample_size,
+    sample_vectors,
+    save_model,
+    train_model,
+)
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.transaction import Backoff, ChangePlan, LeafChange, commit_changes
 
@@ -57,10 +69,12 @@ __all__ = [
     "definitions_by_leaf",
     "drop_index",
     "leaf_column",
+    "model_of",
     "new_definition",
     "optimize_indices",
     "prepare_leaf_index",
     "refresh_leaf",
+    "shared_model",
 ]
 
 log = logging.getLogger(__name__)
@@ -139,13 +153,18 @@ def leaf_segments(ds: LanceDataset, name: str) -> list[Index]:
     return out
 
 
-def _sized(definition: IndexDefinition, rows: int, dim: int | None) -> dict[str, Any]:
+def _sized(
+    definition: IndexDefinition, rows: int, dim: int | None, model: SharedModel | None = None
+) -> dict[str, Any]:
     """Pylance parameters for one leaf: the definition's, with IVF defaults sized per leaf
     (``num_partitions`` the square root of its rows, at most one per 256 rows;
-    ``num_sub_vectors`` dim/16, else the largest divisor of dim up to dim/2)."""
+    ``num_sub_vectors`` dim/16, else the largest divisor of dim up to dim/2), or the shared
+    ``model``'s centroids and codebook."""
     params = dict(definition.params)
     if definition.kind != "vector":
         return params
+    if model is not None:
+        params.update(model.params())
     params.setdefault("num_partitions", max(1, min(int(math.sqrt(rows)), rows // 256)))
     if definition.index_type == "IVF_PQ" and dim and "num_sub_vectors" not in params:
         for divisor in (16, 8, 4, 2, 1):
@@ -155,16 +174,22 @@ def _sized(definition: IndexDefinition, rows: int, dim: int | None) -> dict[str,
     return params
 
 
-def build_leaf(ds: LanceDataset, definition: IndexDefinition, column: str) -> Any:
+def build_leaf(
+    ds: LanceDataset,
+    definition: IndexDefinition,
+    column: str,
+    model: SharedModel | None = None,
+) -> Any:
     """The ``CreateIndex`` operation that (re)builds ``definition`` on the leaf at ``ds``
-    without committing it; None when the leaf is left flat (or empty)."""
+    without committing it (with the shared ``model`` when given); None when the leaf is left
+    flat (or empty)."""
     rows = ds.count_rows()
     if rows == 0 or rows < definition.min_rows:
         return None
     fragments = [fragment.fragment_id for fragment in ds.get_fragments()]
     field = ds.schema.field(column)
     dim = field.type.list_size if pa.types.is_fixed_size_list(field.type) else None
-    params = _sized(definition, rows, dim)
+    params = _sized(definition, rows, dim, model)
     try:
         built = ds.create_index_uncommitted(
             column,
@@ -210,6 +235,9 @@ def definition_for(
     min_rows = int(extra.pop("min_rows", IVF_MIN_ROWS if vector else 1))
     if min_rows < 1:
         raise errors.InvalidInputError(f"min_rows must be at least 1, got {min_rows}")
+    shared = bool(extra.pop("shared_training", True))
+    if not vector and not shared:
+        raise errors.InvalidInputError("shared_training applies to vector indexes only")
     return IndexDefinition(
         name=name or f"{column}_idx",
         field_id=field_id,
@@ -218,6 +246,7 @@ def definition_for(
         params=extra,
         filter=filter,
         min_rows=min_rows,
+        extra={"shared_training": False} if not shared else {},
     )
 
 
@@ -233,8 +262,10 @@ class _Planner:
         only_missing: bool = False,
         operation: str = "create_index",
         prebuilt: Mapping[str, tuple[int | None, Any]] | None = None,
+        model: SharedModel | None = None,
     ) -> None:
         self.manifest = manifest
+        self.model = model
         self.prebuilt = dict(prebuilt or {})
         self.definition = definition
         self.progress = progress
@@ -277,7 +308,7 @@ class _Planner:
             elif self.only_missing and not _needs_build(ds, self.definition):
                 operation = None
             else:
-                operation = build_leaf(ds, self.definition, column)
+                operation = build_leaf(ds, self.definition, column, self.model)
             with self.lock:
                 if operation is None:
                     self.flat.add(object_id)
@@ -353,12 +384,64 @@ def new_definition(
 
 
 def prepare_leaf_index(
-    ds: LanceDataset, definition: IndexDefinition, schema: NamespaceSchema
+    ds: LanceDataset,
+    definition: IndexDefinition,
+    schema: NamespaceSchema,
+    model: SharedModel | None = None,
 ) -> Any:
     """The uncommitted ``CreateIndex`` of ``definition`` on the leaf at ``ds`` (as a build
-    plans it), or None when the leaf is left flat or lacks the column."""
+    plans it, with the shared ``model`` when given), or None when the leaf is left flat or
+    lacks the column."""
     column = leaf_column(ds.schema, schema, definition.field_id)
-    return None if column is None else build_leaf(ds, definition, column)
+    return None if column is None else build_leaf(ds, definition, column, model)
+
+
+def shared_model(
+    manifest: Manifest,
+    snapshot: ManifestSnapshot,
+    definition: IndexDefinition,
+    threads: int | None = None,
+) -> tuple[IndexDefinition, SharedModel | None]:
+    """Train and save the namespace-wide model of a vector ``definition`` on a sample of the
+    leaves of ``snapshot`` it will index (see :mod:`.training`); returns the definition
+    naming the model file, and the model. Unchanged, and None, for other indexes, with
+    ``shared_training=False``, or when no leaf has ``min_rows`` rows (or too few vectors to
+    train on): the leaves then train their own."""
+    if definition.kind != "vector" or definition.extra.get("shared_training") is False:
+        return definition, None
+    leaves = []
+    schema = snapshot.metadata.schema
+    for task in plan_scan(manifest, snapshot, definition.filter, []):
+        ds = task.open()
+        column = leaf_column(ds.schema, schema, definition.field_id)
+        rows = ds.count_rows() if column is not None else 0
+        if rows > 0 and rows >= definition.min_rows and column is not None:
+            leaves.append((ds, column, rows))
+    if not leaves:
+        return definition, None
+    ds, column, _ = leaves[0]
+    field = ds.schema.field(column)
+    dim = field.type.list_size if pa.types.is_fixed_size_list(field.type) else None
+    total = sum(rows for _, _, rows in leaves)
+    params = _sized(definition, total, dim)
+    partitions = int(params["num_partitions"])
+    size = sample_size(definition.index_type, partitions, definition.params)
+    sample = sample_vectors(leaves, min(size, total), threads or manifest.max_workers)
+    trained = train_model(
+        sample, definition.index_type, partitions, params, params.get("num_sub_vectors")
+    )
+    if trained is None:
+        return definition, None
+    saved = save_model(manifest, definition.name, trained)
+    log.info("index %s: trained one model on %d sampled vectors", definition.name, len(sample))
+    extra = {**definition.extra, MODEL_KEY: saved.path}
+    return dataclasses.replace(definition, extra=extra), saved
+
+
+def model_of(manifest: Manifest, definition: IndexDefinition) -> SharedModel | None:
+    """The shared model a definition names (None: its leaves train their own)."""
+    path = definition.extra.get(MODEL_KEY)
+    return None if not path else load_model(manifest, str(path))
 
 
 def create_index(
@@ -372,13 +455,16 @@ def create_index(
     progress: Callable[[IndexBuildProgress], None] | None = None,
     threads: int | None = None,
     prebuilt: Mapping[str, tuple[int | None, Any]] | None = None,
+    trained: tuple[IndexDefinition, SharedModel | None] | None = None,
     **params: Any,
 ) -> IndexBuildResult:
     """Build an index on every leaf ``filter`` keeps and publish it (see the module docstring).
 
     ``prebuilt`` maps a leaf's object id to (``read_version``, the operation
     :func:`prepare_leaf_index` returned on it elsewhere, e.g. on a Spark executor): used as
-    is while the leaf is still at that version, rebuilt here when it moved.
+    is while the leaf is still at that version, rebuilt here when it moved. ``trained``:
+    the definition and shared model :func:`shared_model` returned for these arguments (the
+    model is trained here otherwise).
 
     Raises
     ------
@@ -389,7 +475,8 @@ def create_index(
     started = time.perf_counter()
     snapshot = manifest.snapshot()
     definition = new_definition(snapshot, column, index_type, name, filter, replace, params)
-    planner = _Planner(manifest, definition, progress, prebuilt=prebuilt)
+    definition, model = trained or shared_model(manifest, snapshot, definition, threads)
+    planner = _Planner(manifest, definition, progress, prebuilt=prebuilt, model=model)
     committed = commit_changes(manifest, planner, leaf_threads=threads or manifest.max_workers)
     version = record_definitions(
         manifest, lambda found: {**found, definition.name: definition}, "create_index"
@@ -420,7 +507,8 @@ def optimize_indices(
         if name is not None and definition.name != name:
             continue
         started = time.perf_counter()
-        planner = _Planner(manifest, definition, None, True, "optimize_indices")
+        model = model_of(manifest, definition)
+        planner = _Planner(manifest, definition, None, True, "optimize_indices", model=model)
         committed = commit_changes(manifest, planner, leaf_threads=threads or manifest.max_workers)
         results.append(
             IndexBuildResult(
@@ -478,18 +566,30 @@ def definitions_by_leaf(
 
 
 def refresh_leaf(
-    ds: LanceDataset, definitions: list[IndexDefinition], schema: NamespaceSchema
+    ds: LanceDataset,
+    definitions: list[IndexDefinition],
+    schema: NamespaceSchema,
+    manifest: Manifest | None = None,
 ) -> Any:
     """One ``CreateIndex`` operation (not committed) that builds, or rebuilds over every
     fragment, each of ``definitions`` the leaf at ``ds`` lacks or that leaves rows of it
-    unindexed; None when every one is up to date (or the leaf is too small)."""
+    unindexed; None when every one is up to date (or the leaf is too small). A definition's
+    shared model is read from the namespace of ``manifest``."""
     new: list[Any] = []
     removed: list[Any] = []
     for definition in definitions:
         column = leaf_column(ds.schema, schema, definition.field_id)
         if column is None or not _needs_build(ds, definition):
             continue
-        operation = build_leaf(ds, definition, column)
+        model = None
+        if definition.extra.get(MODEL_KEY):
+            if manifest is None:
+                raise errors.InternalError(
+                    f"index {definition.name!r} has a shared model: refresh_leaf needs the "
+                    "namespace's manifest to read it"
+                )
+            model = model_of(manifest, definition)
+        operation = build_leaf(ds, definition, column, model)
         if operation is not None:
             new.extend(operation.new_indices)
             removed.extend(operation.removed_indices)

@@ -1,9 +1,12 @@
 """``create_index`` on Spark: every leaf's index built in an executor task, one commit.
 
 The driver checks the definition and plans the leaves the index's ``filter`` keeps on one
-pinned ``__manifest`` snapshot (the scan planner, as the Python path does), then runs one
-Spark task per leaf. Each task opens its leaf at the snapshot's ``read_version`` and builds
-the leaf's index with pylance's ``create_index_uncommitted``
+pinned ``__manifest`` snapshot (the scan planner, as the Python path does), trains a vector
+index's shared IVF centroids and PQ codebook once on a sample of those leaves and saves them
+in the namespace (:func:`lance_partitioned.search.build.shared_model`), then runs one
+Spark task per leaf, each handed the model (a few hundred kilobytes). Each task opens its
+leaf at the snapshot's ``read_version`` and builds the leaf's index with pylance's
+``create_index_uncommitted``
 (:func:`lance_partitioned.search.build.prepare_leaf_index`): the index files are written,
 nothing is committed, and the task returns the Lance ``CreateIndex`` operation (index
 metadata: uuid, fields, fragment ids, files; a few hundred bytes, it pickles). The driver
@@ -30,9 +33,11 @@ from lance_partitioned.search.build import (
     IndexBuildResult,
     new_definition,
     prepare_leaf_index,
+    shared_model,
 )
 from lance_partitioned.search.build import create_index as build_index
 from lance_partitioned.search.definitions import IndexDefinition
+from lance_partitioned.search.training import SharedModel
 from lance_partitioned.spark.dml import LeafJob, TaskHook, job_for, run_leaf_tasks
 
 if TYPE_CHECKING:
@@ -107,9 +112,11 @@ def distributed_create_index(
     its work, with (task index, attempt); a test hook)."""
     snapshot = manifest.snapshot()
     definition = new_definition(snapshot, column, index_type, name, filter, replace, params)
+    trained = shared_model(manifest, snapshot, definition)
+    definition, model = trained
     tasks = plan_scan(manifest, snapshot, definition.filter, [])
     job = job_for(manifest, snapshot, hook)
-    items = [(task, definition) for task in tasks]
+    items = [(task, definition, model) for task in tasks]
     found, _ = run_leaf_tasks(spark, job, items, _build_leaf)
     prebuilt = {object_id: (version, operation) for object_id, version, operation in found}
     return build_index(
@@ -120,14 +127,15 @@ def distributed_create_index(
         filter=filter,
         replace=replace,
         prebuilt=prebuilt,
+        trained=trained,
         **params,
     )
 
 
 def _build_leaf(
-    job: LeafJob, item: tuple[ScanTask, IndexDefinition]
+    job: LeafJob, item: tuple[ScanTask, IndexDefinition, SharedModel | None]
 ) -> tuple[tuple[str, int | None, Any], None]:
-    task, definition = item
+    task, definition, model = item
     ds = task.open()
-    operation = prepare_leaf_index(ds, definition, job.snapshot().metadata.schema)
+    operation = prepare_leaf_index(ds, definition, job.snapshot().metadata.schema, model)
     return (task.object_id, task.read_version, operation), None

@@ -1,0 +1,62 @@
+"""A namespace of 8-d vectors, one cluster per tenant, and readers of the IVF centroids its
+leaves' indexes hold and of the shared model its index definition names."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+import lance_partitioned as lp
+from lance_partitioned.search.definitions import INDICES_KEY
+
+DIM = 8
+SCHEMA = pa.schema(
+    [("id", pa.int64()), ("tenant", pa.string()), ("v", pa.list_(pa.float32(), DIM))]
+)
+
+
+def rows(tenants: dict[str, int], first_id: int = 0, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    names = [t for t, n in tenants.items() for _ in range(n)]
+    # a different cluster centre per tenant: per-leaf training would give different centroids
+    centres = {t: rng.normal(0, 4, DIM) for t in tenants}
+    vectors = np.stack([centres[t] + rng.standard_normal(DIM) for t in names]).astype(np.float32)
+    return pa.table(
+        {
+            "id": np.arange(first_id, first_id + len(names)),
+            "tenant": names,
+            "v": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIM),
+        },
+        schema=SCHEMA,
+    )
+
+
+def namespace(root: Path) -> lp.PartitionedNamespace:
+    ns = lp.PartitionedNamespace.create(str(root), schema=SCHEMA, partition_by="tenant")
+    ns.write(rows({"a": 700, "b": 600, "c": 500, "small": 30}))
+    return ns
+
+
+def leaf_centroids(ns: lp.PartitionedNamespace, name: str = "v_idx") -> dict[str, np.ndarray]:
+    """Each indexed leaf's IVF centroids, by tenant, read back from its Lance index."""
+    out = {}
+    for task in ns.plan_scan():
+        ds = task.open()
+        if not any(d.name == name for d in ds.describe_indices()):
+            continue
+        [segment] = ds.stats.index_stats(name)["indices"]
+        tenant = ds.to_table(columns=["tenant"], limit=1).column(0)[0].as_py()
+        out[tenant] = np.asarray(segment["centroids"], np.float32)
+    return out
+
+
+def model_file(
+    ns: lp.PartitionedNamespace, root: Path, name: str = "v_idx"
+) -> np.lib.npyio.NpzFile:
+    raw = json.loads(ns.snapshot.table_metadata[INDICES_KEY])
+    path = raw[name]["model"]
+    assert path.startswith("_index_models/")
+    return np.load(root / path)
