@@ -23,7 +23,7 @@ import lance_partitioned as lp
 from lance_partitioned import errors
 from lance_partitioned.manifest import rows_table
 from lance_partitioned.transaction import pause_at
-from tests.integration.helpers import read_leaves
+from tests.integration.helpers import copy_namespace, read_leaves
 
 SCHEMA = pa.schema(
     [pa.field("id", pa.int64(), nullable=False), ("k", pa.utf8()), ("w", pa.int32())]
@@ -65,21 +65,16 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"one_spec": root / "one_spec", "three_specs": root / "three_specs"}
 
 
-def _copy(source: Path, tmp_path: os.PathLike[str]) -> lp.PartitionedNamespace:
-    shutil.copytree(source, tmp_path, dirs_exist_ok=True)
-    return lp.PartitionedNamespace.open(str(tmp_path))
-
-
 @pytest.fixture
 def ns(built: dict[str, Path], tmp_path: os.PathLike[str]) -> lp.PartitionedNamespace:
     """A namespace partitioned by ``k`` holding ids 1 (p) and 2 (q), in ``tmp_path``."""
-    return _copy(built["one_spec"], tmp_path)
+    return copy_namespace(built["one_spec"], tmp_path)
 
 
 @pytest.fixture
 def three_specs(built: dict[str, Path], tmp_path: os.PathLike[str]) -> lp.PartitionedNamespace:
     """``ns`` after ``truncate(1, k)`` (v2: ids 4 in p, 5 in pz) and back to ``k`` (v3)."""
-    return _copy(built["three_specs"], tmp_path)
+    return copy_namespace(built["three_specs"], tmp_path)
 
 
 # ------------------------------------------------------------------ issue 16, item 1
