@@ -8,10 +8,14 @@ The checks, each computed from the source by the script named (an AST walk, noth
   (``scripts/predicate_dispatch.py``), with how many of them only test the constants;
 - the lines of ``namespace.py``, the facade;
 - direct ``lance.dataset(`` calls outside ``manifest/datasets.py``, the module of
-  ``open_leaf`` (``scripts/lance_dataset_calls.py``); target 0.
+  ``open_leaf`` (``scripts/lance_dataset_calls.py``); target 0;
+- the loose modules: those at the top of the package, beside its subpackages;
+- pointers from a file of the repository to a place outside it, a design document or a
+  spec that a clone does not have (``scripts/outside_pointers.py``); target 0.
 
-Usage: ``python scripts/structure_report.py [package_dir]``; exits 1 when a check with a
-target of 0 is not met.
+Usage: ``python scripts/structure_report.py [package_dir [repo_dir]]``; ``repo_dir`` (the
+files searched for pointers outside) is this repository when ``package_dir`` is not given,
+else ``package_dir``. Exits 1 when a check with a target of 0 is not met.
 """
 
 from __future__ import annotations
@@ -37,12 +41,16 @@ def _script(name: str) -> ModuleType:
     return module
 
 
-def checks(package_dir: Path) -> list[tuple[str, str, str, bool | None]]:
-    """``(check, value, target, met)`` rows for the package at ``package_dir`` (``met`` None:
-    a number to read, with no target)."""
+def checks(
+    package_dir: Path, repo_dir: Path | None = None
+) -> list[tuple[str, str, str, bool | None]]:
+    """``(check, value, target, met)`` rows for the package at ``package_dir`` and the files
+    of ``repo_dir`` (default ``package_dir``) (``met`` None: a number to read, with no
+    target)."""
     import_cycles = _script("import_cycles")
     predicate_dispatch = _script("predicate_dispatch")
     lance_dataset_calls = _script("lance_dataset_calls")
+    outside_pointers = _script("outside_pointers")
 
     cycles = import_cycles.cycles(import_graph := import_cycles.import_graph(package_dir))
     trees = {p: ast.parse(p.read_text(encoding="utf-8"), str(p)) for p in package_dir.rglob("*.py")}
@@ -54,6 +62,8 @@ def checks(package_dir: Path) -> list[tuple[str, str, str, bool | None]]:
     namespace = package_dir / "namespace.py"
     lines = len(namespace.read_text(encoding="utf-8").splitlines()) if namespace.exists() else 0
     calls = lance_dataset_calls.calls_outside(package_dir)
+    loose = [p for p in package_dir.glob("*.py") if not p.name.startswith("__")]
+    pointers = outside_pointers.pointers(repo_dir or package_dir)
     return [
         (
             f"import cycles among {len(import_graph)} modules (function-level imports counted)",
@@ -74,12 +84,25 @@ def checks(package_dir: Path) -> list[tuple[str, str, str, bool | None]]:
             "0",
             not calls,
         ),
+        (
+            "loose modules (top level of the package, __init__/__main__ aside)",
+            str(len(loose)),
+            "-",
+            None,
+        ),
+        (
+            "pointers outside the repository (scripts/outside_pointers.py)",
+            str(len(pointers)),
+            "0",
+            not pointers,
+        ),
     ]
 
 
 def main(argv: list[str]) -> int:
     package_dir = Path(argv[0]) if argv else ROOT
-    rows = checks(package_dir)
+    repo_dir = Path(argv[1]) if len(argv) > 1 else None if argv else ROOT.parents[1]
+    rows = checks(package_dir, repo_dir)
     header = ("check", "value", "target", "met")
     table = [
         header,

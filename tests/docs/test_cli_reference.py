@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
 import typer
 
 from lance_partitioned.cli import app
@@ -46,6 +47,7 @@ def test_every_command_and_subcommand_has_a_section() -> None:
     assert "--storage-option KEY=VALUE" in page
 
 
+@pytest.mark.console_script  # runs the installed lance-partitioned in a new interpreter
 def test_a_section_is_what_the_console_script_prints(tmp_path: Path) -> None:
     hook = _hook()
     printed = subprocess.run(

@@ -1,5 +1,5 @@
-"""Test helpers: read a namespace back leaf by leaf, straight through pylance; a small real
-file system (a tmpfs) for storage failures."""
+"""Test helpers: copy a namespace, read it back leaf by leaf, straight through pylance; a small
+real file system (a tmpfs) for storage failures."""
 
 from __future__ import annotations
 
@@ -18,6 +18,14 @@ import pyarrow as pa
 
 import lance_partitioned as lp
 from lance_partitioned import transaction
+
+
+def copy_namespace(source: Path, target: str | os.PathLike[str]) -> lp.PartitionedNamespace:
+    """The namespace at ``source`` (a directory), copied to ``target`` and opened there: a
+    namespace's paths are relative, so the copy is the same namespace (tests that change one
+    copy a namespace built once per module instead of building it again)."""
+    shutil.copytree(source, target, dirs_exist_ok=True)
+    return lp.PartitionedNamespace.open(str(target))
 
 
 def read_leaves(ns: lp.PartitionedNamespace) -> pa.Table:

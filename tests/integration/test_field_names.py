@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -20,6 +19,8 @@ from lance_partitioned.errors import InvalidInputError
 from lance_partitioned.pruning import fieldnames
 from lance_partitioned.scan import sql_filter
 from lance_partitioned.spec.transforms import Bucket
+from tests.integration.helpers import copy_namespace
+from tests.property.strategies import oracle_ids
 
 SCHEMA = pa.schema(
     [
@@ -180,12 +181,6 @@ def _with_fields(table: pa.Table) -> pa.Table:
     return table.append_column("event_year", years).append_column("user_bucket", buckets)
 
 
-def _duckdb_ids(table: pa.Table, condition: str) -> list[int]:
-    con = duckdb.connect()
-    con.register("t", table)
-    return sorted(row[0] for row in con.sql(f"SELECT id FROM t WHERE {condition}").fetchall())
-
-
 SHAPES = [
     "event_year + 1 = 2026",
     "event_year % 2 = 0 OR country = 'FR'",
@@ -207,7 +202,7 @@ SHAPES = [
 def test_expressions_over_field_names_match_duckdb(
     ns: lp.PartitionedNamespace, condition: str
 ) -> None:
-    expected = _duckdb_ids(_with_fields(ns.to_table()), condition)
+    expected = oracle_ids(_with_fields(ns.to_table()), condition)
     assert expected, "a shape that selects nothing tests little"
     assert _ids(ns.to_table(condition)) == expected
     assert ns.count_rows(condition) == len(expected)
@@ -255,20 +250,23 @@ def _ts_rows(first: int, count: int) -> pa.Table:
     )
 
 
-def _ts_namespace(root: Path) -> tuple[lp.PartitionedNamespace, pa.Table]:
+@pytest.fixture(scope="module")
+def ts_built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pa.Table]:
     """``year(ts)`` (the field ``ts_year``), then ``bucket(2, id)``: in v2 leaves no
-    partition value pins ``ts_year``."""
+    partition value pins ``ts_year``. Built once: the tests that change it take a copy
+    (``tests.integration.helpers.copy_namespace``). The directory, and the rows."""
+    root = tmp_path_factory.mktemp("ts_fields") / "ns"
     ns = lp.PartitionedNamespace.create(str(root), schema=TS_SCHEMA, partition_by="year(ts)")
     first, second = _ts_rows(0, 12), _ts_rows(100, 8)
     ns.write(first)
     ns.update_partition_spec("bucket(2, id)")
     ns.write(second)
-    return ns, pa.concat_tables([first, second])
+    return root, pa.concat_tables([first, second])
 
 
 def _ts_oracle(data: pa.Table, condition: str) -> list[int]:
     years = pc.year(data.column("ts")).cast(pa.int32())
-    return _duckdb_ids(data.append_column("ts_year", years), condition)
+    return oracle_ids(data.append_column("ts_year", years), condition)
 
 
 REPRODUCTIONS = [
@@ -309,9 +307,10 @@ OPERATIONS = {"to_table": _read, "count_rows": _count, "delete": _delete, "updat
 @pytest.mark.parametrize("operation", list(OPERATIONS))
 @pytest.mark.parametrize("condition", REPRODUCTIONS)
 def test_field_names_inside_expressions_in_reads_and_changes(
-    tmp_path: Path, condition: str, operation: str
+    ts_built: tuple[Path, pa.Table], tmp_path: Path, condition: str, operation: str
 ) -> None:
-    ns, data = _ts_namespace(tmp_path)
+    built, data = ts_built
+    ns = copy_namespace(built, tmp_path / "ns")
     assert _ts_oracle(data, condition), "a filter that selects nothing tests little"
     OPERATIONS[operation](ns, condition, data)
 

@@ -64,6 +64,7 @@ def _peak(src: Path, dst: Path) -> dict[str, int]:
     return out
 
 
+@pytest.mark.slow  # soak: two child interpreters, one importing a tree many times its buffer
 def test_import_memory_stays_bounded(tmp_path: Path) -> None:
     tree_bytes = _tree(tmp_path / "tree", files=16, rows=500_000)  # 320 MB in memory
     _tree(tmp_path / "tiny", files=1, rows=1000)

@@ -53,6 +53,7 @@ def _run(tree: Path, uri: Path, kill: bool) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # integration: two child interpreters, the first killed by SIGKILL mid-import
 def test_sigkill_then_rerun_imports_every_row_once(tmp_path: Path) -> None:
     table = pa.table(
         {

@@ -9,7 +9,9 @@ whole, readable by every later reader, or raises a typed conflict with nothing v
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import lance
@@ -21,7 +23,7 @@ import lance_partitioned as lp
 from lance_partitioned import errors
 from lance_partitioned.manifest import rows_table
 from lance_partitioned.transaction import pause_at
-from tests.integration.helpers import read_leaves
+from tests.integration.helpers import copy_namespace, read_leaves
 
 SCHEMA = pa.schema(
     [pa.field("id", pa.int64(), nullable=False), ("k", pa.utf8()), ("w", pa.int32())]
@@ -46,11 +48,33 @@ def every_version_reads(ns: lp.PartitionedNamespace) -> None:
         assert old.to_table().num_rows == old.count_rows()
 
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The namespaces the tests start from, each built once through the API (the tests copy
+    them: a namespace's directory copied elsewhere is the same namespace, its paths are
+    relative): ``one_spec`` has p and q under ``k``; ``three_specs`` adds a v2 leaf
+    (``truncate(1, k)``) holding p and pz, then goes back to ``k`` (v3)."""
+    root = tmp_path_factory.mktemp("races")
+    one = lp.PartitionedNamespace.create(str(root / "one_spec"), schema=SCHEMA, partition_by="k")
+    one.write(rows([1, 2], ["p", "q"]))
+    shutil.copytree(root / "one_spec", root / "three_specs")
+    three = lp.PartitionedNamespace.open(str(root / "three_specs"))
+    three.update_partition_spec("truncate(1, k)")
+    three.write(rows([4, 5], ["p", "pz"]))
+    three.update_partition_spec("k")
+    return {"one_spec": root / "one_spec", "three_specs": root / "three_specs"}
+
+
 @pytest.fixture
-def ns(tmp_path: os.PathLike[str]) -> lp.PartitionedNamespace:
-    ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="k")
-    ns.write(rows([1, 2], ["p", "q"]))
-    return ns
+def ns(built: dict[str, Path], tmp_path: os.PathLike[str]) -> lp.PartitionedNamespace:
+    """A namespace partitioned by ``k`` holding ids 1 (p) and 2 (q), in ``tmp_path``."""
+    return copy_namespace(built["one_spec"], tmp_path)
+
+
+@pytest.fixture
+def three_specs(built: dict[str, Path], tmp_path: os.PathLike[str]) -> lp.PartitionedNamespace:
+    """``ns`` after ``truncate(1, k)`` (v2: ids 4 in p, 5 in pz) and back to ``k`` (v3)."""
+    return copy_namespace(built["three_specs"], tmp_path)
 
 
 # ------------------------------------------------------------------ issue 16, item 1
@@ -357,7 +381,7 @@ CHANGE: dict[str, Callable[[lp.PartitionedNamespace], Any]] = {
 @pytest.mark.parametrize("op", ["overwrite_partitions", "replace_where", "delete"])
 @pytest.mark.parametrize("kind", list(ADAPT))
 def test_a_change_across_spec_versions_racing_an_evolution_and_a_writer(
-    ns: lp.PartitionedNamespace, kind: str, op: str, point: str
+    three_specs: lp.PartitionedNamespace, kind: str, op: str, point: str
 ) -> None:
     """A replaces (overwrite_partitions under v3, replace-where) or deletes partition p, whose
     rows v1 and v2 leaves hold too (v2's leaf also holds pz); while A is at ``point``, the
@@ -366,9 +390,7 @@ def test_a_change_across_spec_versions_racing_an_evolution_and_a_writer(
     raises a typed conflict with nothing visible. A delete racing B's blind append (no
     evolution) is WriteSerializable: it is rebased over the append, whose row of p stays (the
     delete serialized before it; ``docs/dml.md``)."""
-    ns.update_partition_spec("truncate(1, k)")
-    ns.write(rows([4, 5], ["p", "pz"]))
-    ns.update_partition_spec("k")
+    ns = three_specs
     state = {1: "p", 2: "q", 4: "p", 5: "pz"}
     other = lp.PartitionedNamespace.open(ns.uri)
     b_mode = "overwrite_partitions" if kind == "overwrite_partitions" else "append"

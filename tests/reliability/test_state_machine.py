@@ -42,11 +42,12 @@ from hypothesis.stateful import (
 )
 
 import lance_partitioned as lp
+from tests.property.strategies import examples
 
 _LONG = os.environ.get("LP_STATEFUL") == "long"
-_FAST = settings.get_current_profile_name() == "fast"  # the inner loop: scripts/test --fast
 SETTINGS = settings(
-    max_examples=300 if _LONG else 8 if _FAST else 40,
+    # the inner loop (scripts/test --fast) runs a tenth, as every property test does
+    max_examples=300 if _LONG else examples(40),
     stateful_step_count=50 if _LONG else 30,
     deadline=None,
     database=None,

@@ -166,6 +166,7 @@ def test_optimize_builds_missing_indexes_in_its_commit(tmp_path: Path) -> None:
     assert ns.optimize(compact_manifest=False).leaves_indexed == 0
 
 
+@pytest.mark.slow  # integration: a child interpreter killed by SIGKILL mid-build
 def test_sigkill_during_a_build_leaves_every_version_readable(tmp_path: Path) -> None:
     ns = namespace(tmp_path / "ns")
     script = (
