@@ -17,7 +17,6 @@ leaf lacks that an identity partition value decides, ``filled``) when it is aske
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,16 +42,16 @@ from lance_partitioned.manifest import (
     Manifest,
     ManifestSnapshot,
 )
-from lance_partitioned.pruning import project, residual
+from lance_partitioned.pruning import project
 from lance_partitioned.pruning.fieldnames import (
     FieldTerm,
     field_schema,
     field_terms,
     on_fields,
-    substitute,
     without_fields,
 )
 from lance_partitioned.scan.filters import sql_filter
+from lance_partitioned.scan.leafgroups import leaf_residuals
 from lance_partitioned.scan.tasks import LeafRows, ScanTasks
 from lance_partitioned.spec.dialects import identity_columns
 from lance_partitioned.spec.partitioning import PartitionSpec
@@ -216,43 +215,23 @@ def _leaf_rows(
     shared: dict[str, Any],
 ) -> LeafRows:
     """The leaves of ``spec`` at ``positions`` (sorted) that ``predicate`` may match in,
-    with their residuals: the predicate simplified against each one's partition values (one
-    Python step per leaf: the leaves a filter on the partition columns keeps, or every leaf
-    when it keeps them all); a leaf whose residual is false is dropped."""
+    with their residuals: the predicate simplified against each one's partition values,
+    computed once per distinct combination of the values it depends on
+    (:mod:`~lance_partitioned.scan.leafgroups`); a leaf whose residual is false is dropped."""
     metadata = snapshot.metadata
-    rows = snapshot.rows
-    names = tuple(spec_field.name for spec_field in spec.fields)
-    residuals: tuple[Predicate, ...] | None = None
+    residuals: tuple[Predicate, ...] = (predicate,)
+    groups = None
     if not isinstance(predicate, AlwaysTrue):
-        n = len(positions)
-        columns = [
-            rows.column(name).take(positions).to_pylist()
-            if name in rows.column_names
-            else [None] * n
-            for name in names
-        ]
-        kept: list[int] = []
-        remaining: list[Predicate] = []
-        for i, values in enumerate(
-            zip(*columns, strict=True) if columns else itertools.repeat((), n)
-        ):
-            bound = dict(zip(names, values, strict=True))
-            left = residual(
-                substitute(predicate, spec, fields, bound), spec, metadata.schema, bound
-            )
-            if not isinstance(left, AlwaysFalse):
-                kept.append(i)
-                remaining.append(left)
-        if len(kept) < n:
-            positions = positions.take(pa.array(kept, pa.int64()))
-        residuals = tuple(remaining)
+        positions, residuals, groups = leaf_residuals(
+            snapshot.rows, positions, spec, metadata.schema, predicate, fields
+        )
     return LeafRows(
-        rows,
+        snapshot.rows,
         positions,
-        names,
+        tuple(spec_field.name for spec_field in spec.fields),
         tuple(identity_columns(spec, metadata.schema)),
-        predicate,
         residuals,
+        groups,
         spec.version,
         manifest.table_uri,
         shared,

@@ -67,10 +67,11 @@ class LeafRows:
         The spec's partition field names (its ``__manifest`` columns), in spec order.
     filled : tuple of (int, str)
         ``(index in names, column)`` of the identity fields a leaf may lack the column of.
-    residual : Predicate
-        The residual of every leaf, when ``residuals`` is None.
-    residuals : tuple of Predicate or None
-        The residual of each kept leaf, aligned with ``positions``.
+    residuals : tuple of Predicate
+        The distinct residuals of the leaves.
+    groups : pyarrow.Array or None
+        The index in ``residuals`` of each leaf's residual, aligned with ``positions``
+        (None: every leaf's is the first).
     spec_version : int
         The spec version of these leaves.
     table_uri : callable
@@ -84,8 +85,8 @@ class LeafRows:
     positions: pa.Array
     names: tuple[str, ...]
     filled: tuple[tuple[int, str], ...]
-    residual: Predicate
-    residuals: tuple[Predicate, ...] | None
+    residuals: tuple[Predicate, ...]
+    groups: pa.Array | None
     spec_version: int
     table_uri: Callable[[str], str]
     shared: dict[str, Any]
@@ -109,7 +110,7 @@ class LeafRows:
         branch, tag = (self._column(name, picked, pa.string()).to_pylist() for name in READ_REFS)
         columns = [self._column(name, picked, pa.null()).to_pylist() for name in self.names]
         values = list(zip(*columns, strict=True)) if columns else [()] * n
-        residuals = self.residuals[start:stop] if self.residuals is not None else None
+        groups = None if self.groups is None else self.groups.slice(start, n).to_pylist()
         out: list[ScanTask] = []
         for i, read_version in enumerate(versions.to_pylist()):
             row = values[i]
@@ -121,7 +122,7 @@ class LeafRows:
                         "read_version": None if read_version is None else int(read_version),
                         "spec_version": self.spec_version,
                         "partition_values": tuple(zip(self.names, row, strict=True)),
-                        "residual": self.residual if residuals is None else residuals[i],
+                        "residual": self.residuals[0 if groups is None else groups[i]],
                         "row_count": counts[i],
                         "filled": tuple((c, row[j]) for j, c in self.filled if row[j] is not None),
                         "read_branch": branch[i],
@@ -134,14 +135,14 @@ class LeafRows:
 
     def slice(self, start: int, stop: int) -> LeafRows:
         """These leaves from ``start`` to ``stop``."""
-        residuals = None if self.residuals is None else self.residuals[start:stop]
+        groups = None if self.groups is None else self.groups.slice(start, stop - start)
         return LeafRows(
             self.rows,
             self.positions.slice(start, stop - start),
             self.names,
             self.filled,
-            self.residual,
-            residuals,
+            self.residuals,
+            groups,
             self.spec_version,
             self.table_uri,
             self.shared,
