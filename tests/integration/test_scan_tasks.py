@@ -14,9 +14,11 @@ import pyarrow.compute as pc
 import pytest
 
 import lance_partitioned as lp
-from lance_partitioned.expressions import AlwaysTrue
+from lance_partitioned.expressions import AlwaysFalse, AlwaysTrue
 from lance_partitioned.manifest import LeafStats
-from lance_partitioned.scan import ScanTask, ScanTasks
+from lance_partitioned.pruning import residual
+from lance_partitioned.pruning.fieldnames import field_terms, substitute
+from lance_partitioned.scan import ScanTask, ScanTasks, bound_filter
 from lance_partitioned.scan import tasks as plan_tasks
 from lance_partitioned.spec.dialects import identity_columns
 
@@ -31,6 +33,9 @@ SCHEMA = pa.schema(
 COUNTRIES = ["US", "FR", "DE", None]
 FILTERS = [
     None,
+    "amount > 4",
+    "id_bucket = 1 AND amount < 3",
+    "event_date_year = 2025 OR country = 'DE'",
     "country = 'FR'",
     "country IN ('FR', 'US') AND id < 30",
     "id >= 12",
@@ -39,6 +44,7 @@ FILTERS = [
     "country = 'XX'",
     "false",
 ]
+ON_COLUMNS = [f for f in FILTERS if f is None or ("_bucket" not in f and "_year" not in f)]
 
 
 def events(ids: range) -> pa.Table:
@@ -154,6 +160,24 @@ def test_each_task_is_its_manifest_row(ns: lp.PartitionedNamespace, condition: s
 
 
 @pytest.mark.parametrize("condition", FILTERS)
+def test_each_residual_is_that_of_its_own_partition_values(
+    ns: lp.PartitionedNamespace, condition: str | None
+) -> None:
+    """The plan computes a residual once per group of leaves alike for the filter: each is
+    the one of the leaf's own values, and a leaf is dropped exactly when that one is false."""
+    metadata = ns.snapshot.metadata
+    fields = field_terms(metadata.specs, metadata.schema)
+    predicate = bound_filter(condition, metadata.schema.read_schema(), fields)
+    specs = {spec.version: spec for spec in metadata.specs}
+    kept = {task.object_id: task.residual for task in ns.plan_scan(condition)}
+    for task in ns.plan_scan():
+        spec = specs[task.spec_version]
+        bound = dict(task.partition_values)
+        own = residual(substitute(predicate, spec, fields, bound), spec, metadata.schema, bound)
+        assert kept.get(task.object_id, AlwaysFalse()) == own, task.object_id
+
+
+@pytest.mark.parametrize("condition", ON_COLUMNS)  # duckdb knows no partition field names
 def test_a_pruned_read_is_the_filtered_full_read(
     ns: lp.PartitionedNamespace, condition: str | None
 ) -> None:
