@@ -77,8 +77,10 @@ def ns(tmp_path_factory: pytest.TempPathFactory) -> lp.PartitionedNamespace:
 
 @pytest.fixture(autouse=True)
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Blocks of 2 tasks, so that indexing and slices cross block and spec boundaries."""
+    """Blocks of 2 tasks, built 3 at a time by an iteration, so that indexing, slices and
+    iterations cross block and spec boundaries."""
     monkeypatch.setattr(plan_tasks, "BLOCK", 2)
+    monkeypatch.setattr(plan_tasks, "AHEAD", 3)
 
 
 @pytest.mark.parametrize("condition", FILTERS)
@@ -122,6 +124,9 @@ def test_the_plan_behaves_as_the_list_of_its_tasks(
     assert repr(tasks) == repr(listed)
     assert (tasks[0] in tasks) if n else True
     assert ns.plan_scan(condition) == tasks  # two plans of the same snapshot
+    touched = ns.plan_scan(condition)
+    assert [touched[i] for i in range(n // 2, n, 3)] == listed[n // 2 :: 3]
+    assert list(touched) == listed  # an iteration builds around the blocks built
 
 
 @pytest.mark.parametrize("condition", FILTERS)

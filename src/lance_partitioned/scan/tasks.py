@@ -27,6 +27,8 @@ is that list.
 from __future__ import annotations
 
 import bisect
+import contextlib
+import gc
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
@@ -43,6 +45,24 @@ __all__ = ["LeafRows", "ScanTasks"]
 #: Tasks built at once when a plan is iterated or indexed: one Arrow ``take`` and one
 #: ``to_pylist`` per column for that many rows.
 BLOCK = 256
+#: Blocks built at once when a plan is iterated.
+AHEAD = 32
+
+
+@contextlib.contextmanager
+def _collection_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while tasks are built: the many small
+    objects (none in a cycle) make the collector walk the heap again and again, half of
+    building 100k tasks. Resumed after, when it was running (a thread that finds it paused
+    by another leaves it to that one to resume)."""
+    running = gc.isenabled()
+    if running:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if running:
+            gc.enable()
 
 
 def _task(fields: dict[str, Any]) -> ScanTask:
@@ -175,14 +195,21 @@ class ScanTasks(Sequence[ScanTask]):
     def __len__(self) -> int:
         return self._len
 
-    def _block(self, part: int, block: int) -> list[ScanTask]:
-        key = (part, block)
-        tasks = self._built.get(key)
+    def _block(self, part: int, block: int, ahead: int = 1) -> list[ScanTask]:
+        """The tasks of block ``block`` of part ``part``, built with the next blocks not
+        built yet (up to ``ahead`` blocks in all: one Arrow call per column for them all)."""
+        tasks = self._built.get((part, block))
         if tasks is None:
             leaves = self._parts[part]
-            start = block * BLOCK
-            tasks = leaves.build(start, min(start + BLOCK, len(leaves)))
-            self._built[key] = tasks
+            last = min(block + ahead, (len(leaves) + BLOCK - 1) // BLOCK)
+            stop = block + 1
+            while stop < last and (part, stop) not in self._built:
+                stop += 1
+            with _collection_paused():
+                built = leaves.build(block * BLOCK, min(stop * BLOCK, len(leaves)))
+            for b in range(block, stop):
+                self._built[(part, b)] = built[(b - block) * BLOCK : (b - block + 1) * BLOCK]
+            tasks = self._built[(part, block)]
         return tasks
 
     @overload
@@ -227,7 +254,7 @@ class ScanTasks(Sequence[ScanTask]):
     def __iter__(self) -> Iterator[ScanTask]:
         for part, leaves in enumerate(self._parts):
             for block in range((len(leaves) + BLOCK - 1) // BLOCK):
-                yield from self._block(part, block)
+                yield from self._block(part, block, AHEAD)
 
     def __reversed__(self) -> Iterator[ScanTask]:
         return reversed(list(self))
