@@ -323,7 +323,7 @@ def _outcome(result: Any) -> Any:
     if isinstance(result, pa.Table):
         total = pc.sum(result["id"]).as_py() if result.num_rows else 0
         return result.num_rows, int(total or 0)
-    if isinstance(result, list):
+    if isinstance(result, Sequence):  # a list, or the ScanTasks of plan_scan
         return len(result)
     return result
 

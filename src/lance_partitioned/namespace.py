@@ -33,7 +33,7 @@ from lance_partitioned.maintenance.cleanup import CleanupProgress, CleanupResult
 from lance_partitioned.maintenance.optimize import OptimizeProgress, OptimizeResult
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.creation import create_manifest
-from lance_partitioned.scan import ScanTask
+from lance_partitioned.scan import ScanTasks
 from lance_partitioned.schema_update import UpdateSchema
 from lance_partitioned.sizes import list_partitions, partition_sizes
 from lance_partitioned.spec.metadata import NamespaceMetadata
@@ -346,7 +346,7 @@ class PartitionedNamespace:
 
     def plan_scan(
         self, filter: str | Predicate | None = None, columns: Sequence[str] | None = None
-    ) -> list[ScanTask]:
+    ) -> ScanTasks:
         """The leaves a read with ``filter`` must scan, pruned on the ``__manifest``.
 
         Parameters
@@ -359,9 +359,10 @@ class PartitionedNamespace:
 
         Returns
         -------
-        list of ScanTask
-            One per surviving leaf, with its ``read_version``, partition values and the
-            residual filter still to apply inside it.
+        ScanTasks
+            A sequence (list-like: ``len``, indexing, slices, ``==`` a list) of one ScanTask
+            per surviving leaf, with its ``read_version``, partition values and the residual
+            filter still to apply inside it; each task is built when first looked at.
         """
         return scan.plan_scan(self._manifest, self._snapshot, filter, columns)
 

@@ -49,7 +49,7 @@ ROW_ADDRESS = "_rowaddr"
 
 def leaf_tasks(
     manifest: Manifest, snapshot: ManifestSnapshot, where: str | Predicate | None
-) -> list[ScanTask]:
+) -> scan.ScanTasks:
     """The leaves of ``snapshot`` that may hold rows matching ``where``, with residuals.
 
     Raises :class:`~lance_partitioned.errors.InvalidInputError` for a predicate that does

@@ -13,8 +13,10 @@
 
 Steps 1-3 (task building) are :mod:`~lance_partitioned.scan.plan`, step 4 (reading) is
 :mod:`~lance_partitioned.scan.read`, the residual filters both use are
-:mod:`~lance_partitioned.scan.filters` and the task itself is
-:mod:`~lance_partitioned.scan.task`; this package exports their public names.
+:mod:`~lance_partitioned.scan.filters`, the task itself is
+:mod:`~lance_partitioned.scan.task` and the plan's sequence of tasks, built from the
+``__manifest`` columns when asked for, is :mod:`~lance_partitioned.scan.tasks`; this package
+exports their public names.
 
 >>> import tempfile, pyarrow as pa
 >>> import lance_partitioned as lp
@@ -50,10 +52,12 @@ from lance_partitioned.scan.plan import (
 )
 from lance_partitioned.scan.read import count_rows, count_task, read_task, to_batches, to_table
 from lance_partitioned.scan.task import ScanTask, missing_leaf_message, partition_values
+from lance_partitioned.scan.tasks import ScanTasks
 
 __all__ = [
     "Filter",
     "ScanTask",
+    "ScanTasks",
     "bound_filter",
     "count_rows",
     "count_task",

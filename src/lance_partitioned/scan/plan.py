@@ -9,16 +9,15 @@
    remains (the *residual*) is the task's, pushed into the leaf's Lance scanner at read time
    (:mod:`lance_partitioned.scan.read`); a leaf whose residual is false is skipped.
 
-The tasks are built column by column from the ``__manifest`` rows (:func:`_tasks`), with the
-columns a leaf lacks that an identity partition value decides (``filled``).
+Steps 1 and 2 are Arrow compute over the ``__manifest`` columns; step 3 is Python work for the
+leaves kept only. The plan is a :class:`~lance_partitioned.scan.tasks.ScanTasks`, which holds
+the kept leaves' positions in the ``__manifest`` rows and builds each task (with the columns a
+leaf lacks that an identity partition value decides, ``filled``) when it is asked for.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -37,24 +36,23 @@ from lance_partitioned.expressions import (
     rewrite_not,
 )
 from lance_partitioned.manifest import (
+    BASE_COLUMNS,
     DELIMITER,
-    READ_VERSION,
-    LeafStats,
+    TABLE,
     Manifest,
     ManifestSnapshot,
 )
-from lance_partitioned.manifest.root import READ_REFS
-from lance_partitioned.pruning import project, residual
+from lance_partitioned.pruning import project
 from lance_partitioned.pruning.fieldnames import (
     FieldTerm,
     field_schema,
     field_terms,
     on_fields,
-    substitute,
     without_fields,
 )
 from lance_partitioned.scan.filters import sql_filter
-from lance_partitioned.scan.task import ScanTask
+from lance_partitioned.scan.leafgroups import leaf_residuals
+from lance_partitioned.scan.tasks import LeafRows, ScanTasks
 from lance_partitioned.spec.dialects import identity_columns
 from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
@@ -140,132 +138,104 @@ def plan_scan(
     snapshot: ManifestSnapshot,
     filter: Filter = None,
     columns: Sequence[str] | None = None,
-) -> list[ScanTask]:
-    """The leaves of ``snapshot`` that may hold rows matching ``filter``, in object-id order."""
+) -> ScanTasks:
+    """The leaves of ``snapshot`` that may hold rows matching ``filter``, in object-id order
+    (spec version by spec version).
+
+    Columnar (:mod:`~lance_partitioned.scan.tasks`): the leaves are kept by Arrow compute over
+    the ``__manifest`` columns, and only the kept leaves cost Python work (their residuals);
+    each :class:`ScanTask` is built when the returned sequence is iterated or indexed.
+    """
     metadata = snapshot.metadata
     output_fields(metadata.schema, columns)  # validates the names
     fields = field_terms(metadata.specs, metadata.schema)
     predicate = bound_filter(filter, metadata.schema.read_schema(), fields)
     if isinstance(predicate, AlwaysFalse):
-        return []
-    tables = snapshot.tables
-    object_ids = tables.column("object_id")
-    tasks: list[ScanTask] = []
+        return ScanTasks()
+    rows = snapshot.rows
+    leaves = pc.equal(rows.column("object_type"), TABLE)
+    shared = {
+        "fragment_ids": None,
+        "storage_options": tuple(sorted(manifest.storage_options.items())),
+        "manifest_root": manifest.root,
+        "manifest_version": snapshot.version,
+    }
+    parts: list[LeafRows] = []
     for spec in metadata.specs:
-        rows = tables.filter(pc.starts_with(object_ids, f"v{spec.version}{DELIMITER}"))
-        if rows.num_rows == 0:
+        prefix = pc.starts_with(rows.column("object_id"), f"v{spec.version}{DELIMITER}")
+        positions = pc.indices_nonzero(pc.and_(leaves, prefix)).cast(pa.int64())
+        if len(positions) == 0:
             continue
         projected = manifest_filter(predicate, spec, metadata.schema, fields)
         if isinstance(projected, AlwaysFalse):
             continue
         if not isinstance(projected, AlwaysTrue):
-            rows = filter_arrow(rows, projected, unknown=True)
-        with _collection_paused():
-            tasks += _tasks(manifest, snapshot, spec, rows.sort_by("object_id"), predicate, fields)
-    return tasks
+            positions = _matching(rows, positions, projected)
+        parts.append(
+            _leaf_rows(
+                manifest, snapshot, spec, _by_object_id(rows, positions), predicate, fields, shared
+            )
+        )
+    return ScanTasks(parts)
 
 
-@contextlib.contextmanager
-def _collection_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused while a plan builds a task per leaf: the many
-    small objects it allocates (none in a cycle) make the collector walk the heap again and
-    again, half of an unfiltered plan of 100k leaves. Resumed after, when it was running (a
-    thread that finds it paused by another leaves it to that one to resume)."""
-    running = gc.isenabled()
-    if running:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if running:
-            gc.enable()
+def _matching(rows: pa.Table, positions: pa.Array, projected: Predicate) -> pa.Array:
+    """Those of ``positions`` whose row of ``rows`` ``projected`` (a condition on the
+    partition columns) may hold for: one Arrow filter over the partition columns of those
+    rows only."""
+    names = [name for name in rows.column_names if name not in BASE_COLUMNS]
+    position = "__position"
+    while position in names:
+        position += "_"
+    slim = pa.Table.from_arrays(
+        [*(rows.column(name).take(positions) for name in names), positions],
+        names=[*names, position],
+    )
+    kept = filter_arrow(slim, projected, unknown=True)
+    return kept.column(position).combine_chunks()
 
 
-def _task(**fields: Any) -> ScanTask:
-    """A :class:`ScanTask` of every field, without the frozen dataclass's ``__init__`` (one
-    ``object.__setattr__`` per field: a quarter of an unfiltered plan of 100k leaves)."""
-    task = object.__new__(ScanTask)
-    object.__setattr__(task, "__dict__", fields)
-    return task
+def _by_object_id(rows: pa.Table, positions: pa.Array) -> pa.Array:
+    """``positions`` in the order of their rows' object ids (unchanged when already)."""
+    if len(positions) < 2:
+        return positions
+    ids = rows.column("object_id").take(positions)
+    if pc.all(pc.less_equal(ids.slice(0, len(ids) - 1), ids.slice(1))).as_py():
+        return positions
+    return positions.take(pc.sort_indices(ids))
 
 
-def _tasks(
+def _leaf_rows(
     manifest: Manifest,
     snapshot: ManifestSnapshot,
     spec: PartitionSpec,
-    rows: pa.Table,
+    positions: pa.Array,
     predicate: Predicate,
     fields: Mapping[str, FieldTerm],
-) -> list[ScanTask]:
-    """The scan tasks of ``spec``'s leaf ``rows`` (sorted) that ``predicate`` may match in.
-
-    Column by column (100k leaves: a dict per row and a JSON parse per row's ``metadata``
-    were most of an unfiltered plan); the row counts come from
-    :meth:`~lance_partitioned.manifest.LeafStats.num_rows_column`."""
+    shared: dict[str, Any],
+) -> LeafRows:
+    """The leaves of ``spec`` at ``positions`` (sorted) that ``predicate`` may match in,
+    with their residuals: the predicate simplified against each one's partition values,
+    computed once per distinct combination of the values it depends on
+    (:mod:`~lance_partitioned.scan.leafgroups`); a leaf whose residual is false is dropped."""
     metadata = snapshot.metadata
-    options = tuple(sorted(manifest.storage_options.items()))
-    names = [spec_field.name for spec_field in spec.fields]
-    n = rows.num_rows
-    columns = [
-        rows.column(name).to_pylist() if name in rows.column_names else [None] * n for name in names
-    ]
-    versions = (
-        rows.column(READ_VERSION) if READ_VERSION in rows.column_names else pa.nulls(n, pa.int64())
-    )
-    counts = LeafStats.num_rows_column(
-        rows.column("metadata") if "metadata" in rows.column_names else pa.nulls(n, pa.string()),
-        versions,
-    )
-    read_versions = versions.to_pylist()
-    branches, tags = (
-        rows.column(name).to_pylist() if name in rows.column_names else [None] * n
-        for name in READ_REFS
-    )
-    uris = list(map(manifest.table_uri, rows.column("location").to_pylist()))
-    everything = isinstance(predicate, AlwaysTrue)
-    filled = identity_columns(spec, metadata.schema)
-    shared = {
-        "spec_version": spec.version,
-        "fragment_ids": None,
-        "storage_options": options,
-        "manifest_root": manifest.root,
-        "manifest_version": snapshot.version,
-    }
-    tasks: list[ScanTask] = []
-    for object_id, uri, read_version, branch, tag, count, values in zip(
-        rows.column("object_id").to_pylist(),
-        uris,
-        read_versions,
-        branches,
-        tags,
-        counts,
-        zip(*columns, strict=True) if columns else itertools.repeat((), n),
-        strict=True,
-    ):
-        partition_values = tuple(zip(names, values, strict=True))
-        remaining = predicate
-        if not everything:
-            bound = dict(partition_values)
-            remaining = residual(
-                substitute(predicate, spec, fields, bound), spec, metadata.schema, bound
-            )
-            if isinstance(remaining, AlwaysFalse):
-                continue
-        tasks.append(
-            _task(
-                object_id=object_id,
-                uri=uri,
-                read_version=None if read_version is None else int(read_version),
-                partition_values=partition_values,
-                residual=remaining,
-                row_count=count,
-                filled=tuple((column, values[i]) for i, column in filled if values[i] is not None),
-                read_branch=branch,
-                read_tag=tag,
-                **shared,
-            )
+    residuals: tuple[Predicate, ...] = (predicate,)
+    groups = None
+    if not isinstance(predicate, AlwaysTrue):
+        positions, residuals, groups = leaf_residuals(
+            snapshot.rows, positions, spec, metadata.schema, predicate, fields
         )
-    return tasks
+    return LeafRows(
+        snapshot.rows,
+        positions,
+        tuple(spec_field.name for spec_field in spec.fields),
+        tuple(identity_columns(spec, metadata.schema)),
+        residuals,
+        groups,
+        spec.version,
+        manifest.table_uri,
+        shared,
+    )
 
 
 def filter_partitions(
@@ -288,5 +258,4 @@ def filter_partitions(
             tasks = plan_scan(manifest, snapshot, condition, columns=[])
         except errors.InvalidInputError:
             raise exc from exc.__cause__
-        kept = pa.array([task.object_id for task in tasks], pa.string())
-        return listing.filter(pc.is_in(listing.column("object_id"), kept))
+        return listing.filter(pc.is_in(listing.column("object_id"), tasks.object_ids()))

@@ -192,7 +192,7 @@ class LancePartitionedReader(DataSourceReader):
             )
         return self._opened
 
-    def plan(self) -> list[ScanTask]:
+    def plan(self) -> Sequence[ScanTask]:
         """The leaves the read must scan, pruned with the ``filter`` option and the pushed
         predicate (both also filter rows inside the leaves)."""
         ns = self._namespace()
