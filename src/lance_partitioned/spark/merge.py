@@ -1,16 +1,19 @@
 """``PartitionedTable.merge``: an upsert whose work runs on executors, committed once.
 
-1. Each source row gets an id (``monotonically_increasing_id``) and, on executors
-   (``mapInArrow``), the target leaves its keys can match: the partition values the keys
-   determine, computed with the namespace's transforms for every spec version, looked up in
-   the pinned ``__manifest`` snapshot (:func:`lance_partitioned.dml.merge._source_groups`, as
-   the Python merge does). A row goes to every leaf it can match; the leaves that a
-   ``when_not_matched_by_source_delete`` searches get a marker row.
-2. The rows are grouped by leaf (a shuffle); each task merges its leaves' slices with the
-   Python merge's per-leaf search (:meth:`~lance_partitioned.dml.merge.MergeBuilder._search`,
-   reading only that leaf), stages the updated rows under the current spec and prepares the
-   leaf's Lance delete; it returns those (pickled metadata) and the ids of the source rows
-   that matched.
+1. Each source row gets an id (``monotonically_increasing_id``) and is routed to the target
+   leaves its keys can match (:mod:`.merge_route`): by the partition values the keys
+   determine (computed on executors with the namespace's transforms, looked up in the pinned
+   ``__manifest`` snapshot, as the Python merge does), or, when the keys determine no
+   partition field of a spec version, by a Spark join with the distinct keys each of its
+   leaves holds (read on executors): a row goes to the leaves holding its key only. The
+   leaves that a ``when_not_matched_by_source_delete`` searches get a marker row.
+2. The rows are grouped by leaf (a shuffle into a few tasks per core); for each of its
+   leaves a task runs the Python merge's per-leaf search
+   (:meth:`~lance_partitioned.dml.merge.MergeBuilder._search`, reading only that leaf),
+   stages that leaf's updated rows under the current spec (one staged write per leaf, so a
+   leaf merged again at the commit replaces its own result only) and prepares the leaf's
+   Lance delete; it returns those (pickled metadata) and the ids of the source rows that
+   matched.
 3. The source rows that matched no target row (an anti-join on the ids) are staged on
    executors when the merge inserts.
 
