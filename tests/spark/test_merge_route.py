@@ -27,6 +27,7 @@ def _rows(root: Path) -> list[tuple[Any, ...]]:
     return sorted(tuple(r.values()) for r in table.to_pylist())
 
 
+@pytest.mark.slow  # four Spark jobs (a join, three shuffles): 10-70 s on 2 shared, loaded cores
 def test_a_merge_on_id_sends_each_source_row_to_the_one_leaf_holding_its_key(
     spark: SparkSession, tmp_path: Path
 ) -> None:
