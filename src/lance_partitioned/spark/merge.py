@@ -1,16 +1,19 @@
 """``PartitionedTable.merge``: an upsert whose work runs on executors, committed once.
 
-1. Each source row gets an id (``monotonically_increasing_id``) and, on executors
-   (``mapInArrow``), the target leaves its keys can match: the partition values the keys
-   determine, computed with the namespace's transforms for every spec version, looked up in
-   the pinned ``__manifest`` snapshot (:func:`lance_partitioned.dml.merge._source_groups`, as
-   the Python merge does). A row goes to every leaf it can match; the leaves that a
-   ``when_not_matched_by_source_delete`` searches get a marker row.
-2. The rows are grouped by leaf (a shuffle); each task merges its leaves' slices with the
-   Python merge's per-leaf search (:meth:`~lance_partitioned.dml.merge.MergeBuilder._search`,
-   reading only that leaf), stages the updated rows under the current spec and prepares the
-   leaf's Lance delete; it returns those (pickled metadata) and the ids of the source rows
-   that matched.
+1. Each source row gets an id (``monotonically_increasing_id``) and is routed to the target
+   leaves its keys can match (:mod:`.merge_route`): by the partition values the keys
+   determine (computed on executors with the namespace's transforms, looked up in the pinned
+   ``__manifest`` snapshot, as the Python merge does), or, when the keys determine no
+   partition field of a spec version, by a Spark join with the distinct keys each of its
+   leaves holds (read on executors): a row goes to the leaves holding its key only. The
+   leaves that a ``when_not_matched_by_source_delete`` searches get a marker row.
+2. The rows are grouped by leaf (a shuffle into a few tasks per core); for each of its
+   leaves a task runs the Python merge's per-leaf search
+   (:meth:`~lance_partitioned.dml.merge.MergeBuilder._search`, reading only that leaf),
+   stages that leaf's updated rows under the current spec (one staged write per leaf, so a
+   leaf merged again at the commit replaces its own result only) and prepares the leaf's
+   Lance delete; it returns those (pickled metadata) and the ids of the source rows that
+   matched.
 3. The source rows that matched no target row (an anti-join on the ids) are staged on
    executors when the merge inserts.
 
@@ -37,7 +40,7 @@ from pyspark import TaskContext
 
 from lance_partitioned import errors, scan
 from lance_partitioned.consistency import leaf_schema
-from lance_partitioned.dml.merge import MergeBuilder, _source_groups
+from lance_partitioned.dml.merge import MergeBuilder
 from lance_partitioned.dml.plan import DeleteCount, delete_operation, leaf_tasks
 from lance_partitioned.dml.results import MergeResult
 from lance_partitioned.expressions import AlwaysFalse, Predicate
@@ -46,6 +49,7 @@ from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.spark.dml import TASK_THREADS, LeafJob, TaskHook, job_for, remove_unused
 from lance_partitioned.spark.merge_replan import _LEAF, _ROW, Replanner, _LeafResult
+from lance_partitioned.spark.merge_route import route_kinds, routed
 from lance_partitioned.spark.staging import StagingJournal, data_files
 from lance_partitioned.spark.workers import freeze_worker_heap
 from lance_partitioned.transaction import (
@@ -101,6 +105,9 @@ class _MergeJob:
     tasks: dict[str, tuple[scan.ScanTask, Predicate]] = field(default_factory=dict)
     matched_delete: tuple[bool, str | None] = (False, None)
     delete_first: bool = False  # when_matched_delete came before when_matched_update_all
+    leaves: tuple[str, ...] = ()  # the leaves' object ids, sorted (``_LEAF`` indexes them)
+    routes: dict[int, str] = field(default_factory=dict)  # spec version -> route kind
+    safe: frozenset[str] = frozenset()  # the keys matched NULL-safely
 
     def builder(self, manifest: Manifest) -> MergeBuilder:
         b = MergeBuilder(manifest, None, list(self.on), null_safe=self.null_safe)
@@ -158,6 +165,7 @@ class SparkMergeBuilder:
         self._python = MergeBuilder(manifest, None, on, null_safe=null_safe)  # checks ``on``
         self._on, self._null_safe, self._hook = on, null_safe, hook
         self.replanned: list[str] = []  # the leaves merged again at the commit (moved)
+        self.routed = 0  # the source rows the leaves' tasks searched (a row once per leaf)
 
     def when_matched_update_all(self, condition: str | None = None) -> SparkMergeBuilder:
         """Replace each matched target row by its source row (see the Python merge)."""
@@ -207,6 +215,7 @@ class SparkMergeBuilder:
         """Run the merge on the executors; one ``__manifest`` commit on the driver."""
         from pyspark.errors import PySparkException
         from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import to_arrow_type
 
         started = time.perf_counter()
         manifest = self._manifest
@@ -231,6 +240,7 @@ class SparkMergeBuilder:
             for t in scan.plan_scan(manifest, snapshot, None, columns=[])
         }
         leaf = job_for(manifest, snapshot, self._hook)
+        source_types = {k: to_arrow_type(self._source.schema[k].dataType) for k in self._on}
         job = _MergeJob(
             leaf=leaf,
             on=tuple(self._on),
@@ -242,13 +252,19 @@ class SparkMergeBuilder:
             tasks=tasks,
             matched_delete=python._matched_delete,
             delete_first=python._delete_first,
+            leaves=tuple(sorted(tasks)),
+            routes=route_kinds(snapshot, self._on, source_types),
+            safe=python._safe_keys(snapshot),
         )
         keyed = self._source.withColumn(_ROW, F.monotonically_increasing_id()).persist()
-        replanner = Replanner(job, keyed, lambda frame: _routed(job, frame))
+        replanner = Replanner(
+            job, keyed, lambda frame, reads: routed(self._spark, job, frame, reads)
+        )
         self.replanned = replanner.replanned
         results: list[tuple[Any, str | None]] = []
         try:
             results = self._run(job, keyed, residuals)
+            self.routed = sum(r[0].routed for r in results if isinstance(r[0], _LeafResult))
             version, attempts, skipped = self._commit(job, snapshot, results, replanner)
         except PySparkException as exc:
             replanner.finish([])
@@ -290,17 +306,22 @@ class SparkMergeBuilder:
         self, job: _MergeJob, keyed: DataFrame, residuals: dict[str, Predicate]
     ) -> list[tuple[Any, str | None]]:
         from pyspark.sql import functions as F
-        from pyspark.sql.types import StringType, StructField, StructType
 
-        routed_schema = StructType([*keyed.schema.fields, StructField(_LEAF, StringType())])
-        routed = keyed.mapInArrow(lambda it: _route(job, it), routed_schema)
-        markers = [o for o, r in residuals.items() if not isinstance(r, AlwaysFalse)]
+        routes = routed(self._spark, job, keyed)
+        index = {o: i for i, o in enumerate(job.leaves)}
+        markers = [index[o] for o, r in residuals.items() if not isinstance(r, AlwaysFalse)]
         if markers:
-            empty = self._spark.createDataFrame([(m,) for m in markers], f"{_LEAF} string")
+            empty = self._spark.createDataFrame([(m,) for m in markers], f"{_LEAF} int")
             for f in keyed.schema.fields:
                 empty = empty.withColumn(f.name, F.lit(None).cast(f.dataType))
-            routed = routed.unionByName(empty)
-        merged = routed.repartition(_LEAF).mapInArrow(lambda it: _merge(job, it), _RESULT_SCHEMA)
+            routes = routes.unionByName(empty)
+        # a few tasks per core (each merges several leaves, one at a time), not
+        # spark.sql.shuffle.partitions' (mostly empty) tasks
+        cores = self._spark.sparkContext.defaultParallelism
+        count = max(1, min(len(job.leaves), 4 * cores))
+        merged = routes.repartition(count, _LEAF).mapInArrow(
+            lambda it: _merge(job, it), _RESULT_SCHEMA
+        )
         merged = merged.persist()
         try:
             out = [pickle.loads(r.payload) for r in merged.where("kind = 'leaf'").collect()]
@@ -384,43 +405,6 @@ def _prepare(found: _LeafResult, count: DeleteCount) -> Any:
     return prepare
 
 
-def _routed(job: _MergeJob, keyed: DataFrame) -> DataFrame:
-    """``keyed`` with each row once per target leaf it can match (the leaf in ``_LEAF``)."""
-    from pyspark.sql.types import StringType, StructField, StructType
-
-    schema = StructType([*keyed.schema.fields, StructField(_LEAF, StringType())])
-    return keyed.mapInArrow(lambda it: _route(job, it), schema)
-
-
-def _route(job: _MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Executor: each source row with every target leaf its keys can match."""
-    freeze_worker_heap()
-    manifest = job.leaf.manifest()
-    snapshot = job.leaf.snapshot()
-    metadata = snapshot.metadata
-    builder = job.builder(manifest)
-    safe = builder._safe_keys(snapshot)
-    by_spec: dict[int, list[str]] = {}
-    for object_id, (task, _) in job.tasks.items():
-        by_spec.setdefault(task.spec_version, []).append(object_id)
-    for batch in batches:
-        if not batch.num_rows:
-            continue
-        table = pa.Table.from_batches([batch])
-        source = builder._source(metadata.schema, table.select(list(job.columns)))
-        out = []
-        for spec in metadata.specs:
-            groups = _source_groups(snapshot, spec, metadata.schema, source, job.on, safe)
-            if groups is None:
-                everyone = np.arange(table.num_rows)
-                groups = dict.fromkeys(by_spec.get(spec.version, []), everyone)
-            for object_id, rows in groups.items():
-                part = table.take(pa.array(rows))
-                out.append(part.append_column(_LEAF, pa.array([object_id] * len(rows))))
-        for part in out:
-            yield from part.to_batches()
-
-
 def _merge(job: _MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor: merge each leaf's slice of the source into that leaf."""
     freeze_worker_heap()
@@ -435,14 +419,13 @@ def _merge(job: _MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Rec
     tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
     if not tables:
         return
-    everything = pa.concat_tables(tables)
-    leaves = everything.column(_LEAF).to_pylist()
+    everything = pa.concat_tables(tables).combine_chunks()
     results: list[tuple[Any, str | None]] = []
     matched_ids: list[np.ndarray] = []
     staged_all: list[PendingWrite] = []
-    for object_id in sorted(set(leaves)):
-        mask = pa.array([leaf == object_id for leaf in leaves])
-        slice_ = everything.filter(mask)
+    for leaf, positions in _leaf_slices(everything):
+        object_id = job.leaves[leaf]
+        slice_ = everything.take(pa.array(positions))
         slice_ = slice_.filter(slice_.column(_ROW).is_valid())  # (marker rows: none)
         ids = np.asarray(slice_.column(_ROW).to_numpy(zero_copy_only=False), dtype=np.int64)
         task, deleting = job.tasks[object_id]
@@ -457,7 +440,8 @@ def _merge(job: _MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Rec
                 manifest, snapshot, rows, mode="append", target=leaf_schema(schema), options=options
             )
             staged_all.append(staged)
-        results.append((_LeafResult.prepare(object_id, ds, found, staged), None))
+        result = _LeafResult.prepare(object_id, ds, found, staged, routed=len(ids))
+        results.append((result, None))
     name = _journal(job.leaf, staged_all)
     _hook(job.leaf)
     for result, _ in results:
@@ -475,6 +459,15 @@ def _merge(job: _MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Rec
                 [("kind", pa.string()), ("payload", pa.binary()), ("row", pa.int64())]
             ),
         )
+
+
+def _leaf_slices(table: pa.Table) -> list[tuple[int, np.ndarray]]:
+    """The positions of ``table``'s rows of each ``_LEAF`` index, by index."""
+    codes = np.asarray(table.column(_LEAF).to_numpy(zero_copy_only=False), dtype=np.int64)
+    order = np.argsort(codes, kind="stable")
+    leaves, starts = np.unique(codes[order], return_index=True)
+    bounds = [*starts.tolist(), len(order)]
+    return [(int(leaf), order[bounds[i] : bounds[i + 1]]) for i, leaf in enumerate(leaves)]
 
 
 def _insert(job: _MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import datetime
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["Replanner"]
 
 _ROW = "__lp_row"  # a source row's id
-_LEAF = "__lp_leaf"  # the target leaf a copy of a source row goes to
+_LEAF = "__lp_leaf"  # the target leaf a copy of a source row goes to (its index, an int)
 
 
 @dataclass
@@ -60,10 +60,16 @@ class _LeafResult:
     updated: int
     by_source: int
     staged: PendingWrite | None
+    routed: int = 0  # the source rows searched in the leaf
 
     @classmethod
     def prepare(
-        cls, object_id: str, ds: LanceDataset, found: _LeafMatches, staged: PendingWrite | None
+        cls,
+        object_id: str,
+        ds: LanceDataset,
+        found: _LeafMatches,
+        staged: PendingWrite | None,
+        routed: int = 0,
     ) -> _LeafResult:
         """The result of merging leaf ``ds``: the Lance delete of ``found``'s rows
         prepared on it (deletion files written, nothing committed), with ``staged``."""
@@ -79,6 +85,7 @@ class _LeafResult:
             found.updated,
             found.by_source,
             staged,
+            routed,
         )
 
 
@@ -93,15 +100,16 @@ class Replanner:
     keyed : DataFrame
         The source with its row ids (persisted by the merge), to route again.
     route : callable
-        The merge's routing: ``keyed`` with one row per (source row, target leaf), the leaf
-        in ``_LEAF``.
+        The merge's routing (:func:`.merge_route.routed`): ``keyed`` with one row per
+        (source row, target leaf), the leaf's index in ``_LEAF``; its second argument, the
+        leaves routed by a join with the versions whose keys to read.
     replanned : list of str
         The leaves merged again, in order (each once per version it was merged at).
     """
 
     job: _MergeJob
     keyed: DataFrame
-    route: Callable[[DataFrame], DataFrame]
+    route: Callable[[DataFrame, Mapping[str, Sequence[scan.ScanTask]]], DataFrame]
     replanned: list[str] = field(default_factory=list)
     _found: dict[tuple[str, int], _LeafResult] = field(default_factory=dict)
 
@@ -115,7 +123,6 @@ class Replanner:
                 for t in scan.plan_scan(self.job.leaf.manifest(), snapshot, None, columns=[])
                 if t.object_id in todo
             }
-            slices = self._slices(todo)
             for object_id in todo:
                 task = tasks.get(object_id)
                 if task is None or task.read_version is None:
@@ -123,6 +130,12 @@ class Replanner:
                         f"leaf {object_id!r} was removed while this merge ran: nothing was "
                         "changed; run it again"
                     )
+            # a join routes by the keys the leaf holds at the pinned and at the new version
+            reads = {o: [self.job.tasks[o][0], tasks[o]] for o in todo}
+            slices = self._slices(todo, reads)
+            for object_id in todo:
+                task = tasks[object_id]
+                assert task.read_version is not None
                 self._found[(object_id, task.read_version)] = self._merge(
                     task, slices.get(object_id)
                 )
@@ -140,18 +153,23 @@ class Replanner:
                 remove_staged(manifest, result.staged, since)
 
     # ------------------------------------------------------------------------- steps
-    def _slices(self, leaves: list[str]) -> dict[str, pa.Table]:
+    def _slices(
+        self, leaves: list[str], reads: dict[str, list[scan.ScanTask]]
+    ) -> dict[str, pa.Table]:
         """The source rows routed to each of ``leaves`` (a Spark job; only those rows
         reach the driver)."""
         from pyspark.sql import functions as F
 
+        index = {o: i for i, o in enumerate(self.job.leaves)}
         with warnings.catch_warnings():
             # mapInArrow checks the pandas version and warns for pandas 3, which it never uses
             warnings.filterwarnings("ignore", "PySpark does not yet fully", FutureWarning)
-            routed = self.route(self.keyed)
-            table = routed.where(F.col(_LEAF).isin(leaves)).toArrow()
-        column = table.column(_LEAF).to_pylist()
-        return {leaf: table.filter(pa.array([c == leaf for c in column])) for leaf in set(column)}
+            routed = self.route(self.keyed, reads)
+            table = routed.where(F.col(_LEAF).isin([index[o] for o in leaves])).toArrow()
+        column = np.asarray(table.column(_LEAF).to_numpy(zero_copy_only=False))
+        return {
+            self.job.leaves[int(i)]: table.filter(pa.array(column == i)) for i in np.unique(column)
+        }
 
     def _merge(self, task: scan.ScanTask, slice_: pa.Table | None) -> _LeafResult:
         """One leaf merged at ``task.read_version`` (as an executor's task does)."""

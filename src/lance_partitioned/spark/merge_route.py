@@ -1,0 +1,203 @@
+"""Where a Spark merge's source rows go: the target leaves whose rows their keys can match.
+
+A partition spec's leaves are reached one of three ways, chosen on the driver per spec
+version (:func:`route_kinds`):
+
+``"values"``
+    The merge keys determine some of the spec's partition fields (``on=["id", "day"]`` into
+    a ``day``-partitioned spec): on executors (``mapInArrow``), each row's partition values
+    are computed with the namespace's transforms and looked up in the pinned ``__manifest``
+    snapshot (:func:`lance_partitioned.dml.merge._source_groups`, as the Python merge does).
+``"join"``
+    The keys determine no partition field (``on="id"`` into ``day`` partitions): executors
+    read each leaf's key columns (one task per few leaves, each leaf's distinct keys) and
+    Spark joins the source with those (key, leaf) pairs. A source row then goes only to the
+    leaves holding its key (a row matching nothing goes to none), once each.
+``"every"``
+    Neither is possible (a key whose source and namespace types cannot be compared exactly
+    in Spark): every source row goes to every leaf of the spec.
+
+Every route is a superset of the rows that match in the leaf (the leaf's task searches its
+slice exactly, :meth:`~lance_partitioned.dml.merge.MergeBuilder._search`). The leaves are
+named in the routed rows by their index in the job's sorted leaf ids (``_LEAF``, an int).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from lance_partitioned.dml.merge import _source_groups
+from lance_partitioned.dml.plan import matched_rows
+from lance_partitioned.manifest import ManifestSnapshot
+from lance_partitioned.scan import ScanTask
+from lance_partitioned.spark.merge_replan import _LEAF
+from lance_partitioned.spark.workers import freeze_worker_heap
+from lance_partitioned.spec.multicolumn import sources_of
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from lance_partitioned.spark.merge import _MergeJob
+
+__all__ = ["route_kinds", "routed"]
+
+_TARGET = "__lp_t_"  # a leaf key column, in the join
+
+
+def _comparable(namespace: pa.DataType, source: pa.DataType) -> bool:
+    """Whether a key compared in the source's type matches exactly the rows that match in
+    the namespace's type (the source's values converted to it and back are unchanged)."""
+    if namespace == source:
+        return True
+    if pa.types.is_integer(namespace) and pa.types.is_integer(source):
+        return True
+    strings = (pa.types.is_string, pa.types.is_large_string)
+    if any(f(namespace) for f in strings) and any(f(source) for f in strings):
+        return True
+    binaries = (pa.types.is_binary, pa.types.is_large_binary)
+    return any(f(namespace) for f in binaries) and any(f(source) for f in binaries)
+
+
+def route_kinds(
+    snapshot: ManifestSnapshot, on: Sequence[str], source_types: Mapping[str, pa.DataType]
+) -> dict[int, str]:
+    """Each spec version's route: ``"values"``, ``"join"`` or ``"every"`` (see the module)."""
+    metadata = snapshot.metadata
+    schema = metadata.schema
+    read = schema.read_schema()
+    comparable = all(_comparable(read.field(k).type, source_types[k]) for k in on)
+    kinds = {}
+    for spec in metadata.specs:
+        determined = any(
+            all(not schema.is_deprecated(s) and schema.name_of(s) in on for s in sources_of(f))
+            for f in spec.fields
+        )
+        kinds[spec.version] = "values" if determined else "join" if comparable else "every"
+    return kinds
+
+
+def routed(
+    spark: SparkSession,
+    job: _MergeJob,
+    keyed: DataFrame,
+    reads: Mapping[str, Sequence[ScanTask]] | None = None,
+) -> DataFrame:
+    """``keyed`` with one row per (source row, target leaf its keys can match), the leaf's
+    index in ``_LEAF``. ``reads``: the leaves routed by a join, each with the versions whose
+    keys to read (None: every such leaf at the pinned snapshot)."""
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    schema = StructType([*keyed.schema.fields, StructField(_LEAF, IntegerType())])
+    parts = []
+    if any(kind != "join" for kind in job.routes.values()):
+        parts.append(keyed.mapInArrow(lambda it: _route(job, it), schema))
+    joined = [o for o in job.leaves if job.routes[job.tasks[o][0].spec_version] == "join"]
+    if reads is None:
+        reads = {o: [job.tasks[o][0]] for o in joined}
+    wanted = sorted((o, list(reads[o])) for o in joined if o in reads)
+    if wanted:
+        parts.append(_joined(spark, job, keyed, wanted))
+    if not parts:
+        return spark.createDataFrame([], schema)
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.unionByName(part)
+    return out
+
+
+def _joined(
+    spark: SparkSession, job: _MergeJob, keyed: DataFrame, reads: list[tuple[str, list[ScanTask]]]
+) -> DataFrame:
+    """The source rows joined with the distinct keys of the ``reads`` leaves."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import to_arrow_type
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    index = {o: i for i, o in enumerate(job.leaves)}
+    items = [(index[o], tasks) for o, tasks in reads]
+    names = [f"{_TARGET}{i}" for i in range(len(job.on))]
+    fields = [StructField(n, keyed.schema[k].dataType) for n, k in zip(names, job.on, strict=True)]
+    schema = StructType([*fields, StructField(_LEAF, IntegerType(), False)])
+    types = [to_arrow_type(f.dataType) for f in fields]
+    tasks = min(len(items), 8 * spark.sparkContext.defaultParallelism)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "PySpark does not yet fully", FutureWarning)
+        keys = spark.range(len(items), numPartitions=tasks).mapInArrow(
+            lambda it: _leaf_keys(job, items, types, it), schema
+        )
+    safe = job.safe
+    condition = [
+        keyed[k].eqNullSafe(keys[n]) if k in safe else keyed[k] == keys[n]
+        for k, n in zip(job.on, names, strict=True)
+    ]
+    joined = keyed.join(keys, on=condition, how="inner")
+    return joined.select(*[keyed[c] for c in keyed.columns], F.col(_LEAF))
+
+
+def _leaf_keys(
+    job: _MergeJob,
+    items: list[tuple[int, list[ScanTask]]],
+    types: list[pa.DataType],
+    batches: Iterator[pa.RecordBatch],
+) -> Iterator[pa.RecordBatch]:
+    """Executor: each leaf's distinct keys (at each version asked), in the source's types."""
+    freeze_worker_heap()
+    schema = job.leaf.snapshot().metadata.schema
+    on = list(job.on)
+    names = [f"{_TARGET}{i}" for i in range(len(on))]
+    for batch in batches:
+        for i in batch.column(0).to_pylist():
+            leaf, tasks = items[i]
+            tables = [matched_rows(t.open(), t, schema, on).select(on) for t in tasks]
+            keys = pa.concat_tables(tables).group_by(on, use_threads=False).aggregate([])
+            for k in on:
+                if k not in job.safe:
+                    keys = keys.filter(keys.column(k).is_valid())
+            columns = [
+                keys.column(k).cast(t, safe=False).combine_chunks()
+                for k, t in zip(on, types, strict=True)
+            ]
+            columns.append(pa.array(np.full(keys.num_rows, leaf, dtype=np.int32)))
+            out = pa.Table.from_arrays(columns, names=[*names, _LEAF])
+            yield from out.to_batches(max_chunksize=1 << 16)
+
+
+def _route(job: _MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor: each source row with every leaf of a ``"values"`` or ``"every"`` spec its
+    keys can match."""
+    freeze_worker_heap()
+    manifest = job.leaf.manifest()
+    snapshot = job.leaf.snapshot()
+    metadata = snapshot.metadata
+    builder = job.builder(manifest)
+    index = {o: i for i, o in enumerate(job.leaves)}
+    by_spec: dict[int, list[int]] = {}
+    for object_id, (task, _) in job.tasks.items():
+        by_spec.setdefault(task.spec_version, []).append(index[object_id])
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        table = pa.Table.from_batches([batch])
+        source = builder._source(metadata.schema, table.select(list(job.columns)))
+        routes: list[tuple[int, np.ndarray]] = []
+        for spec in metadata.specs:
+            kind = job.routes[spec.version]
+            if kind == "join":
+                continue
+            if kind == "every":
+                everyone = np.arange(table.num_rows)
+                routes += [(leaf, everyone) for leaf in by_spec.get(spec.version, [])]
+                continue
+            groups = _source_groups(snapshot, spec, metadata.schema, source, job.on, job.safe)
+            routes += [(index[o], rows) for o, rows in (groups or {}).items()]
+        if not routes:
+            continue
+        every = np.concatenate([rows for _, rows in routes])
+        leaves = np.concatenate([np.full(len(rows), leaf, np.int32) for leaf, rows in routes])
+        out = table.take(pa.array(every)).append_column(_LEAF, pa.array(leaves))
+        yield from out.combine_chunks().to_batches()
