@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from lance_partitioned.expressions import tree as t
 from lance_partitioned.expressions.tree import Predicate
+from lance_partitioned.expressions.visitor import PredicateVisitor, visit
 from lance_partitioned.pruning import residual
 from lance_partitioned.pruning.fieldnames import FieldTerm, substitute
 from lance_partitioned.pruning.projection import source_fields
@@ -55,21 +56,44 @@ def relevant_fields(
     ['c']
     """
     every = [f.name for f in spec.fields]
-    terms: set[str] = set()
-    stack = [predicate]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (t.And, t.Or)):
-            stack += (node.left, node.right)
-            continue
-        if isinstance(node, (t.AlwaysTrue, t.AlwaysFalse)):
-            continue
-        term = getattr(node, "term", None)
-        if not isinstance(term, str) or term in fields:
-            return every
-        terms.add(term)
+    terms = visit(predicate, _Terms(fields))
+    if terms is None:
+        return every
     names = {f.name for term in terms for f in source_fields(spec, schema, term)[0]}
     return [name for name in every if name in names]
+
+
+class _Terms(PredicateVisitor["frozenset[str] | None"]):
+    """The columns the leaves of a predicate name; None when one names a partition field (of
+    ``fields``) or is not a condition on one column (the residual may depend on every
+    field)."""
+
+    flat = True
+
+    def __init__(self, fields: Mapping[str, FieldTerm]) -> None:
+        self.fields = fields
+
+    def visit_and(self, parts: list[frozenset[str] | None]) -> frozenset[str] | None:
+        if any(part is None for part in parts):
+            return None
+        return frozenset().union(*(part for part in parts if part is not None))
+
+    visit_or = visit_and
+
+    def visit_not(self, child: frozenset[str] | None) -> frozenset[str] | None:
+        return child
+
+    def visit_true(self, p: t.AlwaysTrue) -> frozenset[str] | None:
+        return frozenset()
+
+    def visit_false(self, p: t.AlwaysFalse) -> frozenset[str] | None:
+        return frozenset()
+
+    def visit_leaf(self, p: Predicate) -> frozenset[str] | None:
+        term = getattr(p, "term", None)
+        if not isinstance(term, str) or term in self.fields:
+            return None
+        return frozenset((term,))
 
 
 def _groups(rows: pa.Table, positions: pa.Array, names: Sequence[str]) -> np.ndarray[Any, Any]:
