@@ -150,14 +150,18 @@ def _deleted(fragment: Any) -> int:
     return 0 if deletion is None else int(deletion.num_deleted_rows or 0)
 
 
-def _targets(ds: LanceDataset, where: Selection) -> list[tuple[Any, str]]:
-    """The fragments to apply the delete to, each with its filter: every fragment for a SQL
-    filter, only the fragments holding the addresses (each with its own) otherwise."""
+_OFFSET_MASK = np.uint64(0xFFFFFFFF)
+
+
+def _targets(ds: LanceDataset, where: Selection) -> list[tuple[Any, str | np.ndarray]]:
+    """The fragments to apply the delete to, each with what to delete: every fragment with
+    the SQL filter, or only the fragments holding the addresses, each with the row offsets
+    in it (deleted as they are: no filter evaluated again)."""
     if isinstance(where, str):
         return [(fragment, where) for fragment in ds.get_fragments()]
     fragment_ids = where >> np.uint64(32)
     bounds = np.flatnonzero(np.diff(fragment_ids)) + 1
-    targets = []
+    targets: list[tuple[Any, str | np.ndarray]] = []
     for chunk in np.split(where, bounds):
         fragment = ds.get_fragment(int(chunk[0] >> np.uint64(32)))
         if fragment is None:
@@ -165,8 +169,16 @@ def _targets(ds: LanceDataset, where: Selection) -> list[tuple[Any, str]]:
                 f"row address {int(chunk[0])} names no fragment of the leaf at {ds.uri!r} "
                 f"version {ds.version}"
             )
-        targets.append((fragment, address_filter(chunk)))
+        targets.append((fragment, chunk & _OFFSET_MASK))
     return targets
+
+
+def _delete(fragment: Any, condition: str | np.ndarray) -> Any:
+    """``fragment`` with the rows ``condition`` selects deleted (a SQL filter, or row
+    offsets in the fragment): its new metadata, None when no row is left."""
+    if isinstance(condition, str):
+        return fragment.delete(condition)
+    return fragment.delete_rows(condition.tolist())
 
 
 def delete_operation(
@@ -184,13 +196,18 @@ def delete_operation(
     for fragment, condition in _targets(ds, where):
         before = fragment.metadata
         try:
-            after = fragment.delete(condition)
+            after = _delete(fragment, condition)
         except (OSError, ValueError) as exc:
             typed = errors.storage_error(exc, ds.uri, "delete rows")
             if typed is not None:
                 raise typed from exc
+            shown = (
+                f"the filter {condition[:200]!r}"
+                if isinstance(condition, str)
+                else f"the deletion of row offsets {condition[:20].tolist()}"
+            )
             raise errors.InvalidInputError(
-                f"Lance cannot apply the filter {condition[:200]!r} to fragment "
+                f"Lance cannot apply {shown} to fragment "
                 f"{fragment.fragment_id} of the leaf at {ds.uri!r}: {exc}"
             ) from exc
         if after is None:

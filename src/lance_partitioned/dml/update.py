@@ -12,6 +12,7 @@ one, in the same ``__manifest`` commit — no duplicate, no loss.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +28,7 @@ from lance_partitioned.dml.delete import describe
 from lance_partitioned.dml.plan import (
     ROW_ADDRESS,
     DeleteCount,
+    addresses,
     delete_operation,
     deletion_filter,
     leaf_tasks,
@@ -123,6 +125,19 @@ def assignments(
 
 
 _SHALLOW_QUERY = 2_000  # characters: a query this short runs on the calling thread
+_sessions = threading.local()
+
+
+def _session() -> Any:
+    """This thread's DataFusion session, made once: the leaves of an update assign on the
+    workers of a pool, each worker with its own session (creating one per leaf costs as
+    much as the query of a few rows)."""
+    import datafusion
+
+    ctx = getattr(_sessions, "ctx", None)
+    if ctx is None:
+        ctx = _sessions.ctx = datafusion.SessionContext()
+    return ctx
 
 
 def assign(table: pa.Table, assignments: Mapping[str, str]) -> pa.Table:
@@ -133,8 +148,6 @@ def assign(table: pa.Table, assignments: Mapping[str, str]) -> pa.Table:
     >>> assign(t, {"n": "n + id"}).column("n").to_pylist()
     [11, 22]
     """
-    import datafusion
-
     items = [
         f"({assignments[f.name]}) AS {_quoted(f.name)}"
         if f.name in assignments
@@ -144,10 +157,13 @@ def assign(table: pa.Table, assignments: Mapping[str, str]) -> pa.Table:
     query = f"SELECT {', '.join(items)} FROM t"
 
     def run() -> pa.Table:
-        ctx = datafusion.SessionContext()
+        ctx = _session()
         batches = table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
         ctx.register_record_batches("t", [batches])
-        return ctx.sql(query).to_arrow_table()
+        try:
+            return ctx.sql(query).to_arrow_table()
+        finally:
+            ctx.deregister_table("t")
 
     try:
         # a short query cannot nest deep enough to need deep()'s big stack, and deep() runs
@@ -179,7 +195,7 @@ class LeafWork:
     """What the update did for one leaf at one version: rows read and the staged rows.
 
     ``deletion`` is the uncommitted Lance delete of the matched rows prepared with them
-    (elsewhere: a Spark executor) and the rows it deletes; it is committed while the leaf is
+    (by :func:`leaf_work`, here or on a Spark executor) and the rows it deletes; it is committed while the leaf is
     still at ``read_version``, and prepared again on any other version."""
 
     read_version: int
@@ -199,11 +215,15 @@ def leaf_work(
     options: WriteOptions,
 ) -> LeafWork:
     """Read the rows of ``task``'s leaf (opened as ``ds``) that match, compute their new
-    values and stage them under ``snapshot``'s current spec (nothing is committed)."""
+    values and stage them under ``snapshot``'s current spec, and prepare the Lance delete of
+    those rows at ``ds``'s version from their row addresses, as pylance's own ``update``
+    does (deletion files written; nothing is committed)."""
     schema = snapshot.metadata.schema
-    matched = matched_rows(ds, task, schema).drop_columns([ROW_ADDRESS])
+    found = matched_rows(ds, task, schema)
+    matched = found.drop_columns([ROW_ADDRESS])
     staged = None
     moved = 0
+    deletion = None
     if matched.num_rows:
         changed = assign(matched, checked)
         staged = stage(
@@ -215,7 +235,9 @@ def leaf_work(
             options=options,
         )
         moved = sum(leaf.rows for leaf in staged.leaves if leaf.object_id != task.object_id)
-    return LeafWork(int(ds.version), matched.num_rows, staged, moved)
+        count = DeleteCount()
+        deletion = (delete_operation(ds, addresses(found.column(ROW_ADDRESS)), count), count.rows)
+    return LeafWork(int(ds.version), matched.num_rows, staged, moved, deletion=deletion)
 
 
 def _prepare(

@@ -21,6 +21,7 @@ from lance import LanceDataset, LanceOperation
 from lance.commit import CommitConflictError
 
 from lance_partitioned import errors
+from lance_partitioned.leaf_cache import cached_leaf
 from lance_partitioned.manifest import Manifest, open_leaf
 from lance_partitioned.transaction.leafplan import (
     field_id_map,
@@ -423,8 +424,13 @@ def commit_change(
     caller."""
     uri = manifest.table_uri(location)
     options = manifest.storage_options or None
+    key = tuple(sorted((options or {}).items()))
     for attempt in range(_LEAF_ATTEMPTS):
-        latest = _latest_version(uri, options)
+        # As in commit_leaf, the first attempt takes the leaf to be at `expected` without
+        # looking: a commit on top of it (an orphan, another writer) makes Lance conflict or
+        # rebase this one, and every later attempt reads the latest version first
+        looked = attempt > 0 or expected == _NULL
+        latest = _latest_version(uri, options) if looked else expected
         if latest is None:
             raise errors.CorruptNamespaceError(
                 f"leaf table {change.object_id!r} is in the __manifest but {uri!r} holds no "
@@ -437,7 +443,12 @@ def commit_change(
             if operation is not None:
                 op = operation[0]
             else:
-                op = change.prepare(_open_leaf(uri, latest, options))
+                version = latest
+                # the leaf at that version, as the planner opened it (the leaf cache): a
+                # prepare reads it and writes files, it does not commit through it
+                op = change.prepare(
+                    cached_leaf(uri, version, key, lambda: _open_leaf(uri, version, options))
+                )
                 if prepared is not None:
                     prepared(base, op)
             if op is None:
@@ -463,6 +474,11 @@ def commit_change(
         except (CommitConflictError, _Rebased):
             if stale is not None and stale():
                 raise _StaleSnapshot(change.object_id) from None
+        except (OSError, errors.TableNotFoundError):
+            # the version taken to be there is not (Lance: "not found"): look, then retry
+            if looked:
+                raise
+            continue
         Backoff().sleep(attempt)
     raise errors.ConcurrentModificationError(
         f"leaf table {change.object_id!r} kept conflicting with concurrent writers "
