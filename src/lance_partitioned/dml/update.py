@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from lance import LanceDataset
 
@@ -41,6 +42,8 @@ from lance_partitioned.ingest import WriteOptions, stage
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.scan import ScanTask
+from lance_partitioned.spec.metadata import NamespaceMetadata
+from lance_partitioned.spec.multicolumn import sources_of
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.transaction import (
     ChangePlan,
@@ -50,7 +53,15 @@ from lance_partitioned.transaction import (
 )
 from lance_partitioned.transaction.write import Tally, merge_pending
 
-__all__ = ["LeafWork", "assign", "assignments", "check_assignments", "leaf_work", "update"]
+__all__ = [
+    "LeafWork",
+    "assign",
+    "assignments",
+    "check_assignments",
+    "in_place",
+    "leaf_work",
+    "update",
+]
 
 
 def _quoted(name: str) -> str:
@@ -195,8 +206,12 @@ class LeafWork:
     """What the update did for one leaf at one version: rows read and the staged rows.
 
     ``deletion`` is the uncommitted Lance delete of the matched rows prepared with them
-    (by :func:`leaf_work`, here or on a Spark executor) and the rows it deletes; it is committed while the leaf is
-    still at ``read_version``, and prepared again on any other version."""
+    (elsewhere: a Spark executor) and the rows it deletes; it is committed while the leaf is
+    still at ``read_version``, and prepared again on any other version. ``addresses`` are
+    the row addresses of the matched rows: the delete prepared at ``read_version`` deletes
+    exactly them, as pylance's own ``update`` does, without evaluating the predicate again.
+    ``matched`` holds the rows read when they are assigned and staged with other leaves'
+    (``staged`` is then None)."""
 
     read_version: int
     rows: int
@@ -204,6 +219,8 @@ class LeafWork:
     moved: int
     change: LeafChange | None = None  # the same object on every attempt: its commit is kept
     deletion: tuple[Any, int] | None = None
+    addresses: np.ndarray | None = None  # of the matched rows at read_version
+    matched: pa.Table | None = None  # the matched rows, left to be staged in a batch
 
 
 def leaf_work(
@@ -213,31 +230,48 @@ def leaf_work(
     ds: LanceDataset,
     checked: Mapping[str, str],
     options: WriteOptions,
+    *,
+    batch: bool = False,
 ) -> LeafWork:
     """Read the rows of ``task``'s leaf (opened as ``ds``) that match, compute their new
-    values and stage them under ``snapshot``'s current spec, and prepare the Lance delete of
-    those rows at ``ds``'s version from their row addresses, as pylance's own ``update``
-    does (deletion files written; nothing is committed)."""
+    values and stage them under ``snapshot``'s current spec (nothing is committed);
+    ``batch``: only read them (``matched``), to be assigned and staged with other leaves'."""
     schema = snapshot.metadata.schema
     found = matched_rows(ds, task, schema)
     matched = found.drop_columns([ROW_ADDRESS])
-    staged = None
-    moved = 0
-    deletion = None
-    if matched.num_rows:
-        changed = assign(matched, checked)
-        staged = stage(
-            manifest,
-            snapshot,
-            changed,
-            mode="append",
-            target=leaf_schema(schema),
-            options=options,
-        )
-        moved = sum(leaf.rows for leaf in staged.leaves if leaf.object_id != task.object_id)
-        count = DeleteCount()
-        deletion = (delete_operation(ds, addresses(found.column(ROW_ADDRESS)), count), count.rows)
-    return LeafWork(int(ds.version), matched.num_rows, staged, moved, deletion=deletion)
+    work = LeafWork(int(ds.version), matched.num_rows, None, 0)
+    if not matched.num_rows:
+        return work
+    work.addresses = addresses(found.column(ROW_ADDRESS))
+    if batch:
+        work.matched = matched
+        return work
+    changed = assign(matched, checked)
+    work.staged = stage(
+        manifest,
+        snapshot,
+        changed,
+        mode="append",
+        target=leaf_schema(schema),
+        options=options,
+    )
+    work.moved = sum(leaf.rows for leaf in work.staged.leaves if leaf.object_id != task.object_id)
+    return work
+
+
+def in_place(metadata: NamespaceMetadata, checked: Mapping[str, str]) -> bool:
+    """Whether no row of a leaf of the current spec can move: no assignment sets a column
+    that a partition field of the current spec is computed from (or holds it)."""
+    schema = metadata.schema
+    for spec_field in metadata.current_spec.fields:
+        for source_id in sources_of(spec_field):
+            try:
+                source = schema.name_of(source_id)
+            except errors.SchemaError:
+                return False
+            if any(source == name or source.startswith(name + ".") for name in checked):
+                return False
+    return True
 
 
 def _prepare(
@@ -247,9 +281,69 @@ def _prepare(
         if work.deletion is not None and ds.version == work.read_version:
             count.rows = work.deletion[1]
             return work.deletion[0]
+        if work.addresses is not None and ds.version == work.read_version:
+            return delete_operation(ds, work.addresses, count)
         return delete_operation(ds, deletion_filter(ds, task, schema), count)
 
     return prepare
+
+
+#: Bytes of matched rows held at most to be assigned and staged in one batch; the leaves
+#: read past it are staged one by one, as they are read.
+BATCH_BYTES = 128 << 20
+
+
+class _Batches:
+    """The leaves whose rows stay in place, assigned in one DataFusion query and staged in
+    one write (partitioned as any write, each leaf's files written on the pool): the
+    per-leaf cost of a query and of a staging pass paid once. The rows read for it are
+    held within :data:`BATCH_BYTES`."""
+
+    def __init__(self, options: WriteOptions) -> None:
+        self.options = options
+        self.held = 0
+        self.lock = threading.Lock()
+        self.done: dict[tuple[int, ...], PendingWrite] = {}
+
+    def reserve(self, nbytes: int) -> bool:
+        """Whether ``nbytes`` more of matched rows may wait for the batch."""
+        with self.lock:
+            if self.held + nbytes > BATCH_BYTES:
+                return False
+            self.held += nbytes
+            return True
+
+    def clear(self) -> None:
+        with self.lock:
+            self.held = 0
+            self.done.clear()
+
+    def staged(
+        self,
+        manifest: Manifest,
+        snapshot: ManifestSnapshot,
+        works: list[LeafWork],
+        checked: Mapping[str, str],
+    ) -> PendingWrite | None:
+        """The batch of ``works`` waiting for it, staged (the same object for the same
+        works: their leaf commits are kept on a retry)."""
+        waiting = [w for w in works if w.matched is not None]
+        if not waiting:
+            return None
+        key = tuple(id(w) for w in waiting)
+        if key not in self.done:
+            self.done.clear()
+            tables = [w.matched for w in waiting if w.matched is not None]
+            rows = pa.concat_tables(tables).combine_chunks()  # one batch, not one per leaf
+            self.done[key] = stage(
+                manifest,
+                snapshot,
+                assign(rows, checked),
+                mode="append",
+                target=leaf_schema(snapshot.metadata.schema),
+                options=self.options,
+            )
+        return self.done[key]
 
 
 def update(
@@ -271,8 +365,10 @@ def update(
     options = options or WriteOptions(threads=manifest.max_workers)
     first = manifest.snapshot() if prepared is None else prepared[0]
     checked = check_assignments(assignments, first.metadata.schema.read_schema())
-    leaf_tasks(manifest, first, where)  # a bad predicate fails before anything is read
+    # a bad predicate fails before anything is read
+    planned_tasks = {first.version: leaf_tasks(manifest, first, where)}
     cache: dict[str, LeafWork] = {} if prepared is None else dict(prepared[1])
+    batches = _Batches(options)
     counts: dict[str, DeleteCount] = {}
     done: list[LeafWork] = []
     planned = [first.metadata]
@@ -297,12 +393,21 @@ def update(
         ds = task.open()
         if known is not None and known.read_version == ds.version:
             return known
-        found = leaf_work(manifest, snapshot, task, ds, checked, leaf_options)
+        batch = (
+            prepared is None
+            and task.spec_version == snapshot.metadata.current_spec.version
+            and in_place(snapshot.metadata, checked)
+        )
+        found = leaf_work(manifest, snapshot, task, ds, checked, leaf_options, batch=batch)
+        if found.matched is not None and not batches.reserve(found.matched.nbytes):
+            found = leaf_work(manifest, snapshot, task, ds, checked, leaf_options)
         cache[task.object_id] = found
         return found
 
     def all_work(snapshot: ManifestSnapshot) -> list[tuple[ScanTask, LeafWork]]:
-        tasks = list(leaf_tasks(manifest, snapshot, where))
+        tasks = planned_tasks.pop(snapshot.version, None)
+        if tasks is None:
+            tasks = list(leaf_tasks(manifest, snapshot, where))
         width = max(1, min(options.threads, len(tasks)))
         if width == 1:
             return [(task, work(task, snapshot)) for task in tasks]
@@ -324,6 +429,7 @@ def update(
                 ) from exc
             planned[0] = snapshot.metadata
             cache.clear()
+            batches.clear()
         changes: list[LeafChange] = []
         reads: dict[str, int] = {}
         writes: list[PendingWrite] = []
@@ -341,6 +447,9 @@ def update(
             changes.append(found.change)
             if found.staged is not None and found.staged.leaves:
                 writes.append(found.staged)
+        batch = batches.staged(manifest, snapshot, done, checked)
+        if batch is not None and batch.leaves:
+            writes.append(batch)
         key = tuple(id(w) for w in writes)
         if key not in merged:  # the same staged writes merge into the same object
             merged.clear()

@@ -254,7 +254,7 @@ def _update_leaf(
     manifest, snapshot = job.manifest(), job.snapshot()
     options = WriteOptions(threads=TASK_THREADS)
     work = leaf_work(manifest, snapshot, item.task, ds, dict(item.assignments), options)
-    if work.rows and work.deletion is None:  # (leaf_work prepares it from the rows read)
+    if work.rows:
         count = DeleteCount()
         schema = snapshot.metadata.schema
         operation = delete_operation(ds, deletion_filter(ds, item.task, schema), count)

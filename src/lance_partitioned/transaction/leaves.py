@@ -8,6 +8,7 @@ Nothing here is visible until the ``__manifest`` commit that names the new leaf 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import random
 import threading
@@ -443,11 +444,12 @@ def commit_change(
             if operation is not None:
                 op = operation[0]
             else:
-                version = latest
                 # the leaf at that version, as the planner opened it (the leaf cache): a
                 # prepare reads it and writes files, it does not commit through it
                 op = change.prepare(
-                    cached_leaf(uri, version, key, lambda: _open_leaf(uri, version, options))
+                    cached_leaf(
+                        uri, latest, key, functools.partial(_open_leaf, uri, latest, options)
+                    )
                 )
                 if prepared is not None:
                     prepared(base, op)
