@@ -45,6 +45,9 @@ __all__ = [
 ]
 
 ROW_ADDRESS = "_rowaddr"
+#: A leaf of at most this many rows (one Lance batch) has its matching rows read with every
+#: column at once: a second pass taking the other columns of the matches costs more there.
+EARLY_ROWS = 8192
 
 
 def leaf_tasks(
@@ -94,10 +97,12 @@ def matched_rows(
     needed = pa.schema([*wanted, *(f for f in filtered if f.name not in names)])
     sources = [leaf_field(ds.schema, f) for f in needed]
     sql = pushdown(ds, task, schema)
+    small = task.row_count is not None and task.row_count <= EARLY_ROWS
     scanner = ds.scanner(
         columns=sorted({s.name for s in sources if s is not None}),
         filter=None if sql == "true" else sql,
         with_row_address=True,
+        late_materialization=False if small else None,
     )
     out_schema = pa.schema([*wanted, pa.field(ROW_ADDRESS, pa.uint64())])
     batches = []

@@ -378,6 +378,9 @@ def commit_leaf(
     )
 
 
+_KEEPS_SCHEMA = (LanceOperation.Delete, LanceOperation.Update)  # ops of commit_change
+
+
 @dataclass(frozen=True)
 class LeafChange:
     """A change to one existing leaf, computed from that leaf at the ``read_version`` of the
@@ -405,6 +408,7 @@ def commit_change(
     operation: tuple[Any] | None = None,
     prepared: Callable[[int, Any], None] | None = None,
     append: Sequence[Any] = (),
+    known: str | None = None,
 ) -> LeafCommit | None:
     """Commit ``change`` on the leaf at ``location``, on top of its ``expected`` version (the
     manifest's ``read_version``; ``_NULL``: its latest). Returns ``None`` when ``prepare`` found
@@ -422,7 +426,10 @@ def commit_change(
     ``Delete`` that ``prepare`` returns and these fragments become one Lance ``Update`` (as
     pylance's own ``update`` commits), one leaf version instead of two; the result says
     ``appended``. Any other operation is committed alone and the fragments are left to the
-    caller."""
+    caller.
+
+    ``known`` is the leaf schema fingerprint the ``__manifest`` recorded for ``expected``: a
+    ``Delete`` (fused or not) changes no column, so the new version has it too."""
     uri = manifest.table_uri(location)
     options = manifest.storage_options or None
     key = tuple(sorted((options or {}).items()))
@@ -467,9 +474,9 @@ def commit_change(
                 uri, op, read_version=latest, storage_options=options, max_retries=0
             )
             if ds.version == latest + 1:
-                return LeafCommit(
-                    int(ds.version), int(ds.count_rows()), leaf_fingerprint(ds), fused
-                )
+                kept = known is not None and expected >= 0 and isinstance(op, _KEEPS_SCHEMA)
+                fingerprint = known if kept else leaf_fingerprint(ds)
+                return LeafCommit(int(ds.version), int(ds.count_rows()), fingerprint, fused)
             log.info("change of %s was rebased to version %d: redoing it", uri, ds.version)
             if stale is not None and stale():
                 raise _StaleSnapshot(change.object_id)
