@@ -434,11 +434,7 @@ def commit_change(
     options = manifest.storage_options or None
     key = tuple(sorted((options or {}).items()))
     for attempt in range(_LEAF_ATTEMPTS):
-        # As in commit_leaf, the first attempt takes the leaf to be at `expected` without
-        # looking: a commit on top of it (an orphan, another writer) makes Lance conflict or
-        # rebase this one, and every later attempt reads the latest version first
-        looked = attempt > 0 or expected == _NULL
-        latest = _latest_version(uri, options) if looked else expected
+        latest = _latest_version(uri, options)
         if latest is None:
             raise errors.CorruptNamespaceError(
                 f"leaf table {change.object_id!r} is in the __manifest but {uri!r} holds no "
@@ -483,11 +479,6 @@ def commit_change(
         except (CommitConflictError, _Rebased):
             if stale is not None and stale():
                 raise _StaleSnapshot(change.object_id) from None
-        except (OSError, errors.TableNotFoundError):
-            # the version taken to be there is not (Lance: "not found"): look, then retry
-            if looked:
-                raise
-            continue
         Backoff().sleep(attempt)
     raise errors.ConcurrentModificationError(
         f"leaf table {change.object_id!r} kept conflicting with concurrent writers "
