@@ -166,7 +166,7 @@ class _Batches:
         self.options = options
         self.held = 0
         self.lock = threading.Lock()
-        self.done: dict[tuple[int, ...], PendingWrite] = {}
+        self.done: tuple[list[LeafWork], PendingWrite] | None = None
 
     def reserve(self, nbytes: int) -> bool:
         """Whether ``nbytes`` more of matched rows may wait for the batch."""
@@ -179,7 +179,7 @@ class _Batches:
     def clear(self) -> None:
         with self.lock:
             self.held = 0
-            self.done.clear()
+            self.done = None
 
     def staged(
         self,
@@ -193,20 +193,25 @@ class _Batches:
         waiting = [w for w in works if w.matched is not None]
         if not waiting:
             return None
-        key = tuple(id(w) for w in waiting)
-        if key not in self.done:
-            self.done.clear()
-            tables = [w.matched for w in waiting if w.matched is not None]
-            rows = pa.concat_tables(tables).combine_chunks()  # one batch, not one per leaf
-            self.done[key] = stage(
-                manifest,
-                snapshot,
-                assign(rows, checked),
-                mode="append",
-                target=leaf_schema(snapshot.metadata.schema),
-                options=self.options,
-            )
-        return self.done[key]
+        if self.done is not None and _same_works(self.done[0], waiting):
+            return self.done[1]
+        self.done = None
+        tables = [w.matched for w in waiting if w.matched is not None]
+        rows = pa.concat_tables(tables).combine_chunks()  # one batch, not one per leaf
+        staged = stage(
+            manifest,
+            snapshot,
+            assign(rows, checked),
+            mode="append",
+            target=leaf_schema(snapshot.metadata.schema),
+            options=self.options,
+        )
+        self.done = (waiting, staged)  # (the works held: compared by identity)
+        return staged
+
+
+def _same_works(a: list[LeafWork], b: list[LeafWork]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def update(
