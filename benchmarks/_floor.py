@@ -18,11 +18,12 @@ deltalake's.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import lance
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -60,6 +61,40 @@ class Floor:
 
         self._each(parts, one)
 
+    def write_parts(self, parts: Mapping[Any, pa.Table]) -> None:
+        """One ``write_dataset`` (create) per key of ``parts`` (see :func:`split_by`)."""
+        self.keys = sorted(parts)
+        self._each(
+            parts,
+            lambda key: lance.write_dataset(
+                parts[key], self.uri(key), mode="create", storage_options=self.options
+            ),
+        )
+
+    def update(self, keys: Iterable[Any], updates: dict[str, str], where: str) -> None:
+        """pylance's own ``update(updates, where)`` on each leaf of ``keys``."""
+        self._each(keys, lambda key: self._open(key).update(updates, where=where))
+
+    def merge(self, parts: Mapping[Any, pa.Table], on: Sequence[str]) -> None:
+        """``merge_insert(on)``, matched rows updated and the others inserted, of each part
+        into its leaf (a leaf that does not exist yet is written)."""
+        known = set(self.keys)
+
+        def one(key: Any) -> None:
+            if key not in known:
+                lance.write_dataset(parts[key], self.uri(key), storage_options=self.options)
+                return
+            (
+                self._open(key)
+                .merge_insert(list(on))
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(parts[key])
+            )
+
+        self._each(parts, one)
+        self.keys = sorted(known | set(parts))
+
     def read(self, key: Any) -> pa.Table:
         """One leaf's rows."""
         return self._open(key).to_table()
@@ -90,4 +125,29 @@ def split(table: pa.Table, column: str) -> dict[Any, pa.Table]:
     out: dict[Any, pa.Table] = {}
     for value in pc.unique(values).to_pylist():
         out[str(value)] = table.filter(pc.equal(values, pa.scalar(value, values.type)))
+    return out
+
+
+def split_by(table: pa.Table, keys: Sequence[pa.ChunkedArray | pa.Array]) -> dict[str, pa.Table]:
+    """``table``'s rows grouped by the values of ``keys`` (arrays as long as the table, not
+    stored), each group named by its values joined with ``_`` (NULL as ``null``).
+
+    >>> t = pa.table({"v": [1, 2, 3]})
+    >>> sorted((k, p.num_rows) for k, p in split_by(t, [pa.array([1, None, 1])]).items())
+    [('1', 2), ('null', 1)]
+    """
+    texts = [pc.fill_null(pc.cast(key, pa.string()), "null") for key in keys]
+    joined = texts[0] if len(texts) == 1 else pc.binary_join_element_wise(*texts, "_")
+    if isinstance(joined, pa.ChunkedArray):
+        joined = joined.combine_chunks()
+    encoded = joined.dictionary_encode()
+    codes = np.asarray(encoded.indices)
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes, minlength=len(encoded.dictionary))
+    ordered = table.take(pa.array(order))
+    out: dict[str, pa.Table] = {}
+    start = 0
+    for name, count in zip(encoded.dictionary.to_pylist(), counts.tolist(), strict=True):
+        out[name] = ordered.slice(start, count)
+        start += count
     return out

@@ -25,10 +25,19 @@ column, and its keyed merge matches ``country`` with ``IS NOT DISTINCT FROM`` (o
 NULL partition sources NULL-safely), so both tables keep the same rows. ``--merge-rows``
 sets the merge size (default: 1% of the rows).
 
+The **floor** (issue 31; ``_floor.py``) is pylance alone on the same partitions: one plain
+Lance dataset per partition, each operation one pylance call per leaf on a thread pool as wide
+as ours (``max_workers``): ``delete("true")`` on the deleted partition's leaf, ``delete`` of
+the scattered rows, pylance's own ``update``, ``merge_insert`` of each partition's share of
+the merge source (keyed on ``id``; the keyed merge also on the partition sources a leaf does
+not fix: a leaf holds one country, matched NULL-safely so), and ``optimize.compact_files``.
+
 Every run starts from freshly written tables in a new directory under ``--dir``, deleted at
-the end. The table printed is the wall time of each operation, delta / ours, and the CPU time
-of the process during it (every thread: Lance's and delta-rs's Rust threads included), which a
-loaded machine disturbs less than the wall time.
+the end; ``--repeat N`` runs every system N times (in one process) and keeps each operation's
+minimum. The table printed is the wall time of each operation, delta / ours, ours / floor,
+and the CPU time of the process during it (every thread: Lance's and delta-rs's Rust threads
+included), which a loaded machine disturbs less than the wall time. ``--systems`` runs only
+some of ``ours,delta,floor``.
 
 ``--ops`` runs only some operations (in the order above), e.g. ``--ops delete_partition``
 to time the metadata-only delete without the merges.
@@ -37,9 +46,10 @@ Usage::
 
     .venv/bin/python benchmarks/dml.py [--rows N] [--dir /tmp] [--only date,bucket,months]
         [--ops delete_partition,delete_scattered,update,merge_id,merge_keyed,optimize]
-        [--merge-rows N]
+        [--merge-rows N] [--repeat N] [--systems ours,delta,floor]
 
-Issue 33's run: ``--rows 1000000 --only months --merge-rows 15000``.
+Issue 33's run: ``--rows 1000000 --only months --merge-rows 15000``. Issue 31's floor run:
+``--rows 200000 --only months --ops update,merge_keyed,optimize --repeat 3``.
 """
 
 from __future__ import annotations
@@ -60,6 +70,8 @@ import pyarrow.compute as pc
 
 import lance_partitioned as lp
 from _data import USERS, make_events
+from _floor import Floor, split_by
+from lance_partitioned.runtime import max_workers
 from lance_partitioned.spec.transforms import parse_transform
 
 ZONE = "Europe/Berlin"
@@ -284,13 +296,48 @@ def run_delta(
     return run(actions, ops)
 
 
-def count_check(ours_root: str, delta_root: str) -> tuple[int, int]:
-    """Row counts of both after every operation (they must agree)."""
-    from deltalake import DeltaTable
+def run_floor(
+    root: str, table: pa.Table, spec: Spec, ops: list[str], merge_rows: int | None = None
+) -> tuple[dict[str, tuple[float, float]], Floor]:
+    """The floor: pylance alone, one dataset per partition (``_floor.py``)."""
+    floor = Floor(root, workers=max_workers())
 
-    ours = lp.PartitionedNamespace.open(ours_root).count_rows()
-    delta = DeltaTable(delta_root).to_pyarrow_dataset().count_rows()
-    return ours, delta
+    def parts(rows: pa.Table) -> dict[str, pa.Table]:
+        extended = with_delta_columns(rows)
+        return split_by(rows, [extended.column(c) for c in spec.delta_columns])
+
+    floor.write_parts(parts(table))
+    n = table.num_rows
+    first = parts(merge_source(table, spec, 2, n, merge_rows))
+    second = parts(merge_source(table, spec, 4, n + n, merge_rows))
+    extended = with_delta_columns(table)
+    inside = extended.filter(_in_deleted_partition(extended, spec))
+    deleted = list(split_by(inside, [inside.column(c) for c in spec.delta_columns]))
+    keyed = ["id", *(s for s in spec.sources if s != "id" and s not in spec.nullable)]
+    actions: dict[str, Callable[[], object]] = {
+        "delete one partition": lambda: floor.delete(deleted, "true"),
+        "delete 1% scattered": lambda: floor.delete(floor.keys, "id % 100 = 0"),
+        "update 1%": lambda: floor.update(floor.keys, {"amount": "amount + 1"}, "id % 100 = 1"),
+        "merge on id": lambda: floor.merge(first, ["id"]),
+        "merge on id + partition source": lambda: floor.merge(second, keyed),
+        "optimize": lambda: floor.optimize(),
+    }
+    return run(actions, ops), floor
+
+
+def _fastest(
+    best: dict[str, tuple[float, float]], new: dict[str, tuple[float, float]]
+) -> dict[str, tuple[float, float]]:
+    """Each operation's run of least wall time, of ``best`` and ``new``."""
+    return {op: min(best.get(op, new[op]), new[op]) for op in new}
+
+
+def _cell(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _ratio(top: float | None, bottom: float | None) -> str:
+    return "-" if top is None or bottom is None else f"{top / bottom:.2f}x"
 
 
 def main() -> None:
@@ -304,40 +351,66 @@ def main() -> None:
         default=",".join(OPERATIONS),
         help=f"comma-separated operations among {list(OPERATIONS)}, run in that order",
     )
+    parser.add_argument("--repeat", type=int, default=1, help="runs per system; the min is kept")
+    parser.add_argument("--systems", default="ours,delta,floor", help="ours, delta, floor")
     args = parser.parse_args()
     ops = [op.strip() for op in args.ops.split(",") if op.strip()]
     unknown = [op for op in ops if op not in OPERATIONS]
     if unknown:
         parser.error(f"unknown operation(s) {unknown}: choose among {list(OPERATIONS)}")
     ops = [op for op in OPERATIONS if op in ops]
+    systems = {name.strip() for name in args.systems.split(",") if name.strip()}
+    if not systems <= {"ours", "delta", "floor"}:
+        parser.error(f"unknown system(s) in {args.systems!r}: choose among ours, delta, floor")
     keys = [key.strip() for key in args.only.split(",") if key.strip()]
     tables = {make: make(args.rows, 1) for make in {SPECS[key].make for key in keys}}
     merge_rows = args.merge_rows or args.rows // 100
     lines = [
-        f"rows: {args.rows:,}, merge source: {merge_rows:,} rows",
+        f"rows: {args.rows:,}, merge source: {merge_rows:,} rows, min of {args.repeat}, "
+        f"max_workers: {max_workers()}",
         "",
-        "| spec | operation | ours s | delta-rs s | delta / ours | ours CPU s | delta-rs CPU s |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| spec | operation | ours s | delta-rs s | floor s | delta / ours | ours / floor "
+        "| ours CPU s | delta-rs CPU s | floor CPU s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for key in keys:
         spec = SPECS[key]
         table = tables[spec.make]
-        work = tempfile.mkdtemp(prefix="lp-dml-bench-", dir=args.dir)
-        try:
-            ours_root, delta_root = os.path.join(work, "ours"), os.path.join(work, "delta")
-            ours = run_ours(ours_root, table, spec, ops, merge_rows)
-            delta = run_delta(delta_root, table, spec, ops, merge_rows)
-            counted = count_check(ours_root, delta_root)
-            if counted[0] != counted[1]:
-                raise SystemExit(f"row counts differ after the operations: {counted}")
-            for operation, (seconds, cpu) in ours.items():
-                other, other_cpu = delta[operation]
-                lines.append(
-                    f"| `{spec.partition_by}` | {operation} | {seconds:.3f} | {other:.3f} | "
-                    f"{other / seconds:.1f}x | {cpu:.3f} | {other_cpu:.3f} |"
-                )
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        best: dict[str, dict[str, tuple[float, float]]] = {name: {} for name in systems}
+        for _ in range(args.repeat):
+            work = tempfile.mkdtemp(prefix="lp-dml-bench-", dir=args.dir)
+            try:
+                roots = {name: os.path.join(work, name) for name in ("ours", "delta", "floor")}
+                counted: dict[str, int] = {}
+                if "ours" in systems:
+                    ours = run_ours(roots["ours"], table, spec, ops, merge_rows)
+                    best["ours"] = _fastest(best["ours"], ours)
+                    counted["ours"] = lp.PartitionedNamespace.open(roots["ours"]).count_rows()
+                if "delta" in systems:
+                    from deltalake import DeltaTable
+
+                    delta = run_delta(roots["delta"], table, spec, ops, merge_rows)
+                    best["delta"] = _fastest(best["delta"], delta)
+                    dataset = DeltaTable(roots["delta"]).to_pyarrow_dataset()
+                    counted["delta"] = dataset.count_rows()
+                if "floor" in systems:
+                    timings, floor = run_floor(roots["floor"], table, spec, ops, merge_rows)
+                    best["floor"] = _fastest(best["floor"], timings)
+                    counted["floor"] = floor.count_rows()
+                if len(set(counted.values())) > 1:
+                    raise SystemExit(f"row counts differ after the operations: {counted}")
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+        for operation in (OPERATIONS[op] for op in ops):
+            wall = {name: best[name][operation][0] for name in systems}
+            cpu = {name: best[name][operation][1] for name in systems}
+            ours_s, delta_s, floor_s = (wall.get(n) for n in ("ours", "delta", "floor"))
+            lines.append(
+                f"| `{spec.partition_by}` | {operation} | {_cell(ours_s)} | {_cell(delta_s)} | "
+                f"{_cell(floor_s)} | {_ratio(delta_s, ours_s)} | {_ratio(ours_s, floor_s)} | "
+                f"{_cell(cpu.get('ours'))} | {_cell(cpu.get('delta'))} | "
+                f"{_cell(cpu.get('floor'))} |"
+            )
     print("\n".join(lines))
 
 

@@ -45,6 +45,9 @@ __all__ = [
 ]
 
 ROW_ADDRESS = "_rowaddr"
+#: A leaf of at most this many rows (one Lance batch) has its matching rows read with every
+#: column at once: a second pass taking the other columns of the matches costs more there.
+EARLY_ROWS = 8192
 
 
 def leaf_tasks(
@@ -94,10 +97,12 @@ def matched_rows(
     needed = pa.schema([*wanted, *(f for f in filtered if f.name not in names)])
     sources = [leaf_field(ds.schema, f) for f in needed]
     sql = pushdown(ds, task, schema)
+    small = task.row_count is not None and task.row_count <= EARLY_ROWS
     scanner = ds.scanner(
         columns=sorted({s.name for s in sources if s is not None}),
         filter=None if sql == "true" else sql,
         with_row_address=True,
+        late_materialization=False if small else None,
     )
     out_schema = pa.schema([*wanted, pa.field(ROW_ADDRESS, pa.uint64())])
     batches = []
@@ -150,14 +155,18 @@ def _deleted(fragment: Any) -> int:
     return 0 if deletion is None else int(deletion.num_deleted_rows or 0)
 
 
-def _targets(ds: LanceDataset, where: Selection) -> list[tuple[Any, str]]:
-    """The fragments to apply the delete to, each with its filter: every fragment for a SQL
-    filter, only the fragments holding the addresses (each with its own) otherwise."""
+_OFFSET_MASK = np.uint64(0xFFFFFFFF)
+
+
+def _targets(ds: LanceDataset, where: Selection) -> list[tuple[Any, str | np.ndarray]]:
+    """The fragments to apply the delete to, each with what to delete: every fragment with
+    the SQL filter, or only the fragments holding the addresses, each with the row offsets
+    in it (deleted as they are: no filter evaluated again)."""
     if isinstance(where, str):
         return [(fragment, where) for fragment in ds.get_fragments()]
     fragment_ids = where >> np.uint64(32)
     bounds = np.flatnonzero(np.diff(fragment_ids)) + 1
-    targets = []
+    targets: list[tuple[Any, str | np.ndarray]] = []
     for chunk in np.split(where, bounds):
         fragment = ds.get_fragment(int(chunk[0] >> np.uint64(32)))
         if fragment is None:
@@ -165,8 +174,16 @@ def _targets(ds: LanceDataset, where: Selection) -> list[tuple[Any, str]]:
                 f"row address {int(chunk[0])} names no fragment of the leaf at {ds.uri!r} "
                 f"version {ds.version}"
             )
-        targets.append((fragment, address_filter(chunk)))
+        targets.append((fragment, chunk & _OFFSET_MASK))
     return targets
+
+
+def _delete(fragment: Any, condition: str | np.ndarray) -> Any:
+    """``fragment`` with the rows ``condition`` selects deleted (a SQL filter, or row
+    offsets in the fragment): its new metadata, None when no row is left."""
+    if isinstance(condition, str):
+        return fragment.delete(condition)
+    return fragment.delete_rows(condition.tolist())
 
 
 def delete_operation(
@@ -184,13 +201,18 @@ def delete_operation(
     for fragment, condition in _targets(ds, where):
         before = fragment.metadata
         try:
-            after = fragment.delete(condition)
+            after = _delete(fragment, condition)
         except (OSError, ValueError) as exc:
             typed = errors.storage_error(exc, ds.uri, "delete rows")
             if typed is not None:
                 raise typed from exc
+            shown = (
+                f"the filter {condition[:200]!r}"
+                if isinstance(condition, str)
+                else f"the deletion of row offsets {condition[:20].tolist()}"
+            )
             raise errors.InvalidInputError(
-                f"Lance cannot apply the filter {condition[:200]!r} to fragment "
+                f"Lance cannot apply {shown} to fragment "
                 f"{fragment.fragment_id} of the leaf at {ds.uri!r}: {exc}"
             ) from exc
         if after is None:

@@ -12,21 +12,25 @@ one, in the same ``__manifest`` commit — no duplicate, no loss.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from lance import LanceDataset
 
 from lance_partitioned import errors
 from lance_partitioned.consistency import leaf_schema
+from lance_partitioned.dml.assign import assign, assignments, check_assignments
 from lance_partitioned.dml.delete import describe
 from lance_partitioned.dml.plan import (
     ROW_ADDRESS,
     DeleteCount,
+    addresses,
     delete_operation,
     deletion_filter,
     leaf_tasks,
@@ -34,11 +38,12 @@ from lance_partitioned.dml.plan import (
 )
 from lance_partitioned.dml.results import UpdateResult
 from lance_partitioned.expressions import Predicate
-from lance_partitioned.expressions.sqltext import deep
 from lance_partitioned.ingest import WriteOptions, stage
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.scan import ScanTask
+from lance_partitioned.spec.metadata import NamespaceMetadata
+from lance_partitioned.spec.multicolumn import sources_of
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.transaction import (
     ChangePlan,
@@ -48,130 +53,15 @@ from lance_partitioned.transaction import (
 )
 from lance_partitioned.transaction.write import Tally, merge_pending
 
-__all__ = ["LeafWork", "assign", "assignments", "check_assignments", "leaf_work", "update"]
-
-
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def check_assignments(assignments: Mapping[str, str], schema: pa.Schema) -> dict[str, str]:
-    """The assignments, checked: a non-empty mapping from live column names to SQL text,
-    each of which DataFusion can plan over ``schema`` (a typed error otherwise)."""
-    if not isinstance(assignments, Mapping) or not assignments:
-        raise errors.InvalidInputError(
-            "set must be a non-empty mapping from column names to SQL expressions, like "
-            "{'amount': 'amount * 2'}"
-        )
-    checked: dict[str, str] = {}
-    for name, sql in assignments.items():
-        if name not in schema.names:
-            raise errors.InvalidInputError(
-                f"cannot assign column {name!r}: it is not a column of the namespace (its "
-                f"columns are {schema.names}); partition field names cannot be assigned, "
-                "assign their source column"
-            )
-        if not isinstance(sql, str) or not sql.strip():
-            raise errors.InvalidInputError(
-                f"the value assigned to {name!r} must be SQL text, like '{name}' or 'NULL', "
-                f"got {sql!r}"
-            )
-        checked[name] = sql
-    assign(schema.empty_table(), checked)  # plans every expression: errors come first
-    return checked
-
-
-def assignments(
-    set: Mapping[str, str] | None, values: Mapping[str, Any] | None
-) -> Mapping[str, str]:
-    """The SQL assignments of ``update(where, set=...)`` or ``update(where, values=...)``:
-    ``set`` as it is; ``values`` (column -> Python value, None for NULL) as SQL literals,
-    which the update casts to each column's type.
-
-    >>> assignments(None, {"country": "US", "note": None, "n": 2})
-    {'country': "'US'", 'note': 'NULL', 'n': '2'}
-    """
-    if set is not None and values is not None:
-        raise errors.InvalidInputError(
-            "give set= (SQL expressions, {'amount': 'amount * 2'}) or values= (Python values, "
-            "{'country': 'US'}), not both"
-        )
-    if values is None:
-        if set is None:
-            raise errors.InvalidInputError(
-                "update needs set= (column -> SQL expression) or values= (column -> Python value)"
-            )
-        return set
-    if not isinstance(values, Mapping) or not values:
-        raise errors.InvalidInputError(
-            "values must be a non-empty mapping from column names to Python values, like "
-            "{'country': 'US'}"
-        )
-    from lance_partitioned.expressions.render import sql_literal
-
-    converted: dict[str, str] = {}
-    for name, value in values.items():
-        try:
-            converted[name] = "NULL" if value is None else sql_literal(value)
-        except errors.InvalidInputError as exc:
-            raise errors.InvalidInputError(
-                f"values: the value for column {name!r} cannot be assigned: {exc} (pass "
-                "None, a bool, int, float, Decimal, str, bytes, date, datetime or time; or "
-                "SQL text with set=)"
-            ) from exc
-    return converted
-
-
-_SHALLOW_QUERY = 2_000  # characters: a query this short runs on the calling thread
-
-
-def assign(table: pa.Table, assignments: Mapping[str, str]) -> pa.Table:
-    """``table`` with each assigned column replaced by its SQL expression's value, computed
-    by DataFusion over the row (the other columns unchanged), cast to the column's type.
-
-    >>> t = pa.table({"id": [1, 2], "n": [10, 20]})
-    >>> assign(t, {"n": "n + id"}).column("n").to_pylist()
-    [11, 22]
-    """
-    import datafusion
-
-    items = [
-        f"({assignments[f.name]}) AS {_quoted(f.name)}"
-        if f.name in assignments
-        else _quoted(f.name)
-        for f in table.schema
-    ]
-    query = f"SELECT {', '.join(items)} FROM t"
-
-    def run() -> pa.Table:
-        ctx = datafusion.SessionContext()
-        batches = table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
-        ctx.register_record_batches("t", [batches])
-        return ctx.sql(query).to_arrow_table()
-
-    try:
-        # a short query cannot nest deep enough to need deep()'s big stack, and deep() runs
-        # one call at a time: the leaves of an update assign in parallel
-        result = run() if len(query) <= _SHALLOW_QUERY else deep(run)
-    except Exception as exc:
-        raise errors.InvalidInputError(
-            f"cannot compute the assignments {dict(assignments)}: {exc}"
-        ) from exc
-    columns = []
-    for target, column in zip(table.schema, result.columns, strict=True):
-        if column.type == target.type:
-            columns.append(column)
-            continue
-        try:
-            columns.append(column.cast(target.type))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise errors.CastError(
-                f"the value assigned to column {target.name!r} ({column.type}) does not fit "
-                f"its type {target.type}: {exc}"
-            ) from exc
-    if not result.num_rows:
-        return table.slice(0, 0)
-    return pa.Table.from_arrays(columns, schema=table.schema)
+__all__ = [
+    "LeafWork",
+    "assign",
+    "assignments",
+    "check_assignments",
+    "in_place",
+    "leaf_work",
+    "update",
+]
 
 
 @dataclass
@@ -180,7 +70,11 @@ class LeafWork:
 
     ``deletion`` is the uncommitted Lance delete of the matched rows prepared with them
     (elsewhere: a Spark executor) and the rows it deletes; it is committed while the leaf is
-    still at ``read_version``, and prepared again on any other version."""
+    still at ``read_version``, and prepared again on any other version. ``addresses`` are
+    the row addresses of the matched rows: the delete prepared at ``read_version`` deletes
+    exactly them, as pylance's own ``update`` does, without evaluating the predicate again.
+    ``matched`` holds the rows read when they are assigned and staged with other leaves'
+    (``staged`` is then None)."""
 
     read_version: int
     rows: int
@@ -188,6 +82,8 @@ class LeafWork:
     moved: int
     change: LeafChange | None = None  # the same object on every attempt: its commit is kept
     deletion: tuple[Any, int] | None = None
+    addresses: np.ndarray | None = None  # of the matched rows at read_version
+    matched: pa.Table | None = None  # the matched rows, left to be staged in a batch
 
 
 def leaf_work(
@@ -197,25 +93,48 @@ def leaf_work(
     ds: LanceDataset,
     checked: Mapping[str, str],
     options: WriteOptions,
+    *,
+    batch: bool = False,
 ) -> LeafWork:
     """Read the rows of ``task``'s leaf (opened as ``ds``) that match, compute their new
-    values and stage them under ``snapshot``'s current spec (nothing is committed)."""
+    values and stage them under ``snapshot``'s current spec (nothing is committed);
+    ``batch``: only read them (``matched``), to be assigned and staged with other leaves'."""
     schema = snapshot.metadata.schema
-    matched = matched_rows(ds, task, schema).drop_columns([ROW_ADDRESS])
-    staged = None
-    moved = 0
-    if matched.num_rows:
-        changed = assign(matched, checked)
-        staged = stage(
-            manifest,
-            snapshot,
-            changed,
-            mode="append",
-            target=leaf_schema(schema),
-            options=options,
-        )
-        moved = sum(leaf.rows for leaf in staged.leaves if leaf.object_id != task.object_id)
-    return LeafWork(int(ds.version), matched.num_rows, staged, moved)
+    found = matched_rows(ds, task, schema)
+    matched = found.drop_columns([ROW_ADDRESS])
+    work = LeafWork(int(ds.version), matched.num_rows, None, 0)
+    if not matched.num_rows:
+        return work
+    work.addresses = addresses(found.column(ROW_ADDRESS))
+    if batch:
+        work.matched = matched
+        return work
+    changed = assign(matched, checked)
+    work.staged = stage(
+        manifest,
+        snapshot,
+        changed,
+        mode="append",
+        target=leaf_schema(schema),
+        options=options,
+    )
+    work.moved = sum(leaf.rows for leaf in work.staged.leaves if leaf.object_id != task.object_id)
+    return work
+
+
+def in_place(metadata: NamespaceMetadata, checked: Mapping[str, str]) -> bool:
+    """Whether no row of a leaf of the current spec can move: no assignment sets a column
+    that a partition field of the current spec is computed from (or holds it)."""
+    schema = metadata.schema
+    for spec_field in metadata.current_spec.fields:
+        for source_id in sources_of(spec_field):
+            try:
+                source = schema.name_of(source_id)
+            except errors.SchemaError:
+                return False
+            if any(source == name or source.startswith(name + ".") for name in checked):
+                return False
+    return True
 
 
 def _prepare(
@@ -225,9 +144,74 @@ def _prepare(
         if work.deletion is not None and ds.version == work.read_version:
             count.rows = work.deletion[1]
             return work.deletion[0]
+        if work.addresses is not None and ds.version == work.read_version:
+            return delete_operation(ds, work.addresses, count)
         return delete_operation(ds, deletion_filter(ds, task, schema), count)
 
     return prepare
+
+
+#: Bytes of matched rows held at most to be assigned and staged in one batch; the leaves
+#: read past it are staged one by one, as they are read.
+BATCH_BYTES = 128 << 20
+
+
+class _Batches:
+    """The leaves whose rows stay in place, assigned in one DataFusion query and staged in
+    one write (partitioned as any write, each leaf's files written on the pool): the
+    per-leaf cost of a query and of a staging pass paid once. The rows read for it are
+    held within :data:`BATCH_BYTES`."""
+
+    def __init__(self, options: WriteOptions) -> None:
+        self.options = options
+        self.held = 0
+        self.lock = threading.Lock()
+        self.done: tuple[list[LeafWork], PendingWrite] | None = None
+
+    def reserve(self, nbytes: int) -> bool:
+        """Whether ``nbytes`` more of matched rows may wait for the batch."""
+        with self.lock:
+            if self.held + nbytes > BATCH_BYTES:
+                return False
+            self.held += nbytes
+            return True
+
+    def clear(self) -> None:
+        with self.lock:
+            self.held = 0
+            self.done = None
+
+    def staged(
+        self,
+        manifest: Manifest,
+        snapshot: ManifestSnapshot,
+        works: list[LeafWork],
+        checked: Mapping[str, str],
+    ) -> PendingWrite | None:
+        """The batch of ``works`` waiting for it, staged (the same object for the same
+        works: their leaf commits are kept on a retry)."""
+        waiting = [w for w in works if w.matched is not None]
+        if not waiting:
+            return None
+        if self.done is not None and _same_works(self.done[0], waiting):
+            return self.done[1]
+        self.done = None
+        tables = [w.matched for w in waiting if w.matched is not None]
+        rows = pa.concat_tables(tables).combine_chunks()  # one batch, not one per leaf
+        staged = stage(
+            manifest,
+            snapshot,
+            assign(rows, checked),
+            mode="append",
+            target=leaf_schema(snapshot.metadata.schema),
+            options=self.options,
+        )
+        self.done = (waiting, staged)  # (the works held: compared by identity)
+        return staged
+
+
+def _same_works(a: list[LeafWork], b: list[LeafWork]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def update(
@@ -249,8 +233,10 @@ def update(
     options = options or WriteOptions(threads=manifest.max_workers)
     first = manifest.snapshot() if prepared is None else prepared[0]
     checked = check_assignments(assignments, first.metadata.schema.read_schema())
-    leaf_tasks(manifest, first, where)  # a bad predicate fails before anything is read
+    # a bad predicate fails before anything is read
+    planned_tasks = {first.version: leaf_tasks(manifest, first, where)}
     cache: dict[str, LeafWork] = {} if prepared is None else dict(prepared[1])
+    batches = _Batches(options)
     counts: dict[str, DeleteCount] = {}
     done: list[LeafWork] = []
     planned = [first.metadata]
@@ -275,12 +261,21 @@ def update(
         ds = task.open()
         if known is not None and known.read_version == ds.version:
             return known
-        found = leaf_work(manifest, snapshot, task, ds, checked, leaf_options)
+        batch = (
+            prepared is None
+            and task.spec_version == snapshot.metadata.current_spec.version
+            and in_place(snapshot.metadata, checked)
+        )
+        found = leaf_work(manifest, snapshot, task, ds, checked, leaf_options, batch=batch)
+        if found.matched is not None and not batches.reserve(found.matched.nbytes):
+            found = leaf_work(manifest, snapshot, task, ds, checked, leaf_options)
         cache[task.object_id] = found
         return found
 
     def all_work(snapshot: ManifestSnapshot) -> list[tuple[ScanTask, LeafWork]]:
-        tasks = list(leaf_tasks(manifest, snapshot, where))
+        tasks = planned_tasks.pop(snapshot.version, None)
+        if tasks is None:
+            tasks = list(leaf_tasks(manifest, snapshot, where))
         width = max(1, min(options.threads, len(tasks)))
         if width == 1:
             return [(task, work(task, snapshot)) for task in tasks]
@@ -302,6 +297,7 @@ def update(
                 ) from exc
             planned[0] = snapshot.metadata
             cache.clear()
+            batches.clear()
         changes: list[LeafChange] = []
         reads: dict[str, int] = {}
         writes: list[PendingWrite] = []
@@ -319,6 +315,9 @@ def update(
             changes.append(found.change)
             if found.staged is not None and found.staged.leaves:
                 writes.append(found.staged)
+        batch = batches.staged(manifest, snapshot, done, checked)
+        if batch is not None and batch.leaves:
+            writes.append(batch)
         key = tuple(id(w) for w in writes)
         if key not in merged:  # the same staged writes merge into the same object
             merged.clear()

@@ -94,6 +94,10 @@ class CommitConflict(Exception):
     """Internal: a ``__manifest`` commit lost a compare-and-swap; re-read and retry."""
 
 
+#: Rows of a snapshot converted to Python together by :meth:`ManifestSnapshot.row`.
+ROW_BLOCK = 64
+
+
 @dataclass(frozen=True)
 class ManifestSnapshot:
     """One version of the ``__manifest``: its metadata and all its rows.
@@ -133,10 +137,23 @@ class ManifestSnapshot:
         """Whether a row with this object id exists."""
         return object_id in self._index
 
+    @cached_property
+    def _row_blocks(self) -> dict[int, list[dict[str, Any]]]:
+        return {}
+
     def row(self, object_id: str) -> dict[str, Any] | None:
-        """The row of ``object_id`` as a dict, or None."""
+        """The row of ``object_id`` as a dict (a new one), or None. Rows are converted
+        :data:`ROW_BLOCK` at a time, once: a commit of many leaves looks up one or two rows
+        of each, and converting one row costs nearly as much as a block."""
         i = self._index.get(object_id)
-        return None if i is None else self.rows.slice(i, 1).to_pylist()[0]
+        if i is None:
+            return None
+        block, at = divmod(i, ROW_BLOCK)
+        rows = self._row_blocks.get(block)
+        if rows is None:
+            rows = self.rows.slice(block * ROW_BLOCK, ROW_BLOCK).to_pylist()
+            self._row_blocks[block] = rows
+        return dict(rows[at])
 
     def read_version(self, object_id: str) -> int | None:
         """The ``read_version`` of a leaf row (None: absent row, NULL, or a ``__manifest``

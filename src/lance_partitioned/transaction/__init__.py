@@ -426,6 +426,7 @@ def _commit_one(
             operation=step.operation,
             prepared=record,
             append=_fusable(snapshot, step, pending),
+            known=_known(snapshot, object_id, expected),
         )
         if commit is not None:
             if commit.appended:

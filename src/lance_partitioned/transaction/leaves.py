@@ -8,6 +8,7 @@ Nothing here is visible until the ``__manifest`` commit that names the new leaf 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import random
 import threading
@@ -21,6 +22,7 @@ from lance import LanceDataset, LanceOperation
 from lance.commit import CommitConflictError
 
 from lance_partitioned import errors
+from lance_partitioned.leaf_cache import cached_leaf
 from lance_partitioned.manifest import Manifest, open_leaf
 from lance_partitioned.transaction.leafplan import (
     field_id_map,
@@ -376,6 +378,9 @@ def commit_leaf(
     )
 
 
+_KEEPS_SCHEMA = (LanceOperation.Delete, LanceOperation.Update)  # ops of commit_change
+
+
 @dataclass(frozen=True)
 class LeafChange:
     """A change to one existing leaf, computed from that leaf at the ``read_version`` of the
@@ -403,6 +408,7 @@ def commit_change(
     operation: tuple[Any] | None = None,
     prepared: Callable[[int, Any], None] | None = None,
     append: Sequence[Any] = (),
+    known: str | None = None,
 ) -> LeafCommit | None:
     """Commit ``change`` on the leaf at ``location``, on top of its ``expected`` version (the
     manifest's ``read_version``; ``_NULL``: its latest). Returns ``None`` when ``prepare`` found
@@ -420,9 +426,13 @@ def commit_change(
     ``Delete`` that ``prepare`` returns and these fragments become one Lance ``Update`` (as
     pylance's own ``update`` commits), one leaf version instead of two; the result says
     ``appended``. Any other operation is committed alone and the fragments are left to the
-    caller."""
+    caller.
+
+    ``known`` is the leaf schema fingerprint the ``__manifest`` recorded for ``expected``: a
+    ``Delete`` (fused or not) changes no column, so the new version has it too."""
     uri = manifest.table_uri(location)
     options = manifest.storage_options or None
+    key = tuple(sorted((options or {}).items()))
     for attempt in range(_LEAF_ATTEMPTS):
         latest = _latest_version(uri, options)
         if latest is None:
@@ -437,7 +447,13 @@ def commit_change(
             if operation is not None:
                 op = operation[0]
             else:
-                op = change.prepare(_open_leaf(uri, latest, options))
+                # the leaf at that version, as the planner opened it (the leaf cache): a
+                # prepare reads it and writes files, it does not commit through it
+                op = change.prepare(
+                    cached_leaf(
+                        uri, latest, key, functools.partial(_open_leaf, uri, latest, options)
+                    )
+                )
                 if prepared is not None:
                     prepared(base, op)
             if op is None:
@@ -454,9 +470,9 @@ def commit_change(
                 uri, op, read_version=latest, storage_options=options, max_retries=0
             )
             if ds.version == latest + 1:
-                return LeafCommit(
-                    int(ds.version), int(ds.count_rows()), leaf_fingerprint(ds), fused
-                )
+                kept = known is not None and expected >= 0 and isinstance(op, _KEEPS_SCHEMA)
+                fingerprint = known if kept else leaf_fingerprint(ds)
+                return LeafCommit(int(ds.version), int(ds.count_rows()), fingerprint, fused)
             log.info("change of %s was rebased to version %d: redoing it", uri, ds.version)
             if stale is not None and stale():
                 raise _StaleSnapshot(change.object_id)
