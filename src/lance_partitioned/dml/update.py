@@ -234,7 +234,7 @@ def update(
     first = manifest.snapshot() if prepared is None else prepared[0]
     checked = check_assignments(assignments, first.metadata.schema.read_schema())
     # a bad predicate fails before anything is read
-    planned_tasks = {first.version: leaf_tasks(manifest, first, where)}
+    planned_tasks = {first.version: list(leaf_tasks(manifest, first, where))}
     cache: dict[str, LeafWork] = {} if prepared is None else dict(prepared[1])
     batches = _Batches(options)
     counts: dict[str, DeleteCount] = {}
