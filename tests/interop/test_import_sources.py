@@ -167,13 +167,25 @@ def test_iceberg_table(tmp_path: Path) -> None:
     same_rows(lp.PartitionedNamespace.open(str(other)).to_table(), table)
 
 
-def test_iceberg_bucket_needs_partition_by(tmp_path: Path) -> None:
+def test_iceberg_bucket_and_truncate_are_translated(tmp_path: Path) -> None:
+    """Iceberg's bucket[N] and integer truncate[W] become the namespace's bucket(N, col) and
+    truncate(W, col): the rows are partitioned again by the namespace's own functions."""
+    from lance_partitioned.verify import verify
+
     table = _table()
-    iceberg = _iceberg(tmp_path, table, [("id", "bucket[4]")])
-    with pytest.raises(errors.PartitionSpecError, match="partition_by"):
-        lp.import_(iceberg, str(tmp_path / "ns"))
-    lp.import_(iceberg, str(tmp_path / "ns"), partition_by="bucket(4, id)")
-    same_rows(lp.PartitionedNamespace.open(str(tmp_path / "ns")).to_table(), table)
+    iceberg = _iceberg(tmp_path, table, [("name", "bucket[4]"), ("id", "truncate[25]")])
+    uri = str(tmp_path / "ns")
+    lp.import_(iceberg, uri)
+    ns = lp.PartitionedNamespace.open(uri)
+    same_rows(ns.to_table(), table)
+    bucket, truncate = ns.current_spec.fields
+    assert "% 4" in bucket.expression and "25" in truncate.expression
+    assert len(ns.partitions(sizes=False)) > 4  # buckets times truncation ranges
+    assert ns.to_table(filter="id = 7")["id"].to_pylist() == [7]
+    assert len(ns.plan_scan("id = 7 AND name = 'n0'")) == 1  # both fields prune
+    assert verify(uri).problems == []
+    lp.import_(iceberg, str(tmp_path / "other"), partition_by="name")  # partition_by still wins
+    assert _names(tmp_path / "other") == ["name"]
 
 
 def test_missing_extra_is_a_typed_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -282,11 +282,17 @@ def _static_table(src: Any, storage_options: dict[str, str]) -> Any:
 
 
 def _iceberg_partition_by(table: Any, schema: Any) -> str:
-    """The Iceberg partition spec as our shorthand: identity, year/month/day/hour as our
-    period transforms (the same values), truncate of strings as ``truncate``. Iceberg's
-    bucket (murmur3) and integer truncate (floor, not toward zero) have no spec-000
-    equivalent: the import then needs ``partition_by``."""
+    """The Iceberg partition spec as our shorthand, field by field: identity as the column,
+    year/month/day/hour as our period transforms (the same values), ``bucket[N]`` as
+    ``bucket(N, col)`` and ``truncate[W]`` as ``truncate(W, col)``. The import computes every
+    row's partition values itself, so the namespace is partitioned as the table was (the same
+    number of buckets on the same column, the same widths), with the namespace's own
+    functions: a row's bucket is the namespace's hash of it (Iceberg's is
+    ``(murmur3(v) & 0x7FFFFFFF) % N``, neither dialect's), an integer's truncation rounds
+    toward zero where Iceberg's rounds down. Other transforms (void, unknown ones) need
+    ``partition_by``."""
     from pyiceberg.transforms import (
+        BucketTransform,
         DayTransform,
         HourTransform,
         IdentityTransform,
@@ -305,22 +311,17 @@ def _iceberg_partition_by(table: Any, schema: Any) -> str:
             parts.append(column)
         elif type(transform) in periods:
             parts.append(f"{_PERIODS[periods[type(transform)]]}({column})")
-        elif isinstance(transform, TruncateTransform) and _is_string(schema, field.source_id):
+        elif isinstance(transform, TruncateTransform):
             parts.append(f"truncate({transform.width}, {column})")
+        elif isinstance(transform, BucketTransform):
+            parts.append(f"bucket({transform.num_buckets}, {column})")
         else:
             raise errors.PartitionSpecError(
                 f"the Iceberg partition field {field.name!r} ({transform} of {column}) has no "
-                "spec-000 equivalent (Iceberg's bucket hashes with murmur3, ours with xxhash64; "
-                "its integer truncate rounds down, ours toward zero): pass partition_by "
-                f"(--partition-by), e.g. 'bucket(16, {column})' or '{column}'"
+                "equivalent here: pass partition_by (--partition-by), e.g. "
+                f"'bucket(16, {column})' or '{column}'"
             )
     return ", ".join(parts)
-
-
-def _is_string(schema: Any, field_id: int) -> bool:
-    from pyiceberg.types import StringType
-
-    return isinstance(schema.find_field(field_id).field_type, StringType)
 
 
 def bare_schema(schema: pa.Schema) -> pa.Schema:
