@@ -179,7 +179,8 @@ def test_iceberg_bucket_and_truncate_are_translated(tmp_path: Path) -> None:
     ns = lp.PartitionedNamespace.open(uri)
     same_rows(ns.to_table(), table)
     bucket, truncate = ns.current_spec.fields
-    assert "% 4" in bucket.expression and "25" in truncate.expression
+    assert "% 4" in bucket.expression
+    assert "25" in truncate.expression
     assert len(ns.partitions(sizes=False)) > 4  # buckets times truncation ranges
     assert ns.to_table(filter="id = 7")["id"].to_pylist() == [7]
     assert len(ns.plan_scan("id = 7 AND name = 'n0'")) == 1  # both fields prune
