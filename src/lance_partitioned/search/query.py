@@ -28,7 +28,6 @@ LanceDB's ``RRFReranker``), in ``_relevance_score``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -39,14 +38,15 @@ from lance_partitioned import errors
 from lance_partitioned.consistency import conform_batch, leaf_field
 from lance_partitioned.expressions import AlwaysTrue, Predicate
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
+from lance_partitioned.pools import leaf_pool
 from lance_partitioned.scan import (
     ScanTask,
     leaf_filter,
     output_fields,
-    plan_scan,
     post_filter,
     residual_fields,
 )
+from lance_partitioned.search.plans import planned
 from lance_partitioned.search.definitions import VECTOR_TYPES, IndexDefinition, load_definitions
 from lance_partitioned.spec.schema import NamespaceSchema
 
@@ -57,6 +57,7 @@ RRF_K = 60
 
 _LEAF = "_leaf"
 _ROWID = "_rowid"
+_ORD = "_ord"
 
 
 def _partition_text(task: ScanTask) -> str:
@@ -103,8 +104,11 @@ def _metric(definitions: dict[str, IndexDefinition], field_id: int, metric: str 
 class _Leaf:
     """One kept leaf opened for a search: its columns mapped to the namespace's."""
 
-    def __init__(self, task: ScanTask, schema: NamespaceSchema, fields: list[pa.Field]) -> None:
+    def __init__(
+        self, task: ScanTask, schema: NamespaceSchema, fields: list[pa.Field], rank: int = 0
+    ) -> None:
         self.task = task
+        self.rank = rank
         self.ds = task.open()
         read = schema.read_schema()
         self.predicate: Predicate = task.residual
@@ -125,7 +129,9 @@ class _Leaf:
 
     def conform(self, table: pa.Table, extra: Sequence[str]) -> pa.Table:
         """``table`` (leaf columns plus ``extra``) in the output fields plus ``extra``,
-        ``_leaf`` and ``_partition``; rows failing an in-memory residual removed."""
+        and ``_ord`` (:attr:`rank`, the leaf's place in object-id order: ``_leaf`` and
+        ``_partition`` are added to the merged winners only); rows failing an in-memory
+        residual removed."""
         out = []
         for batch in table.to_batches():
             conformed = conform_batch(batch, self.sources, self.needed)
@@ -138,11 +144,7 @@ class _Leaf:
             out.append(whole.select([*(f.name for f in self.fields), *extra]))
         schema = pa.schema([*self.fields, *(table.schema.field(name) for name in extra)])
         result = pa.Table.from_batches(out, schema=schema)
-        n = result.num_rows
-        result = result.append_column(_LEAF, pa.array([self.task.object_id] * n, pa.utf8()))
-        return result.append_column(
-            "_partition", pa.array([_partition_text(self.task)] * n, pa.utf8())
-        )
+        return result.append_column(_ORD, pa.repeat(pa.scalar(self.rank, pa.int32()), len(result)))
 
 
 def _distances(vectors: np.ndarray, query: np.ndarray, metric: str) -> np.ndarray:
@@ -218,11 +220,12 @@ def _text_leaf(leaf: _Leaf, column: pa.Field, text: str, k: int) -> pa.Table | N
 
 
 def _merge(tables: list[pa.Table], key: str, descending: bool, k: int) -> pa.Table:
-    """The first ``k`` rows of ``tables`` by ``key``, ties by leaf, then row id."""
-    table = pa.concat_tables(tables)
+    """The first ``k`` rows of ``tables`` by ``key``, ties by leaf (``_ord``: object-id
+    order), then row id."""
+    table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
     order = "descending" if descending else "ascending"
     indices = pc.sort_indices(
-        table, sort_keys=[(key, order), (_LEAF, "ascending"), (_ROWID, "ascending")]
+        table, sort_keys=[(key, order), (_ORD, "ascending"), (_ROWID, "ascending")]
     )
     return table.take(indices[:k])
 
@@ -284,46 +287,59 @@ def search(
     schema = snapshot.metadata.schema
     definitions = load_definitions(snapshot.table_metadata)
     fields = output_fields(schema, columns)
-    tasks = plan_scan(manifest, snapshot, filter, [f.name for f in fields])
+    tasks = planned(manifest, snapshot, filter, [f.name for f in fields])
     vector_column, text_column = column, column
     if vector is not None and text is not None and column is not None:  # hybrid: by type
         read = schema.read_schema()
         vectorish = column in read.names and pa.types.is_fixed_size_list(read.field(column).type)
         vector_column, text_column = (column, None) if vectorish else (None, column)
-    width = max(1, min(threads or manifest.max_workers, len(tasks) or 1))
-    with ThreadPoolExecutor(max_workers=width) as pool:
-        leaves = list(pool.map(lambda task: _Leaf(task, schema, fields), tasks))
-        vector_hits = text_hits = None
-        if vector is not None:
-            name = _resolve_column(schema, definitions, vector_column, False)
-            target = schema.read_schema().field(name)
-            if not pa.types.is_fixed_size_list(target.type):
-                raise errors.InvalidInputError(
-                    f"search: column {name!r} is not a vector (fixed-size list) column"
-                )
-            query = np.asarray(vector, dtype=np.float32).reshape(-1)
-            if query.shape[0] != target.type.list_size:
-                raise errors.InvalidInputError(
-                    f"search: the query has {query.shape[0]} dimensions, column {name!r} "
-                    f"{target.type.list_size}"
-                )
-            nearest: dict[str, Any] = {
-                "metric": _metric(definitions, schema.field_id(name), metric)
-            }
-            for key, value in (("nprobes", nprobes), ("refine_factor", refine_factor)):
-                if value is not None:
-                    nearest[key] = value
-            if ef is not None:
-                nearest["ef"] = ef
-            found = pool.map(
-                lambda leaf: _vector_leaf(leaf, target, query, k, nearest, fast_search), leaves
+    vector_target = text_target = None
+    if vector is not None:
+        name = _resolve_column(schema, definitions, vector_column, False)
+        vector_target = schema.read_schema().field(name)
+        if not pa.types.is_fixed_size_list(vector_target.type):
+            raise errors.InvalidInputError(
+                f"search: column {name!r} is not a vector (fixed-size list) column"
             )
-            vector_hits = _collect(list(found), fields, "_distance", False, k)
-        if text is not None:
-            name = _resolve_column(schema, definitions, text_column, True)
-            target = schema.read_schema().field(name)
-            found = pool.map(lambda leaf: _text_leaf(leaf, target, text, k), leaves)
-            text_hits = _collect(list(found), fields, "_score", True, k)
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape[0] != vector_target.type.list_size:
+            raise errors.InvalidInputError(
+                f"search: the query has {query.shape[0]} dimensions, column {name!r} "
+                f"{vector_target.type.list_size}"
+            )
+        nearest: dict[str, Any] = {"metric": _metric(definitions, schema.field_id(name), metric)}
+        for key, value in (("nprobes", nprobes), ("refine_factor", refine_factor)):
+            if value is not None:
+                nearest[key] = value
+        if ef is not None:
+            nearest["ef"] = ef
+    if text is not None:
+        name = _resolve_column(schema, definitions, text_column, True)
+        text_target = schema.read_schema().field(name)
+    ranks = {oid: rank for rank, oid in enumerate(sorted(task.object_id for task in tasks))}
+
+    def one_leaf(task: ScanTask) -> tuple[pa.Table | None, pa.Table | None]:
+        """Open the leaf and search it (one dispatch per leaf)."""
+        leaf = _Leaf(task, schema, fields, ranks[task.object_id])
+        found_vector = found_text = None
+        if vector_target is not None:
+            found_vector = _vector_leaf(leaf, vector_target, query, k, nearest, fast_search)
+        if text_target is not None and text is not None:
+            found_text = _text_leaf(leaf, text_target, text, k)
+        return found_vector, found_text
+
+    if len(tasks) <= 1:  # one leaf: searched in this thread, no pool
+        results = [one_leaf(task) for task in tasks]
+    else:
+        width = max(1, min(threads or manifest.max_workers, len(tasks)))
+        with leaf_pool(width) as pool:
+            results = list(pool.map(one_leaf, tasks))
+    by_rank = {rank: task for task, rank in ((t, ranks[t.object_id]) for t in tasks)}
+    vector_hits = text_hits = None
+    if vector_target is not None:
+        vector_hits = _collect([r[0] for r in results], fields, "_distance", False, k, by_rank)
+    if text_target is not None:
+        text_hits = _collect([r[1] for r in results], fields, "_score", True, k, by_rank)
     if vector_hits is not None and text_hits is not None:
         return _rrf(vector_hits, text_hits, k)
     hits = vector_hits if vector_hits is not None else text_hits
@@ -332,9 +348,17 @@ def search(
 
 
 def _collect(
-    found: list[pa.Table | None], fields: list[pa.Field], key: str, descending: bool, k: int
+    found: list[pa.Table | None],
+    fields: list[pa.Field],
+    key: str,
+    descending: bool,
+    k: int,
+    tasks: dict[int, ScanTask],
 ) -> pa.Table:
+    """The merged top ``k`` of the leaves' tables, with ``_leaf`` and ``_partition`` (of the
+    leaf ranked ``_ord`` in ``tasks``) added to the winners only."""
     tables = [table for table in found if table is not None and table.num_rows]
+    order = [*(f.name for f in fields), key, _ROWID]
     if not tables:
         empty = pa.schema(
             [
@@ -346,7 +370,13 @@ def _collect(
             ]
         )
         return empty.empty_table()
-    order = [*(f.name for f in fields), key, _ROWID, _LEAF, "_partition"]
-    tables = [table.select(order) for table in tables]
-    tables = [table.cast(tables[0].schema) for table in tables]
-    return _merge(tables, key, descending, k)
+    tables = [table.select([*order, _ORD]) for table in tables]
+    first = tables[0].schema
+    tables = [table if table.schema == first else table.cast(first) for table in tables]
+    merged = _merge(tables, key, descending, k)
+    winners = [tasks[rank] for rank in merged.column(_ORD).to_pylist()]
+    merged = merged.select(order)
+    merged = merged.append_column(_LEAF, pa.array([t.object_id for t in winners], pa.utf8()))
+    return merged.append_column(
+        "_partition", pa.array([_partition_text(t) for t in winners], pa.utf8())
+    )
