@@ -363,7 +363,7 @@ class PartitionedNamespace:
             One per surviving leaf, with its ``read_version``, partition values and the
             residual filter still to apply inside it.
         """
-        return scan.plan_scan(self._manifest, self._snapshot, filter, columns)
+        return scan.planned(self._manifest, self._snapshot, filter, columns)
 
     def to_table(
         self,

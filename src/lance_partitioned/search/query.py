@@ -46,7 +46,7 @@ from lance_partitioned.scan import (
     post_filter,
     residual_fields,
 )
-from lance_partitioned.search.plans import planned
+from lance_partitioned.scan.plans import planned
 from lance_partitioned.search.definitions import VECTOR_TYPES, IndexDefinition, load_definitions
 from lance_partitioned.spec.schema import NamespaceSchema
 
