@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 from lance_partitioned import errors
 from lance_partitioned.consistency import conform_batch, leaf_field
 from lance_partitioned.expressions import AlwaysTrue, Predicate
+from lance_partitioned.leaf_cache import leaf_schema
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.pools import leaf_pool
 from lance_partitioned.scan import (
@@ -117,7 +118,7 @@ class _Leaf:
         names = {f.name for f in fields}
         self.fields = fields
         self.needed = pa.schema([*fields, *(f for f in filtered if f.name not in names)])
-        self.sources = [leaf_field(self.ds.schema, f) for f in self.needed]
+        self.sources = [leaf_field(leaf_schema(self.ds), f) for f in self.needed]
         by_name = dict(zip(self.needed.names, self.sources, strict=True))
         self.pushdown = (
             None
@@ -163,7 +164,7 @@ def _distances(vectors: np.ndarray, query: np.ndarray, metric: str) -> np.ndarra
 def _vector_leaf(
     leaf: _Leaf, column: pa.Field, query: np.ndarray, k: int, nearest: dict[str, Any], fast: bool
 ) -> pa.Table | None:
-    source = leaf_field(leaf.ds.schema, column)
+    source = leaf_field(leaf_schema(leaf.ds), column)
     if source is None:
         return None  # the leaf predates the column: every value NULL, no neighbour
     if leaf.exact_filter:
@@ -193,7 +194,7 @@ def _vector_leaf(
 
 
 def _text_leaf(leaf: _Leaf, column: pa.Field, text: str, k: int) -> pa.Table | None:
-    source = leaf_field(leaf.ds.schema, column)
+    source = leaf_field(leaf_schema(leaf.ds), column)
     if source is None:
         return None
     query = {"query": text, "columns": [source.name]}
