@@ -2,10 +2,11 @@
 
 A tenant-filtered search of one leaf spends as much time planning (parsing the filter,
 projecting it on each partition spec, filtering the ``__manifest`` rows) as Lance spends
-searching the leaf, and a point query answered by a ``BTREE`` on each leaf about a sixth. A snapshot never changes, and the plan of a filter given as SQL text
-depends only on the snapshot, the text and the columns, so :func:`planned` keeps the
-:data:`MAX_PLANS` plans made most recently on the snapshot object itself (gone with it; a
-``refresh()`` reads a new snapshot). Filters given as expression trees are planned each time.
+searching the leaf, and a point query answered by a ``BTREE`` on each leaf about a sixth. A
+snapshot never changes, and the plan of a filter given as SQL text depends only on the
+snapshot, the text and the columns, so :func:`planned` keeps the :data:`MAX_PLANS` plans made
+most recently on the snapshot object itself (gone with it; a ``refresh()`` reads a new
+snapshot). Filters given as expression trees are planned each time.
 
 >>> plans = _Plans()
 >>> plans.get(("f", ("a",)), lambda: ["task"])
@@ -21,9 +22,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
-from lance_partitioned.scan.plan import plan_scan
+from lance_partitioned.scan.plan import Filter, plan_scan
 from lance_partitioned.scan.task import ScanTask
-from lance_partitioned.scan.plan import Filter
 
 __all__ = ["MAX_PLANS", "planned"]
 

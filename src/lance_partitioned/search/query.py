@@ -38,7 +38,7 @@ from lance_partitioned import errors
 from lance_partitioned.consistency import conform_batch, leaf_field
 from lance_partitioned.expressions import AlwaysTrue, Predicate
 from lance_partitioned.leaf_cache import leaf_schema
-from lance_partitioned.manifest import Manifest, ManifestSnapshot
+from lance_partitioned.manifest import Manifest, ManifestSnapshot, local_path
 from lance_partitioned.pools import leaf_pool
 from lance_partitioned.scan import (
     ScanTask,
@@ -49,6 +49,8 @@ from lance_partitioned.scan import (
 )
 from lance_partitioned.scan.plans import planned
 from lance_partitioned.search.definitions import VECTOR_TYPES, IndexDefinition, load_definitions
+from lance_partitioned.search.flat import flat_vectors
+from lance_partitioned.search.flat import nearest as flat_nearest
 from lance_partitioned.spec.schema import NamespaceSchema
 
 __all__ = ["RRF_K", "search"]
@@ -127,6 +129,23 @@ class _Leaf:
         )
         self.exact_filter = always or self.pushdown is not None
         self.columns = sorted({s.name for s in self.sources if s is not None})
+        # a fixed local version: the leaf cache's dataset object, its vectors kept (.flat)
+        self.flat = (
+            task.read_version is not None
+            and task.read_tag is None
+            and task.read_branch is None
+            and local_path(task.uri) is not None
+        )
+
+    def take(self, keys: pa.Table) -> pa.Table:
+        """The rows of ``keys`` (``_distance``, ``_rowid``) read from the leaf, conformed."""
+        table = keys.select(["_distance", _ROWID])
+        if self.columns:
+            taken = self.ds._take_rows(keys.column(_ROWID).to_pylist(), columns=self.columns)
+            for name in table.column_names:
+                taken = taken.append_column(name, table.column(name))
+            table = taken
+        return self.conform(table, ["_distance", _ROWID])
 
     def conform(self, table: pa.Table, extra: Sequence[str]) -> pa.Table:
         """``table`` (leaf columns plus ``extra``) in the output fields plus ``extra``,
@@ -161,12 +180,33 @@ def _distances(vectors: np.ndarray, query: np.ndarray, metric: str) -> np.ndarra
     raise errors.InvalidInputError(f"search: unknown metric {metric!r} (l2, cosine, dot)")
 
 
+class _Keys:
+    """A leaf's top-k found in numpy (:mod:`.flat`): distances and row ids, ordered; its
+    columns are read (:meth:`_Leaf.take`) only for the rows that make the merged top-k."""
+
+    def __init__(self, leaf: _Leaf, distances: np.ndarray, row_ids: np.ndarray) -> None:
+        self.leaf = leaf
+        self.table = pa.table(
+            {
+                "_distance": pa.array(distances, pa.float32()),
+                _ORD: pa.repeat(pa.scalar(leaf.rank, pa.int32()), len(row_ids)),
+                _ROWID: pa.array(row_ids, pa.uint64()),
+            }
+        )
+
+
 def _vector_leaf(
     leaf: _Leaf, column: pa.Field, query: np.ndarray, k: int, nearest: dict[str, Any], fast: bool
-) -> pa.Table | None:
+) -> pa.Table | _Keys | None:
     source = leaf_field(leaf_schema(leaf.ds), column)
     if source is None:
         return None  # the leaf predates the column: every value NULL, no neighbour
+    if leaf.flat and isinstance(leaf.predicate, AlwaysTrue) and nearest["metric"] == "l2":
+        flat = flat_vectors(leaf.ds, source.name, column.type.list_size)
+        if flat is not None:  # a small leaf without an index: searched in numpy
+            if fast:
+                return None  # fast_search leaves out unindexed rows, as Lance does
+            return _Keys(leaf, *flat_nearest(flat, query, k))
     if leaf.exact_filter:
         found = leaf.ds.to_table(
             columns=[*leaf.columns, "_distance"],
@@ -319,7 +359,7 @@ def search(
         text_target = schema.read_schema().field(name)
     ranks = {oid: rank for rank, oid in enumerate(sorted(task.object_id for task in tasks))}
 
-    def one_leaf(task: ScanTask) -> tuple[pa.Table | None, pa.Table | None]:
+    def one_leaf(task: ScanTask) -> tuple[pa.Table | _Keys | None, pa.Table | None]:
         """Open the leaf and search it (one dispatch per leaf)."""
         leaf = _Leaf(task, schema, fields, ranks[task.object_id])
         found_vector = found_text = None
@@ -348,8 +388,24 @@ def search(
     return hits.drop_columns([_LEAF, _ROWID])
 
 
+def _materialise(keys: list[_Keys], tables: list[pa.Table], k: int) -> list[pa.Table]:
+    """The rows of ``keys`` that make the top ``k`` with ``tables`` (by ``_distance``, leaf,
+    row id), read from their leaves; the others are never read."""
+    ranked = [t.select(["_distance", _ORD, _ROWID]) for t in tables]
+    ranked += [item.table for item in keys]
+    first = ranked[0].schema
+    top = _merge([t if t.schema == first else t.cast(first) for t in ranked], "_distance", False, k)
+    ranks = top.column(_ORD)
+    out = []
+    for item in keys:
+        chosen = top.filter(pc.equal(ranks, item.leaf.rank))
+        if chosen.num_rows:
+            out.append(item.leaf.take(chosen))
+    return out
+
+
 def _collect(
-    found: list[pa.Table | None],
+    found: Sequence[pa.Table | _Keys | None],
     fields: list[pa.Field],
     key: str,
     descending: bool,
@@ -358,7 +414,10 @@ def _collect(
 ) -> pa.Table:
     """The merged top ``k`` of the leaves' tables, with ``_leaf`` and ``_partition`` (of the
     leaf ranked ``_ord`` in ``tasks``) added to the winners only."""
-    tables = [table for table in found if table is not None and table.num_rows]
+    keys = [item for item in found if isinstance(item, _Keys) and item.table.num_rows]
+    tables = [t for t in found if isinstance(t, pa.Table) and t.num_rows]
+    if keys:
+        tables += _materialise(keys, tables, k)
     order = [*(f.name for f in fields), key, _ROWID]
     if not tables:
         empty = pa.schema(
