@@ -141,7 +141,7 @@ def squared_l2(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     lanes = diff[:, :_LANES].copy()
     for start in range(_LANES, dim, _LANES):
         lanes += diff[:, start : start + _LANES]
-    total = lanes[:, 0].copy()
+    total: np.ndarray = lanes[:, 0].copy()
     for lane in range(1, _LANES):
         total += lanes[:, lane]
     return total
