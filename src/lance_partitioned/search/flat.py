@@ -16,7 +16,7 @@ the same object to every read of a leaf version while that version is the one on
 most :data:`MAX_ROWS` rows per leaf and :data:`MAX_BYTES` in all (least recently used dropped
 first).
 
->>> flat = FlatVectors(np.array([[0, 0], [1, 1], [0, 1]], np.float32), np.array([7, 8, 9]))
+>>> flat = FlatVectors.of(np.array([[0, 0], [1, 1], [0, 1]], np.float32), np.array([7, 8, 9]))
 >>> distances, row_ids = nearest(flat, np.array([0, 0], np.float32), 2)
 >>> distances.tolist(), row_ids.tolist()
 ([0.0, 1.0], [7, 9])
@@ -60,10 +60,21 @@ class FlatVectors:
 
     matrix: np.ndarray
     row_ids: np.ndarray
+    norms: np.ndarray
+    """``sum(row ** 2)`` of each row, in float64 (NaN for a row with a NaN)."""
+
+    @classmethod
+    def of(cls, matrix: np.ndarray, row_ids: np.ndarray) -> FlatVectors:
+        """``matrix`` (float32, one row per vector) with its ``row_ids``, sorted by row id."""
+        order = np.argsort(row_ids, kind="stable")
+        matrix = np.ascontiguousarray(matrix[order], np.float32)
+        wide = matrix.astype(np.float64)
+        norms = np.einsum("ij,ij->i", wide, wide)
+        return cls(matrix, np.asarray(row_ids[order], np.uint64), norms)
 
     @property
     def nbytes(self) -> int:
-        return int(self.matrix.nbytes + self.row_ids.nbytes)
+        return int(self.matrix.nbytes + self.row_ids.nbytes + self.norms.nbytes)
 
 
 _Entry = tuple["weakref.ref[LanceDataset]", FlatVectors | None]
@@ -93,8 +104,7 @@ def _read(dataset: LanceDataset, column: str, dim: int) -> FlatVectors | None:
     if len(vectors) and vectors.offset:
         values = values.slice(vectors.offset * dim, len(vectors) * dim)
     matrix = np.asarray(values.to_numpy(zero_copy_only=False), np.float32).reshape(-1, dim)
-    order = np.argsort(row_ids, kind="stable")
-    return FlatVectors(np.ascontiguousarray(matrix[order]), np.asarray(row_ids[order], np.uint64))
+    return FlatVectors.of(matrix, row_ids)
 
 
 def flat_vectors(dataset: LanceDataset, column: str, dim: int) -> FlatVectors | None:
@@ -147,12 +157,42 @@ def squared_l2(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     return total
 
 
+_UNIT = 2.0**-24  # float32 unit roundoff
+
+
+def _candidates(flat: FlatVectors, query: np.ndarray, k: int) -> np.ndarray | None:
+    """The rows (ascending) that may be among the ``k`` nearest by :func:`squared_l2`, found
+    with one matrix-vector product: ``|row|^2 - 2 row.q + |q|^2``, each with a bound of its
+    float32 rounding error (``gamma_n |row| |q|`` for the product, ``gamma_n d`` for the sum
+    of squares), so no row of the exact top-k, ties included, is left out. None: every row
+    (a row with a NaN or an infinity)."""
+    dim = flat.matrix.shape[1]
+    wide = query.astype(np.float64)
+    query_norm = float(wide @ wide)
+    if not np.all(np.isfinite(flat.norms)) or not np.isfinite(query_norm):
+        return None
+    gamma = (dim + 4) * _UNIT / (1 - (dim + 4) * _UNIT)
+    # einsum, not BLAS: OpenBLAS threads spinning beside Lance's slow everything down
+    products = np.einsum("ij,j->i", flat.matrix, query).astype(np.float64)
+    approx = flat.norms - 2.0 * products + query_norm
+    error = 2.0 * gamma * np.sqrt(flat.norms * query_norm) + 1e-9 * (flat.norms + query_norm)
+    upper = (approx + error) * (1 + gamma)
+    lower = (approx - error) * (1 - gamma)
+    bound = np.partition(upper, k - 1)[k - 1]
+    return np.flatnonzero(lower <= bound)
+
+
 def nearest(flat: FlatVectors, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` nearest rows of ``flat`` to ``query`` by squared L2: their distances
-    (float32) and row ids, ordered by distance, then row id."""
+    """The ``k`` nearest rows of ``flat`` to ``query`` by squared L2 (:func:`squared_l2`):
+    their distances (float32) and row ids, ordered by distance, then row id.
+
+    Only the rows :func:`_candidates` keeps get their exact distance."""
     if not len(flat.row_ids):
         return np.zeros(0, np.float32), np.zeros(0, np.uint64)
-    distances = squared_l2(flat.matrix, query)
+    rows = _candidates(flat, query, k) if len(flat.row_ids) > 4 * k else None
+    if rows is None:
+        rows = np.arange(len(flat.row_ids))
+    distances = squared_l2(flat.matrix[rows], query)
     if k < len(distances):
         # every row tied with the k-th distance kept, so ties go to the smaller row id
         kth = np.partition(distances, k - 1)[k - 1]
@@ -160,7 +200,7 @@ def nearest(flat: FlatVectors, query: np.ndarray, k: int) -> tuple[np.ndarray, n
     else:
         keep = np.arange(len(distances))
     order = keep[np.argsort(distances[keep], kind="stable")[:k]]  # row ids ascending
-    return distances[order].astype(np.float32), flat.row_ids[order]
+    return distances[order].astype(np.float32), flat.row_ids[rows[order]]
 
 
 def clear() -> None:
