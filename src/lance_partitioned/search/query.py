@@ -4,16 +4,21 @@
    a leaf that ``filter`` excludes by its partition values is never opened, and each kept
    leaf gets the residual filter, which goes to Lance as a *prefilter* (applied before the
    top-k, so a leaf returns its k best matching rows, never fewer because of the filter).
-2. Each kept leaf is searched on its own, in parallel on the namespace's ``max_workers``
-   threads (pylance releases the GIL): Lance's nearest-neighbour search (its index when the
-   leaf has one, unindexed fragments searched flat as well; a leaf without an index is searched
-   exactly) or its full-text search. A residual Lance cannot evaluate (a condition on a
-   partition field's transform, a renamed or promoted column) is evaluated in memory and the
-   leaf searched exactly in numpy.
+   The plan of a SQL filter is kept per snapshot (:mod:`lance_partitioned.scan.plans`).
+2. Each kept leaf is opened and searched in one task, in parallel on the shared leaf pool of
+   the namespace's ``max_workers`` threads (pylance releases the GIL; one kept leaf: in the
+   calling thread): Lance's nearest-neighbour search (its index when the leaf has one,
+   unindexed fragments searched flat as well; a leaf without an index is searched exactly) or
+   its full-text search. A small leaf without a vector index and without a residual is
+   searched in numpy on its vectors kept in memory (:mod:`lance_partitioned.search.flat`:
+   Lance's L2 distances bit for bit, its order), and only its rows that make the merged
+   top-k are read. A residual Lance cannot evaluate (a condition on a partition field's
+   transform, a renamed or promoted column) is evaluated in memory and the leaf searched
+   exactly in numpy.
 3. The per-leaf top-k lists are merged exactly: rows are ordered by ``_distance`` (ascending)
    or ``_score`` (descending), ties by leaf object id, then by row id in the leaf, and the
-   first k are kept. Among rows tied at the k-th distance inside one leaf, which ones Lance
-   returns is Lance's choice.
+   first k are kept; ``_partition`` is made for those k only. Among rows tied at the k-th
+   distance inside one leaf, which ones Lance returns is Lance's choice.
 
 Full-text scores are BM25 computed by each leaf's own index over that leaf's corpus (per-leaf
 statistics, merged as they are): pylance has no way to give a leaf's search the term
