@@ -191,13 +191,8 @@ class _Keys:
 
     def __init__(self, leaf: _Leaf, distances: np.ndarray, row_ids: np.ndarray) -> None:
         self.leaf = leaf
-        self.table = pa.table(
-            {
-                "_distance": pa.array(distances, pa.float32()),
-                _ORD: pa.repeat(pa.scalar(leaf.rank, pa.int32()), len(row_ids)),
-                _ROWID: pa.array(row_ids, pa.uint64()),
-            }
-        )
+        self.distances = distances
+        self.row_ids = row_ids
 
 
 def _vector_leaf(
@@ -397,13 +392,25 @@ def _materialise(keys: list[_Keys], tables: list[pa.Table], k: int) -> list[pa.T
     """The rows of ``keys`` that make the top ``k`` with ``tables`` (by ``_distance``, leaf,
     row id), read from their leaves; the others are never read."""
     ranked = [t.select(["_distance", _ORD, _ROWID]) for t in tables]
-    ranked += [item.table for item in keys]
+    ranks = np.concatenate([np.full(len(item.row_ids), item.leaf.rank, np.int32) for item in keys])
+    distances = np.concatenate([item.distances for item in keys])
+    row_ids = np.concatenate([item.row_ids for item in keys])
+    best = np.lexsort((row_ids, ranks, distances))[:k]  # one table of the k best keys
+    ranked.append(
+        pa.table(
+            {
+                "_distance": pa.array(distances[best], pa.float32()),
+                _ORD: pa.array(ranks[best], pa.int32()),
+                _ROWID: pa.array(row_ids[best], pa.uint64()),
+            }
+        )
+    )
     first = ranked[0].schema
     top = _merge([t if t.schema == first else t.cast(first) for t in ranked], "_distance", False, k)
-    ranks = top.column(_ORD)
+    kept = top.column(_ORD)
     out = []
     for item in keys:
-        chosen = top.filter(pc.equal(ranks, item.leaf.rank))
+        chosen = top.filter(pc.equal(kept, item.leaf.rank))
         if chosen.num_rows:
             out.append(item.leaf.take(chosen))
     return out
@@ -419,7 +426,7 @@ def _collect(
 ) -> pa.Table:
     """The merged top ``k`` of the leaves' tables, with ``_leaf`` and ``_partition`` (of the
     leaf ranked ``_ord`` in ``tasks``) added to the winners only."""
-    keys = [item for item in found if isinstance(item, _Keys) and item.table.num_rows]
+    keys = [item for item in found if isinstance(item, _Keys) and len(item.row_ids)]
     tables = [t for t in found if isinstance(t, pa.Table) and t.num_rows]
     if keys:
         tables += _materialise(keys, tables, k)
