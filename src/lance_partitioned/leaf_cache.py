@@ -15,20 +15,26 @@ or fails as it did (outdated reader or damaged namespace), and while the object 
 that version (a caller that commits through the ``LanceDataset`` it was handed moves it on).
 Only leaves on the local file system are cached: on an object store that check would cost
 a request per leaf.
+
+:func:`leaf_schema` is a dataset's Arrow schema, converted once per ``LanceDataset`` object
+(pylance converts it again at each ``.schema``: as long as Lance's count of a point query
+answered by a ``BTREE``).
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 
+import pyarrow as pa
 from lance import LanceDataset
 
 from lance_partitioned.manifest import local_path
 
-__all__ = ["MAX_LEAVES", "cached_leaf", "clear"]
+__all__ = ["MAX_LEAVES", "cached_leaf", "clear", "leaf_schema"]
 
 #: Leaf versions kept opened (least recently used dropped first).
 MAX_LEAVES = 1024
@@ -84,6 +90,21 @@ def cached_leaf(
         while len(_opened) > MAX_LEAVES:
             _opened.popitem(last=False)
     return dataset
+
+
+_schemas: weakref.WeakKeyDictionary[LanceDataset, pa.Schema] = weakref.WeakKeyDictionary()
+
+
+def leaf_schema(dataset: LanceDataset) -> pa.Schema:
+    """``dataset.schema``, converted once per dataset object (a version's schema is fixed)."""
+    with _lock:
+        found = _schemas.get(dataset)
+    if found is not None:
+        return found
+    schema = dataset.schema
+    with _lock:
+        _schemas[dataset] = schema
+    return schema
 
 
 def clear() -> None:

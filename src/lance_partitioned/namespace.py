@@ -364,7 +364,7 @@ class PartitionedNamespace:
             per surviving leaf, with its ``read_version``, partition values and the residual
             filter still to apply inside it; each task is built when first looked at.
         """
-        return scan.plan_scan(self._manifest, self._snapshot, filter, columns)
+        return scan.planned(self._manifest, self._snapshot, filter, columns)
 
     def to_table(
         self,

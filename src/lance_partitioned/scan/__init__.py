@@ -15,7 +15,8 @@ Steps 1-3 (task building) are :mod:`~lance_partitioned.scan.plan`, step 4 (readi
 :mod:`~lance_partitioned.scan.read`, the residual filters both use are
 :mod:`~lance_partitioned.scan.filters`, the task itself is
 :mod:`~lance_partitioned.scan.task` and the plan's sequence of tasks, built from the
-``__manifest`` columns when asked for, is :mod:`~lance_partitioned.scan.tasks`; this package
+``__manifest`` columns when asked for, is :mod:`~lance_partitioned.scan.tasks`;
+:mod:`~lance_partitioned.scan.plans` keeps the plans of SQL filters per snapshot. This package
 exports their public names.
 
 >>> import tempfile, pyarrow as pa
@@ -50,6 +51,7 @@ from lance_partitioned.scan.plan import (
     output_fields,
     plan_scan,
 )
+from lance_partitioned.scan.plans import planned
 from lance_partitioned.scan.read import count_rows, count_task, read_task, to_batches, to_table
 from lance_partitioned.scan.task import ScanTask, missing_leaf_message, partition_values
 from lance_partitioned.scan.tasks import ScanTasks
@@ -69,6 +71,7 @@ __all__ = [
     "output_fields",
     "partition_values",
     "plan_scan",
+    "planned",
     "post_filter",
     "pushdown_filter",
     "read_task",

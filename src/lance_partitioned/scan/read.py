@@ -20,6 +20,7 @@ from lance_partitioned import errors
 from lance_partitioned.columnpaths import select_columns
 from lance_partitioned.consistency import conform_batch, leaf_field
 from lance_partitioned.expressions import AlwaysTrue
+from lance_partitioned.leaf_cache import leaf_schema
 from lance_partitioned.pools import leaf_pool
 from lance_partitioned.runtime import DEFAULT_THREADS
 from lance_partitioned.scan.filters import leaf_filter, post_filter, residual_fields
@@ -49,7 +50,7 @@ def read_task(
     read = schema.read_schema()
     fields = [read.field(name) for name in dict.fromkeys(c.column for c in outputs)]
     dataset = task.open()
-    leaf = dataset.schema
+    leaf = leaf_schema(dataset)
     predicate = task.residual
     filtered = [] if isinstance(predicate, AlwaysTrue) else residual_fields(predicate, read)
     names = {f.name for f in fields}
@@ -238,7 +239,7 @@ def count_task(task: ScanTask, schema: NamespaceSchema) -> int:
             return sum((int(f.count_rows()) for f in fragments), 0)
         return task.row_count if task.row_count is not None else int(dataset.count_rows())
     filtered = residual_fields(task.residual, schema.read_schema())
-    sources = [leaf_field(dataset.schema, f) for f in filtered]
+    sources = [leaf_field(leaf_schema(dataset), f) for f in filtered]
     pushdown = leaf_filter(dataset, task.residual, filtered, sources)
     if pushdown is not None:
         if fragments is None:  # Lance's own count: no row ids (half the time with an index)

@@ -4,16 +4,21 @@
    a leaf that ``filter`` excludes by its partition values is never opened, and each kept
    leaf gets the residual filter, which goes to Lance as a *prefilter* (applied before the
    top-k, so a leaf returns its k best matching rows, never fewer because of the filter).
-2. Each kept leaf is searched on its own, in parallel on the namespace's ``max_workers``
-   threads (pylance releases the GIL): Lance's nearest-neighbour search (its index when the
-   leaf has one, unindexed fragments searched flat as well; a leaf without an index is searched
-   exactly) or its full-text search. A residual Lance cannot evaluate (a condition on a
-   partition field's transform, a renamed or promoted column) is evaluated in memory and the
-   leaf searched exactly in numpy.
+   The plan of a SQL filter is kept per snapshot (:mod:`lance_partitioned.scan.plans`).
+2. Each kept leaf is opened and searched in one task, in parallel on the shared leaf pool of
+   the namespace's ``max_workers`` threads (pylance releases the GIL; one kept leaf: in the
+   calling thread): Lance's nearest-neighbour search (its index when the leaf has one,
+   unindexed fragments searched flat as well; a leaf without an index is searched exactly) or
+   its full-text search. A small leaf without a vector index and without a residual is
+   searched in numpy on its vectors kept in memory (:mod:`lance_partitioned.search.flat`:
+   Lance's L2 distances bit for bit, its order), and only its rows that make the merged
+   top-k are read. A residual Lance cannot evaluate (a condition on a partition field's
+   transform, a renamed or promoted column) is evaluated in memory and the leaf searched
+   exactly in numpy.
 3. The per-leaf top-k lists are merged exactly: rows are ordered by ``_distance`` (ascending)
    or ``_score`` (descending), ties by leaf object id, then by row id in the leaf, and the
-   first k are kept. Among rows tied at the k-th distance inside one leaf, which ones Lance
-   returns is Lance's choice.
+   first k are kept; ``_partition`` is made for those k only. Among rows tied at the k-th
+   distance inside one leaf, which ones Lance returns is Lance's choice.
 
 Full-text scores are namespace-wide BM25 (:mod:`lance_partitioned.search.bm25`): the term
 statistics of every kept leaf, so a 3-leaf namespace ranks like one table of the same rows;
@@ -28,7 +33,6 @@ LanceDB's ``RRFReranker``), in ``_relevance_score``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -38,17 +42,21 @@ import pyarrow.compute as pc
 from lance_partitioned import errors
 from lance_partitioned.consistency import conform_batch, leaf_field
 from lance_partitioned.expressions import AlwaysTrue, Predicate
-from lance_partitioned.manifest import Manifest, ManifestSnapshot
+from lance_partitioned.leaf_cache import leaf_schema
+from lance_partitioned.manifest import Manifest, ManifestSnapshot, local_path
+from lance_partitioned.pools import leaf_pool
 from lance_partitioned.scan import (
     ScanTask,
     leaf_filter,
     output_fields,
-    plan_scan,
     post_filter,
     residual_fields,
 )
+from lance_partitioned.scan.plans import planned
 from lance_partitioned.search import bm25
 from lance_partitioned.search.definitions import VECTOR_TYPES, IndexDefinition, load_definitions
+from lance_partitioned.search.flat import flat_vectors
+from lance_partitioned.search.flat import nearest as flat_nearest
 from lance_partitioned.spec.schema import NamespaceSchema
 
 __all__ = ["RRF_K", "search"]
@@ -58,6 +66,7 @@ RRF_K = 60
 
 _LEAF = "_leaf"
 _ROWID = "_rowid"
+_ORD = "_ord"
 
 
 def _partition_text(task: ScanTask) -> str:
@@ -104,8 +113,11 @@ def _metric(definitions: dict[str, IndexDefinition], field_id: int, metric: str 
 class _Leaf:
     """One kept leaf opened for a search: its columns mapped to the namespace's."""
 
-    def __init__(self, task: ScanTask, schema: NamespaceSchema, fields: list[pa.Field]) -> None:
+    def __init__(
+        self, task: ScanTask, schema: NamespaceSchema, fields: list[pa.Field], rank: int = 0
+    ) -> None:
         self.task = task
+        self.rank = rank
         self.ds = task.open()
         read = schema.read_schema()
         self.predicate: Predicate = task.residual
@@ -114,7 +126,7 @@ class _Leaf:
         names = {f.name for f in fields}
         self.fields = fields
         self.needed = pa.schema([*fields, *(f for f in filtered if f.name not in names)])
-        self.sources = [leaf_field(self.ds.schema, f) for f in self.needed]
+        self.sources = [leaf_field(leaf_schema(self.ds), f) for f in self.needed]
         by_name = dict(zip(self.needed.names, self.sources, strict=True))
         self.pushdown = (
             None
@@ -123,10 +135,29 @@ class _Leaf:
         )
         self.exact_filter = always or self.pushdown is not None
         self.columns = sorted({s.name for s in self.sources if s is not None})
+        # a fixed local version: the leaf cache's dataset object, its vectors kept (.flat)
+        self.flat = (
+            task.read_version is not None
+            and task.read_tag is None
+            and task.read_branch is None
+            and local_path(task.uri) is not None
+        )
+
+    def take(self, keys: pa.Table) -> pa.Table:
+        """The rows of ``keys`` (``_distance``, ``_rowid``) read from the leaf, conformed."""
+        table = keys.select(["_distance", _ROWID])
+        if self.columns:
+            taken = self.ds._take_rows(keys.column(_ROWID).to_pylist(), columns=self.columns)
+            for name in table.column_names:
+                taken = taken.append_column(name, table.column(name))
+            table = taken
+        return self.conform(table, ["_distance", _ROWID])
 
     def conform(self, table: pa.Table, extra: Sequence[str]) -> pa.Table:
         """``table`` (leaf columns plus ``extra``) in the output fields plus ``extra``,
-        ``_leaf`` and ``_partition``; rows failing an in-memory residual removed."""
+        and ``_ord`` (:attr:`rank`, the leaf's place in object-id order: ``_leaf`` and
+        ``_partition`` are added to the merged winners only); rows failing an in-memory
+        residual removed."""
         out = []
         for batch in table.to_batches():
             conformed = conform_batch(batch, self.sources, self.needed)
@@ -139,11 +170,7 @@ class _Leaf:
             out.append(whole.select([*(f.name for f in self.fields), *extra]))
         schema = pa.schema([*self.fields, *(table.schema.field(name) for name in extra)])
         result = pa.Table.from_batches(out, schema=schema)
-        n = result.num_rows
-        result = result.append_column(_LEAF, pa.array([self.task.object_id] * n, pa.utf8()))
-        return result.append_column(
-            "_partition", pa.array([_partition_text(self.task)] * n, pa.utf8())
-        )
+        return result.append_column(_ORD, pa.repeat(pa.scalar(self.rank, pa.int32()), len(result)))
 
 
 def _distances(vectors: np.ndarray, query: np.ndarray, metric: str) -> np.ndarray:
@@ -159,12 +186,28 @@ def _distances(vectors: np.ndarray, query: np.ndarray, metric: str) -> np.ndarra
     raise errors.InvalidInputError(f"search: unknown metric {metric!r} (l2, cosine, dot)")
 
 
+class _Keys:
+    """A leaf's top-k found in numpy (:mod:`.flat`): distances and row ids, ordered; its
+    columns are read (:meth:`_Leaf.take`) only for the rows that make the merged top-k."""
+
+    def __init__(self, leaf: _Leaf, distances: np.ndarray, row_ids: np.ndarray) -> None:
+        self.leaf = leaf
+        self.distances = distances
+        self.row_ids = row_ids
+
+
 def _vector_leaf(
     leaf: _Leaf, column: pa.Field, query: np.ndarray, k: int, nearest: dict[str, Any], fast: bool
-) -> pa.Table | None:
-    source = leaf_field(leaf.ds.schema, column)
+) -> pa.Table | _Keys | None:
+    source = leaf_field(leaf_schema(leaf.ds), column)
     if source is None:
         return None  # the leaf predates the column: every value NULL, no neighbour
+    if leaf.flat and isinstance(leaf.predicate, AlwaysTrue) and nearest["metric"] == "l2":
+        flat = flat_vectors(leaf.ds, source.name, column.type.list_size)
+        if flat is not None:  # a small leaf without an index: searched in numpy
+            if fast:
+                return None  # fast_search leaves out unindexed rows, as Lance does
+            return _Keys(leaf, *flat_nearest(flat, query, k))
     if leaf.exact_filter:
         found = leaf.ds.to_table(
             columns=[*leaf.columns, "_distance"],
@@ -192,7 +235,7 @@ def _vector_leaf(
 
 
 def _text_leaf(leaf: _Leaf, column: pa.Field, text: str, k: int) -> pa.Table | None:
-    source = leaf_field(leaf.ds.schema, column)
+    source = leaf_field(leaf_schema(leaf.ds), column)
     if source is None:
         return None
     query = {"query": text, "columns": [source.name]}
@@ -219,11 +262,12 @@ def _text_leaf(leaf: _Leaf, column: pa.Field, text: str, k: int) -> pa.Table | N
 
 
 def _merge(tables: list[pa.Table], key: str, descending: bool, k: int) -> pa.Table:
-    """The first ``k`` rows of ``tables`` by ``key``, ties by leaf, then row id."""
-    table = pa.concat_tables(tables)
+    """The first ``k`` rows of ``tables`` by ``key``, ties by leaf (``_ord``: object-id
+    order), then row id."""
+    table = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
     order = "descending" if descending else "ascending"
     indices = pc.sort_indices(
-        table, sort_keys=[(key, order), (_LEAF, "ascending"), (_ROWID, "ascending")]
+        table, sort_keys=[(key, order), (_ORD, "ascending"), (_ROWID, "ascending")]
     )
     return table.take(indices[:k])
 
@@ -285,50 +329,63 @@ def search(
     schema = snapshot.metadata.schema
     definitions = load_definitions(snapshot.table_metadata)
     fields = output_fields(schema, columns)
-    tasks = plan_scan(manifest, snapshot, filter, [f.name for f in fields])
+    tasks = planned(manifest, snapshot, filter, [f.name for f in fields])
     vector_column, text_column = column, column
     if vector is not None and text is not None and column is not None:  # hybrid: by type
         read = schema.read_schema()
         vectorish = column in read.names and pa.types.is_fixed_size_list(read.field(column).type)
         vector_column, text_column = (column, None) if vectorish else (None, column)
-    width = max(1, min(threads or manifest.max_workers, len(tasks) or 1))
-    with ThreadPoolExecutor(max_workers=width) as pool:
-        leaves = list(pool.map(lambda task: _Leaf(task, schema, fields), tasks))
-        vector_hits = text_hits = None
-        if vector is not None:
-            name = _resolve_column(schema, definitions, vector_column, False)
-            target = schema.read_schema().field(name)
-            if not pa.types.is_fixed_size_list(target.type):
-                raise errors.InvalidInputError(
-                    f"search: column {name!r} is not a vector (fixed-size list) column"
-                )
-            query = np.asarray(vector, dtype=np.float32).reshape(-1)
-            if query.shape[0] != target.type.list_size:
-                raise errors.InvalidInputError(
-                    f"search: the query has {query.shape[0]} dimensions, column {name!r} "
-                    f"{target.type.list_size}"
-                )
-            nearest: dict[str, Any] = {
-                "metric": _metric(definitions, schema.field_id(name), metric)
-            }
-            for key, value in (("nprobes", nprobes), ("refine_factor", refine_factor)):
-                if value is not None:
-                    nearest[key] = value
-            if ef is not None:
-                nearest["ef"] = ef
-            found = pool.map(
-                lambda leaf: _vector_leaf(leaf, target, query, k, nearest, fast_search), leaves
+    vector_target = text_target = None
+    if vector is not None:
+        name = _resolve_column(schema, definitions, vector_column, False)
+        vector_target = schema.read_schema().field(name)
+        if not pa.types.is_fixed_size_list(vector_target.type):
+            raise errors.InvalidInputError(
+                f"search: column {name!r} is not a vector (fixed-size list) column"
             )
-            vector_hits = _collect(list(found), fields, "_distance", False, k)
-        if text is not None:
-            name = _resolve_column(schema, definitions, text_column, True)
-            target = schema.read_schema().field(name)
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape[0] != vector_target.type.list_size:
+            raise errors.InvalidInputError(
+                f"search: the query has {query.shape[0]} dimensions, column {name!r} "
+                f"{vector_target.type.list_size}"
+            )
+        nearest: dict[str, Any] = {"metric": _metric(definitions, schema.field_id(name), metric)}
+        for key, value in (("nprobes", nprobes), ("refine_factor", refine_factor)):
+            if value is not None:
+                nearest[key] = value
+        if ef is not None:
+            nearest["ef"] = ef
+    if text is not None:
+        name = _resolve_column(schema, definitions, text_column, True)
+        text_target = schema.read_schema().field(name)
+    ranks = {oid: rank for rank, oid in enumerate(sorted(task.object_id for task in tasks))}
+
+    width = max(1, min(threads or manifest.max_workers, len(tasks) or 1))
+    by_rank = {rank: task for task, rank in ((t, ranks[t.object_id]) for t in tasks)}
+    vector_hits = text_hits = None
+    if vector_target is not None:
+
+        def one_leaf(task: ScanTask) -> pa.Table | _Keys | None:
+            """Open the leaf and search it (one dispatch per leaf)."""
+            leaf = _Leaf(task, schema, fields, ranks[task.object_id])
+            return _vector_leaf(leaf, vector_target, query, k, nearest, fast_search)
+
+        if len(tasks) <= 1:  # one leaf: searched in this thread, no pool
+            found = [one_leaf(task) for task in tasks]
+        else:
+            with leaf_pool(width) as pool:
+                found = list(pool.map(one_leaf, tasks))
+        vector_hits = _collect(found, fields, "_distance", False, k, by_rank)
+    if text_target is not None and text is not None:
+        target, words = text_target, text
+        with leaf_pool(width) as pool:
+            leaves = list(pool.map(lambda t: _Leaf(t, schema, fields, ranks[t.object_id]), tasks))
             # namespace-wide BM25 (search/bm25.py), else each leaf's own scores merged
-            per_leaf = lambda leaf: _text_leaf(leaf, target, text, k)  # noqa: E731
-            ranked = bm25.namespace_text_hits(pool, leaves, target, text, k, per_leaf)
+            per_leaf = lambda leaf: _text_leaf(leaf, target, words, k)  # noqa: E731
+            ranked = bm25.namespace_text_hits(pool, leaves, target, words, k, per_leaf)
             bm25_mode = bm25.NAMESPACE if ranked is not None else bm25.PER_LEAF
             texts = list(pool.map(per_leaf, leaves)) if ranked is None else list(ranked)
-            text_hits = _collect(texts, fields, "_score", True, k)
+        text_hits = _collect(texts, fields, "_score", True, k, by_rank)
     if vector_hits is not None and text_hits is not None:
         hits = _rrf(vector_hits, text_hits, k)
     else:
@@ -341,10 +398,49 @@ def search(
     return hits
 
 
+def _materialise(keys: list[_Keys], tables: list[pa.Table], k: int) -> list[pa.Table]:
+    """The rows of ``keys`` that make the top ``k`` with ``tables`` (by ``_distance``, leaf,
+    row id), read from their leaves; the others are never read."""
+    ranked = [t.select(["_distance", _ORD, _ROWID]) for t in tables]
+    ranks = np.concatenate([np.full(len(item.row_ids), item.leaf.rank, np.int32) for item in keys])
+    distances = np.concatenate([item.distances for item in keys])
+    row_ids = np.concatenate([item.row_ids for item in keys])
+    best = np.lexsort((row_ids, ranks, distances))[:k]  # one table of the k best keys
+    ranked.append(
+        pa.table(
+            {
+                "_distance": pa.array(distances[best], pa.float32()),
+                _ORD: pa.array(ranks[best], pa.int32()),
+                _ROWID: pa.array(row_ids[best], pa.uint64()),
+            }
+        )
+    )
+    first = ranked[0].schema
+    top = _merge([t if t.schema == first else t.cast(first) for t in ranked], "_distance", False, k)
+    kept = top.column(_ORD)
+    out = []
+    for item in keys:
+        chosen = top.filter(pc.equal(kept, item.leaf.rank))
+        if chosen.num_rows:
+            out.append(item.leaf.take(chosen))
+    return out
+
+
 def _collect(
-    found: list[pa.Table | None], fields: list[pa.Field], key: str, descending: bool, k: int
+    found: Sequence[pa.Table | _Keys | None],
+    fields: list[pa.Field],
+    key: str,
+    descending: bool,
+    k: int,
+    tasks: dict[int, ScanTask],
 ) -> pa.Table:
-    tables = [table for table in found if table is not None and table.num_rows]
+    """The merged top ``k`` of the leaves' tables, with ``_leaf`` and ``_partition`` (of the
+    leaf ranked ``_ord`` in ``tasks``) added to the winners only."""
+    keys = [item for item in found if isinstance(item, _Keys) and len(item.row_ids)]
+    tables = [t for t in found if isinstance(t, pa.Table) and t.num_rows]
+    if keys:
+        tables += _materialise(keys, tables, k)
+    order = [*(f.name for f in fields), key, _ROWID]
     if not tables:
         empty = pa.schema(
             [
@@ -356,7 +452,13 @@ def _collect(
             ]
         )
         return empty.empty_table()
-    order = [*(f.name for f in fields), key, _ROWID, _LEAF, "_partition"]
-    tables = [table.select(order) for table in tables]
-    tables = [table.cast(tables[0].schema) for table in tables]
-    return _merge(tables, key, descending, k)
+    tables = [table.select([*order, _ORD]) for table in tables]
+    first = tables[0].schema
+    tables = [table if table.schema == first else table.cast(first) for table in tables]
+    merged = _merge(tables, key, descending, k)
+    winners = [tasks[rank] for rank in merged.column(_ORD).to_pylist()]
+    merged = merged.select(order)
+    merged = merged.append_column(_LEAF, pa.array([t.object_id for t in winners], pa.utf8()))
+    return merged.append_column(
+        "_partition", pa.array([_partition_text(t) for t in winners], pa.utf8())
+    )
