@@ -54,8 +54,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
             item.add_marker(pytest.mark.xdist_group("spark"))
+    if os.environ.get("HYPOTHESIS_PROFILE") == "fast":
+        _sample_matrices(config, items)
     if "PYTEST_XDIST_WORKER" in os.environ:
         items.sort(key=_longest_first)  # stable: the collection order within each rank
+
+
+def _sample_matrices(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The inner loop (the ``fast`` profile) runs one case in ``stride`` of a test marked
+    ``matrix(stride)`` (its first case, then every ``stride``-th in collection order; the same
+    on every xdist worker); the others are reported as deselected. The full run, and CI, run
+    every case."""
+    seen: dict[str, int] = {}
+    kept, dropped = [], []
+    for item in items:
+        mark = item.get_closest_marker("matrix")
+        if mark is None:
+            kept.append(item)
+            continue
+        function = item.nodeid.split("[", 1)[0]
+        index = seen[function] = seen.get(function, -1) + 1
+        (kept if index % int(mark.args[0]) == 0 else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def _longest_first(item: pytest.Item) -> tuple[bool, float]:

@@ -104,6 +104,7 @@ EXTREME_FILTERS = [
 
 @pytest.mark.parametrize("partition_by", ["k", "p", "u, b"])
 @pytest.mark.parametrize("condition", EXTREME_FILTERS)
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 def test_extreme_literals_are_read_exactly(
     tmp_path: Path, partition_by: str, condition: str
 ) -> None:

@@ -145,6 +145,7 @@ def _ordinary(dtype: pa.DataType) -> Any:
 
 
 @pytest.mark.parametrize(("dtype", "partition_by", "value", "ordinary"), VALUE_CASES)
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 def test_hostile_partition_value(
     tmp_path: Path, dtype: pa.DataType, partition_by: str, value: Any, ordinary: Any
 ) -> None:
@@ -343,6 +344,7 @@ BAD_FILTERS: list[Any] = [
     ("filter", "oracle_filter"),
     [pytest.param(f, o, id=i, marks=m) for i, f, o, m in DATA_FILTERS],
 )
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 def test_hostile_filter_reads_the_right_rows(
     filter_ns: tuple[lp.PartitionedNamespace, Any], filter: str, oracle_filter: str | None
 ) -> None:

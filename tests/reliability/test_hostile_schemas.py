@@ -93,6 +93,7 @@ NAME_CASES: list[Any] = [
 
 
 @pytest.mark.parametrize(("name", "partitioned", "outcome", "refused"), NAME_CASES)
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 def test_hostile_column_name(
     tmp_path: Path,
     name: str,
@@ -326,6 +327,7 @@ BAD_WRITES: list[Any] = [
 
 
 @pytest.mark.parametrize(("data", "mode", "error"), BAD_WRITES)
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 def test_hostile_write_is_a_typed_error(
     base_ns: lp.PartitionedNamespace,
     data: Callable[[], Any],
@@ -506,6 +508,7 @@ BAD_EVOLUTIONS: list[Any] = [
 
 
 @pytest.mark.parametrize(("change", "error"), BAD_EVOLUTIONS)
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 def test_hostile_evolution_is_a_typed_error(
     base_ns: lp.PartitionedNamespace,
     change: Callable[[lp.PartitionedNamespace], Any],

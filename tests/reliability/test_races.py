@@ -248,6 +248,7 @@ MODES = ["append", "overwrite", "overwrite_partitions"]
 @pytest.mark.parametrize("point", ["staged", "leaves_committed"])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("kind", list(EVOLUTIONS))
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 def test_a_write_racing_an_evolution_and_a_second_writer(
     ns: lp.PartitionedNamespace, kind: str, mode: str, point: str
 ) -> None:
@@ -380,6 +381,7 @@ CHANGE: dict[str, Callable[[lp.PartitionedNamespace], Any]] = {
 @pytest.mark.parametrize("point", ["leaf_commit", "leaves_committed"])
 @pytest.mark.parametrize("op", ["overwrite_partitions", "replace_where", "delete"])
 @pytest.mark.parametrize("kind", list(ADAPT))
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 def test_a_change_across_spec_versions_racing_an_evolution_and_a_writer(
     three_specs: lp.PartitionedNamespace, kind: str, op: str, point: str
 ) -> None:
