@@ -40,8 +40,8 @@ import pyarrow as pa
 from lance_partitioned import errors
 from lance_partitioned.manifest import BASE_COLUMNS, DELIMITER, open_leaf
 from lance_partitioned.runtime import DEFAULT_THREADS
+from lance_partitioned.runtime.sessions import leaf_session
 from lance_partitioned.scan import filter_partitions, missing_leaf_message
-from lance_partitioned.sessions import leaf_session
 
 if TYPE_CHECKING:
     from lance_partitioned.manifest import Manifest, ManifestSnapshot

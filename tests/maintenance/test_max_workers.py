@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import lance_partitioned as lp
-import lance_partitioned.pools
+import lance_partitioned.runtime.pools
 from lance_partitioned import errors, runtime
 from lance_partitioned.verify import verify
 
@@ -38,7 +38,7 @@ def pools(monkeypatch: pytest.MonkeyPatch) -> dict[str, set[int]]:
         real(self, max_workers, *a, **k)
 
     monkeypatch.setattr(ThreadPoolExecutor, "__init__", spy)
-    monkeypatch.setattr(lance_partitioned.pools, "_pools", {})  # reads make theirs anew
+    monkeypatch.setattr(lance_partitioned.runtime.pools, "_pools", {})  # reads make theirs anew
     monkeypatch.delenv(runtime.MAX_WORKERS_ENV, raising=False)
     return seen
 
@@ -63,7 +63,7 @@ def test_the_option_sizes_writes_reads_sizes_and_optimize(
     pools.clear()
     assert ns.to_table().num_rows == LEAVES + 4
     assert ns.count_rows("v > 1") == LEAVES  # 158 + 2
-    assert pools == {"lance_partitioned.pools": {3}}  # the scan's long-lived leaf pool
+    assert pools == {"lance_partitioned.runtime.pools": {3}}  # the scan's long-lived leaf pool
     pools.clear()
     assert ns.optimize().leaves_compacted == 4
     assert pools["lance_partitioned.maintenance.optimize"] == {3}

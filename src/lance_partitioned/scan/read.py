@@ -20,9 +20,9 @@ from lance_partitioned import errors
 from lance_partitioned.columnpaths import select_columns
 from lance_partitioned.consistency import conform_batch, leaf_field
 from lance_partitioned.expressions import AlwaysTrue
-from lance_partitioned.leaf_cache import leaf_schema
-from lance_partitioned.pools import leaf_pool
 from lance_partitioned.runtime import DEFAULT_THREADS
+from lance_partitioned.runtime.leaf_cache import leaf_schema
+from lance_partitioned.runtime.pools import leaf_pool
 from lance_partitioned.scan.filters import leaf_filter, post_filter, residual_fields
 from lance_partitioned.scan.plan import output_columns, output_fields
 from lance_partitioned.scan.task import ScanTask

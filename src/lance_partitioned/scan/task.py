@@ -15,10 +15,10 @@ import lance
 
 from lance_partitioned import errors
 from lance_partitioned.expressions import Predicate
-from lance_partitioned.leaf_cache import cached_leaf
 from lance_partitioned.manifest import Manifest, open_leaf
 from lance_partitioned.manifest.versions import list_versions
-from lance_partitioned.sessions import leaf_session
+from lance_partitioned.runtime.leaf_cache import cached_leaf
+from lance_partitioned.runtime.sessions import leaf_session
 
 __all__ = ["ScanTask", "missing_leaf_message", "partition_values"]
 
@@ -115,7 +115,7 @@ class ScanTask:
         )
 
     def _session(self) -> lance.Session | None:  # type: ignore[name-defined]
-        """The namespace's shared leaf session (:mod:`lance_partitioned.sessions`) for a
+        """The namespace's shared leaf session (:mod:`lance_partitioned.runtime.sessions`) for a
         fixed version; None (a fresh one) for the latest, which Lance looks up each time."""
         if self.read_version is None or self.read_tag is not None:
             return None  # a tag may move, like a latest version

@@ -11,7 +11,7 @@ in float32, added up in Lance's order: :func:`squared_l2`) and the top ``k`` by
 ``(distance, row id)``, Lance's order; only the rows that
 make the merged top-k are then read from the leaf (late materialisation).
 
-Kept per opened ``LanceDataset`` (the leaf cache, :mod:`lance_partitioned.leaf_cache`, hands
+Kept per opened ``LanceDataset`` (the leaf cache, :mod:`lance_partitioned.runtime.leaf_cache`, hands
 the same object to every read of a leaf version while that version is the one on disk), at
 most :data:`MAX_ROWS` rows per leaf and :data:`MAX_BYTES` in all (least recently used dropped
 first).
@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from lance import LanceDataset
 
-from lance_partitioned.leaf_cache import leaf_schema
+from lance_partitioned.runtime.leaf_cache import leaf_schema
 
 __all__ = [
     "MAX_BYTES",

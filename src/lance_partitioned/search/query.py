@@ -42,9 +42,9 @@ import pyarrow.compute as pc
 from lance_partitioned import errors
 from lance_partitioned.consistency import conform_batch, leaf_field
 from lance_partitioned.expressions import AlwaysTrue, Predicate
-from lance_partitioned.leaf_cache import leaf_schema
 from lance_partitioned.manifest import Manifest, ManifestSnapshot, local_path
-from lance_partitioned.pools import leaf_pool
+from lance_partitioned.runtime.leaf_cache import leaf_schema
+from lance_partitioned.runtime.pools import leaf_pool
 from lance_partitioned.scan import (
     ScanTask,
     leaf_filter,

@@ -22,8 +22,8 @@ from lance import LanceDataset, LanceOperation
 from lance.commit import CommitConflictError
 
 from lance_partitioned import errors
-from lance_partitioned.leaf_cache import cached_leaf
 from lance_partitioned.manifest import Manifest, open_leaf
+from lance_partitioned.runtime.leaf_cache import cached_leaf
 from lance_partitioned.transaction.leafplan import (
     field_id_map,
     leaf_fingerprint,

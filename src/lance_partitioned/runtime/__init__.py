@@ -12,6 +12,12 @@ waiting for round trips (:data:`IO_THREADS`). A ``threads=`` argument of a funct
 Lance reads its environment once, when it is first imported or starts its pools, so
 :func:`configure_lance` runs when ``lance_partitioned`` is imported, before any module here
 imports Lance. The README's "Process settings we change" section documents both settings.
+
+The package also holds what lives as long as the process and is shared by every namespace
+in it (each submodule imports Lance; this module does not):
+:mod:`~lance_partitioned.runtime.pools` (the long-lived leaf pools),
+:mod:`~lance_partitioned.runtime.sessions` (the shared Lance sessions of leaves) and
+:mod:`~lance_partitioned.runtime.leaf_cache` (opened leaves, per path and fixed version).
 """
 
 from __future__ import annotations
