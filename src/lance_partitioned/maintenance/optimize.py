@@ -331,11 +331,13 @@ class _Planner:
         )
         leaf.fragments_after, leaf.bytes_after = leaf.fragments, leaf.bytes
         leaf.indexes = self.indexes.get(task.object_id, [])
-        if ds.describe_indices():
+        if leaf.rows == 0:
+            pass  # no live row: dropped from the __manifest (__call__), nothing to compact
+        elif ds.describe_indices():
             log.info("leaf %s has Lance indices: not compacted", task.object_id)
         else:
             self._run(leaf, ds)
-        if leaf.operation is None:
+        if leaf.operation is None and leaf.rows > 0:
             self._index(leaf, ds)
         self._report(leaf)
         return leaf
