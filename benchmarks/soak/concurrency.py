@@ -375,7 +375,10 @@ def verify(
         if got != expected:
             lost = sorted(set(expected) - set(got))[:10]
             extra = sorted(set(got) - set(expected))[:10]
-            raise Mismatch(f"version {version}: lost ids {lost}, unexpected ids {extra}")
+            raise Mismatch(
+                f"version {version}: lost ids {lost}, unexpected ids {extra}"
+                + _history([*lost, *extra], [*writes, *evolutions], version)
+            )
         for seen in observed.get(version, []):
             if (seen["n"], seen["digest"], seen["duplicates"], seen["counted"]) != (
                 len(expected),
@@ -397,6 +400,23 @@ def verify(
         versions=replayed,
         observations=len(observations),
         evolutions=sum(1 for r in evolutions if "version" in r),
+    )
+
+
+def _history(ids: list[int], records: list[dict[str, Any]], version: int) -> str:
+    """The log records that name any of ``ids`` and every record of the five versions up to
+    ``version`` (evolutions included), in version order: what a failure report needs to
+    explain itself."""
+    wanted = set(ids)
+    shown = [
+        r
+        for r in records
+        if wanted & set(r.get("ids", ())) or version - 5 <= (r.get("version") or -1) <= version
+    ]
+    shown.sort(key=lambda r: (r.get("version") is None, r.get("version") or 0))
+    return "".join(
+        f"\n  {json.dumps({k: v for k, v in r.items() if k != 'seconds'}, default=str)}"
+        for r in shown[:80]
     )
 
 
