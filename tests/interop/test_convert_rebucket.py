@@ -15,7 +15,7 @@ from lance.namespace import DirectoryNamespace
 
 import lance_partitioned as lp
 from lance_partitioned import errors, transaction
-from lance_partitioned.converting import MARKER
+from lance_partitioned.convert.marker import MARKER
 from lance_partitioned.ingest import partition_values
 from lance_partitioned.spec.dialects import Dialect
 from lance_partitioned.verify import verify
