@@ -114,6 +114,8 @@ def _every_version(root: Path, first: int, expected: pa.Table) -> None:
         assert _sorted(ns.to_table(filter="id = 12")) == want, version
 
 
+# two conversions re-bucketing every leaf, per layout
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_convert_rebuckets_both_ways(tmp_path: Path, layout: str) -> None:
     expected = _create(tmp_path, layout)
