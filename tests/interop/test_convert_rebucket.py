@@ -144,6 +144,8 @@ def test_convert_rebuckets_a_published_namespace(tmp_path: Path) -> None:
     _check(tmp_path, "spec000", expected)
 
 
+# a conversion re-bucketing every leaf, crashed at each of its steps and run again
+@pytest.mark.matrix(2)  # the inner loop runs half of the cases
 @pytest.mark.parametrize("point", ["staged", "converted_rows"])
 def test_a_crash_between_the_steps_then_convert_again(tmp_path: Path, point: str) -> None:
     """``staged``: after the ``rows`` commit, before the re-bucketing one;
@@ -167,6 +169,8 @@ def test_a_crash_between_the_steps_then_convert_again(tmp_path: Path, point: str
     _every_version(tmp_path, first, expected)
 
 
+# a conversion re-bucketing every leaf, raced by a write at each of its steps
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 @pytest.mark.parametrize("point", ["staged", "leaves_committed", "converted_rows"])
 def test_a_write_during_the_conversion_is_kept(tmp_path: Path, point: str) -> None:
     """A write commits before the re-bucketing commit plans (it re-buckets the write's rows
