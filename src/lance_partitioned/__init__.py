@@ -28,13 +28,13 @@ if TYPE_CHECKING:
     from lance_partitioned.entry import write
     from lance_partitioned.errors import PartitionCountWarning
     from lance_partitioned.history import Tags
+    from lance_partitioned.history.restore import RestoreResult
     from lance_partitioned.ingest import WriteOptions, WriteProgress
     from lance_partitioned.interop import export, import_
     from lance_partitioned.maintenance.cleanup import CleanupProgress, CleanupResult
     from lance_partitioned.maintenance.optimize import OptimizeProgress, OptimizeResult
     from lance_partitioned.manifest.versions import Tag
     from lance_partitioned.namespace import PartitionedNamespace
-    from lance_partitioned.restore import RestoreResult
     from lance_partitioned.scan import ScanTask
     from lance_partitioned.search import (
         IndexBuildProgress,
@@ -107,7 +107,7 @@ _LAZY = {
     "Tags": "lance_partitioned.history",
     "Tag": "lance_partitioned.manifest.versions",
     "PartitionCountWarning": "lance_partitioned.errors",
-    "RestoreResult": "lance_partitioned.restore",
+    "RestoreResult": "lance_partitioned.history.restore",
     "write": "lance_partitioned.entry",
     "import_": "lance_partitioned.interop",
     "export": "lance_partitioned.interop",

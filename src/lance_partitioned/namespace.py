@@ -26,6 +26,7 @@ from lance_partitioned import dml, engines, errors, evolution, history, scan
 from lance_partitioned.consistency import leaf_schema
 from lance_partitioned.dml import DeleteResult, MergeBuilder, UpdateResult
 from lance_partitioned.dml.results import WriteResult
+from lance_partitioned.evolution.schema_update import UpdateSchema
 from lance_partitioned.expressions import Predicate
 from lance_partitioned.ingest import WriteOptions, WriteProgress, stage
 from lance_partitioned.maintenance import cleanup, optimize
@@ -34,7 +35,6 @@ from lance_partitioned.maintenance.optimize import OptimizeProgress, OptimizeRes
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.creation import create_manifest
 from lance_partitioned.scan import ScanTasks
-from lance_partitioned.schema_update import UpdateSchema
 from lance_partitioned.sizes import list_partitions, partition_sizes
 from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.partitioning import (
@@ -49,11 +49,11 @@ if TYPE_CHECKING:
     import polars as pl
 
     from lance_partitioned.adapter import PartitionedLanceNamespace
-    from lance_partitioned.convert import ConvertResult
+    from lance_partitioned.convert.conversion import ConvertResult
     from lance_partitioned.engines import OnScan
     from lance_partitioned.engines.dataset import PartitionedDataset
     from lance_partitioned.history import Tags
-    from lance_partitioned.restore import RestoreResult
+    from lance_partitioned.history.restore import RestoreResult
     from lance_partitioned.search import IndexBuildProgress, IndexBuildResult, IndexStats
 
 __all__ = ["PartitionedNamespace", "WriteResult"]
@@ -490,7 +490,7 @@ class PartitionedNamespace:
 
     def restore(self, version: int | str | dt.datetime) -> RestoreResult:
         """Make the rows of an earlier ``__manifest`` version the current ones, in one new
-        commit (as Delta's ``RESTORE``; see :mod:`lance_partitioned.restore`).
+        commit (as Delta's ``RESTORE``; see :mod:`lance_partitioned.history.restore`).
 
         Parameters
         ----------
@@ -498,7 +498,7 @@ class PartitionedNamespace:
             A version number, a tag name, or a time (the latest version committed at or
             before it; a naive datetime is UTC).
         """
-        from lance_partitioned import restore
+        from lance_partitioned.history import restore
 
         with self._committed("restore") as moved_to:
             result = restore.restore(self._manifest, version)
@@ -509,7 +509,7 @@ class PartitionedNamespace:
         """Rewrite every partition spec version and the ``__manifest`` partition columns in
         dialect ``to`` (``"published"`` or ``"spec000"``); see :mod:`lance_partitioned.convert`.
         The leaves of bucket fields are re-bucketed (``rebucket=False``: refused)."""
-        from lance_partitioned.convert import convert
+        from lance_partitioned.convert.conversion import convert
 
         with self._committed("convert") as moved_to:
             result = convert(self._manifest, to, rebucket=rebucket)

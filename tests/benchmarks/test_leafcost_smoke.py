@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.benchmarks.helpers import available, run
 
 
+@pytest.mark.slow  # a child interpreter runs the benchmark, deltalake too: about 6 s
 def test_a_small_run_prints_ours_delta_and_the_floor() -> None:
     systems = available("ours", "delta", "floor")
     done = run("leafcost.py", "--partitions", "12", "--repeat", "1", "--only", ",".join(systems))

@@ -25,6 +25,8 @@ PREDICATES = [
 ]
 
 
+# a namespace and its oracle per transform
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 @pytest.mark.parametrize("kind", sorted(SPECS))
 def test_delete_matches_the_oracle_on_every_transform(tmp_path: Path, kind: str) -> None:
     """Each predicate deletes from what the previous ones left."""

@@ -80,6 +80,8 @@ def _source(seed: int, first_id: int, n: int = 60) -> pa.Table:
     return rows(n, seed=seed, first_id=first_id)
 
 
+# a namespace and its oracle per transform
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 @pytest.mark.parametrize("kind", sorted(SPECS))
 def test_upsert_by_id_matches_the_oracle_on_every_transform(tmp_path: Path, kind: str) -> None:
     """Keyed by id only: matched rows take the source's partition values (they move)."""

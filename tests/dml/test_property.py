@@ -11,6 +11,8 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.property.strategies import examples
+
 from .helpers import SCHEMA, create, expected, rows
 
 PREDICATES = [
@@ -85,7 +87,7 @@ def _step(ns: object, model: pa.Table, op: tuple[object, ...], next_id: int) -> 
 
 
 @settings(
-    max_examples=8,
+    max_examples=examples(8),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

@@ -19,6 +19,8 @@ CASES = [
 ]
 
 
+# a namespace and its oracle per transform
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 @pytest.mark.parametrize("kind", sorted(SPECS))
 def test_replace_where_matches_the_oracle_on_every_transform(tmp_path: Path, kind: str) -> None:
     data = rows(200, seed=21)

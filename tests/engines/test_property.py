@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lance_partitioned as lp
+from tests.property.strategies import examples
 
 UTC = dt.timezone.utc
 OPS = ("=", "!=", "<", "<=", ">", ">=")
@@ -106,7 +107,7 @@ def _full(ns: lp.PartitionedNamespace) -> pa.Table:
     return _FULL[ns.uri]
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(f=filters)
 def test_duckdb_through_the_dataset_matches_a_full_scan(
     events: lp.PartitionedNamespace, f: tuple[Any, ...]
@@ -120,7 +121,7 @@ def test_duckdb_through_the_dataset_matches_a_full_scan(
     assert got == expected, sql
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(f=filters)
 def test_polars_through_the_plugin_matches_a_full_scan(
     events: lp.PartitionedNamespace, f: tuple[Any, ...]

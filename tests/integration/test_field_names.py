@@ -198,6 +198,8 @@ SHAPES = [
 ]
 
 
+# each shape of expression against DuckDB
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 @pytest.mark.parametrize("condition", SHAPES)
 def test_expressions_over_field_names_match_duckdb(
     ns: lp.PartitionedNamespace, condition: str

@@ -90,6 +90,8 @@ def _assert_removed_by_cleanup(message: str, version: int) -> None:
     assert "restore the leaf directory" not in message
 
 
+# every change x every reader
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 @pytest.mark.parametrize("reader", list(READERS))
 @pytest.mark.parametrize("change", list(CHANGES))
 def test_an_old_handle_after_a_cleanup_is_told_its_version_is_gone(
@@ -159,6 +161,8 @@ DAMAGE = {
 }
 
 
+# every damage x reader x version kept
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 @pytest.mark.parametrize("reader", list(READERS))
 @pytest.mark.parametrize("damage", list(DAMAGE))
 @pytest.mark.parametrize("kept_by", ["latest", "tag"])

@@ -101,6 +101,8 @@ FILTERS = [
 ]
 
 
+# 5 specs x 14 filters against the DuckDB oracle
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 @pytest.mark.parametrize("condition", FILTERS)
 def test_filtered_read_equals_the_oracle(ns: lp.PartitionedNamespace, condition: str) -> None:
     got = ns.to_table(condition)
@@ -108,6 +110,8 @@ def test_filtered_read_equals_the_oracle(ns: lp.PartitionedNamespace, condition:
     assert got.schema == ns.schema
 
 
+# 5 specs x 14 filters against the DuckDB oracle
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 @pytest.mark.parametrize("condition", FILTERS)
 def test_count_rows_equals_the_oracle(ns: lp.PartitionedNamespace, condition: str) -> None:
     assert ns.count_rows(condition) == oracle(condition).num_rows

@@ -515,6 +515,7 @@ def test_partitions_found_again_in_later_chunks(
     assert chunked == whole
 
 
+@pytest.mark.slow  # a child interpreter imports Lance, then the library, and writes
 def test_importing_lance_first_logs_no_warning_per_new_partition(tmp_path: Any) -> None:
     """isort puts ``import lance`` first: Lance then reads ``LANCE_LOG`` before we set it, so
     staging a new partition must not log "No existing dataset ... it will be created"."""

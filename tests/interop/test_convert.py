@@ -75,6 +75,8 @@ def _all_versions(root: Path, upto: int) -> dict[int, pa.Table]:
 SPECS = ["year(d) AS d_year", "truncate(2, s) AS s2", "year(d) AS d_year, month(d) AS d_month, s"]
 
 
+# two conversions per spec
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 @pytest.mark.parametrize("second", SPECS)
 def test_convert_both_ways_keeps_rows_and_versions(tmp_path: Path, second: str) -> None:
     ns = _two_versions(tmp_path, second)

@@ -13,7 +13,7 @@ import pytest
 
 import lance_partitioned as lp
 from lance_partitioned import transaction
-from lance_partitioned.converting import MARKER
+from lance_partitioned.convert.marker import MARKER
 from lance_partitioned.spec.dialects import Dialect
 from lance_partitioned.verify import verify
 from tests.interop.test_convert import FIRST, SCHEMA, _all_versions, _batch, _dialects, _sorted

@@ -15,7 +15,7 @@ from lance.namespace import DirectoryNamespace
 
 import lance_partitioned as lp
 from lance_partitioned import errors, transaction
-from lance_partitioned.converting import MARKER
+from lance_partitioned.convert.marker import MARKER
 from lance_partitioned.ingest import partition_values
 from lance_partitioned.spec.dialects import Dialect
 from lance_partitioned.verify import verify
@@ -114,6 +114,8 @@ def _every_version(root: Path, first: int, expected: pa.Table) -> None:
         assert _sorted(ns.to_table(filter="id = 12")) == want, version
 
 
+# two conversions re-bucketing every leaf, per layout
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_convert_rebuckets_both_ways(tmp_path: Path, layout: str) -> None:
     expected = _create(tmp_path, layout)
@@ -142,6 +144,8 @@ def test_convert_rebuckets_a_published_namespace(tmp_path: Path) -> None:
     _check(tmp_path, "spec000", expected)
 
 
+# a conversion re-bucketing every leaf, crashed at each of its steps and run again
+@pytest.mark.matrix(2)  # the inner loop runs half of the cases
 @pytest.mark.parametrize("point", ["staged", "converted_rows"])
 def test_a_crash_between_the_steps_then_convert_again(tmp_path: Path, point: str) -> None:
     """``staged``: after the ``rows`` commit, before the re-bucketing one;
@@ -165,6 +169,8 @@ def test_a_crash_between_the_steps_then_convert_again(tmp_path: Path, point: str
     _every_version(tmp_path, first, expected)
 
 
+# a conversion re-bucketing every leaf, raced by a write at each of its steps
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 @pytest.mark.parametrize("point", ["staged", "leaves_committed", "converted_rows"])
 def test_a_write_during_the_conversion_is_kept(tmp_path: Path, point: str) -> None:
     """A write commits before the re-bucketing commit plans (it re-buckets the write's rows

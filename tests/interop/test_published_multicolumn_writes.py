@@ -47,6 +47,8 @@ def _rows_in_their_leaves(ns: lp.PartitionedNamespace, multi: dict[str, Any]) ->
             assert field_value(multi, SCHEMA, row) == value, (row, value)
 
 
+# a published namespace built, appended to and read leaf by leaf, per field
+@pytest.mark.matrix(2)  # the inner loop runs half of the cases
 @pytest.mark.parametrize("multi", [MARKED, MULTI_EXPRESSION], ids=["multi_bucket", "expr"])
 def test_append_routes_rows_by_every_source(
     tmp_path: os.PathLike[str], multi: dict[str, Any]

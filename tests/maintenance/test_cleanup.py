@@ -311,6 +311,8 @@ def test_a_leaf_restored_under_an_orphan_keeps_the_version_it_restores_to(
 # ------------------------------------------------------------------ crashes
 
 
+# a namespace with history per crash point
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 @pytest.mark.parametrize("point", STEPS)
 def test_a_crash_at_any_step_leaves_every_version_readable_and_a_rerun_finishes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str

@@ -36,10 +36,11 @@ from tests.maintenance.helpers import (
     pinned,
     remember,
 )
+from tests.property.strategies import examples
 
 _LONG = os.environ.get("LP_CLEANUP_PROPERTY") == "long"
 SETTINGS = settings(
-    max_examples=200 if _LONG else 12,
+    max_examples=200 if _LONG else examples(12),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow],

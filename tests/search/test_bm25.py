@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import lance_partitioned as lp
 from lance_partitioned.search.query import _Leaf
+from tests.property.strategies import examples
 
 from .helpers import DIM, namespace
 
@@ -155,7 +156,7 @@ def test_hybrid_keeps_namespace_scores(tmp_path: Path) -> None:
         assert score is None or score == scores[row_id]
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     sizes=st.fixed_dictionaries(
         {"a": st.integers(1, 25), "b": st.integers(0, 25), "c": st.integers(1, 25)}

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import lance_partitioned as lp
 from lance_partitioned.search.query import _Leaf
+from tests.property.strategies import examples
 
 from .helpers import DIM, distances_by_id, exact_top_k, namespace, rows
 
@@ -62,7 +63,7 @@ def _check(
     assert got.column_names == ["id", "_distance", "_partition"]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     layout=st.sampled_from(["identity", "bucket", "two_specs"]),
     where=st.sampled_from(FILTERS),

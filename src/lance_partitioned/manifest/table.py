@@ -28,7 +28,7 @@ from lance.optimize import Compaction, CompactionOptions
 from lance.schema import LanceSchema
 
 from lance_partitioned import errors, runtime
-from lance_partitioned.converting import effective_metadata
+from lance_partitioned.convert.marker import effective_metadata
 from lance_partitioned.manifest.datasets import file_on_the_way, open_leaf
 from lance_partitioned.manifest.layout import (
     BASE_COLUMNS,

@@ -7,7 +7,7 @@ whole namespace at version ``S``. A micro-batch from offset ``a`` to ``b`` emits
 
 1. with ``initial_snapshot``, every row at version ``a`` (read as a batch read of ``a``);
 2. for each version ``v`` in ``a + 1 .. b``, the rows in the fragments ``v`` appended
-   (:class:`lance_partitioned.changes.ChangeLog` compares each leaf's fragments at its
+   (:class:`lance_partitioned.history.changes.ChangeLog` compares each leaf's fragments at its
    ``read_version`` of ``v - 1`` and of ``v``). A version that changed or removed rows
    (overwrite, ``overwrite_partitions``, ``replace_where``, delete, update, merge, a leaf
    dropped) fails the query with :class:`~lance_partitioned.errors.ChangeCommitError`,
@@ -76,7 +76,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from lance_partitioned import errors
-from lance_partitioned.changes import (
+from lance_partitioned.history.changes import (
     AppendedFragments,
     ChangeLog,
     kept_versions,

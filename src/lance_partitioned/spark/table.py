@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 from lance_partitioned import errors
 from lance_partitioned.dml.results import DeleteResult, UpdateResult
 from lance_partitioned.dml.update import assignments as to_assignments
+from lance_partitioned.history.restore import RestoreResult
 from lance_partitioned.maintenance.optimize import OptimizeResult
 from lance_partitioned.manifest import Manifest
 from lance_partitioned.namespace import PartitionedNamespace
-from lance_partitioned.restore import RestoreResult
 from lance_partitioned.spark import dml as spark_dml
 from lance_partitioned.spark.dml import TaskHook
 from lance_partitioned.spark.merge import SparkMergeBuilder, keys_of

@@ -78,7 +78,7 @@ import pyarrow as pa
 
 from lance_partitioned import errors
 from lance_partitioned.consistency import leaf_schema
-from lance_partitioned.converting import (
+from lance_partitioned.convert.marker import (
     fill_moved,
     named_for,
     pending_moves,
@@ -732,7 +732,7 @@ def _manifest_rows(
             rows.append(_leaf_row(snapshot, leaf, commit, fields))
         else:
             rows.append(_changed_row(snapshot, oid, commit))
-    # a dialect conversion under way: its new columns filled too (lance_partitioned.converting)
+    # a dialect conversion under way: its new columns filled too (lance_partitioned.convert.marker)
     moves = pending_moves(snapshot.table_metadata)
     return fill_moved(rows, moves, snapshot.rows.column_names)
 

@@ -388,6 +388,8 @@ def _cases() -> list[Predicate]:
     return cases
 
 
+# about 200 predicates, each read by Lance and by DataFusion
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 @pytest.mark.parametrize("predicate", _cases(), ids=repr)
 def test_to_sql_reads_alike_in_lance_and_datafusion(
     engines: tuple[pa.Table, Any, Any], predicate: Predicate

@@ -50,6 +50,8 @@ def datafusion_parts(values: pa.Array) -> dict[str, list[int | None]]:
     return ctx.sql(f"SELECT {select} FROM t").to_pydict()  # type: ignore[no-any-return]
 
 
+# every zone x unit against DataFusion
+@pytest.mark.matrix(3)  # the inner loop runs a third of the cases
 @pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
 @pytest.mark.parametrize("tz", ZONES)
 def test_date_parts_of_zoned_timestamps_are_datafusions(tz: str, unit: str) -> None:

@@ -16,7 +16,7 @@ planned on a snapshot older than ``rows`` conflicts with it and is planned again
 snapshot, which has the marker. A marker left by a crashed conversion is harmless (the old
 columns stay those the specs name) and is replaced by the next conversion.
 
-A conversion that re-buckets (:mod:`lance_partitioned.rebucket`) records in the marker its
+A conversion that re-buckets (:mod:`lance_partitioned.convert.rebucket`) records in the marker its
 re-bucketed fields (left out of the moves: an old bucket value is not the new one) and the
 converted specs, which :func:`effective_metadata` makes the ones this library reads and writes
 with once the re-bucketed leaves are committed (:func:`rebucket_done`), until ``publish``;
@@ -61,7 +61,8 @@ log = logging.getLogger(__name__)
 
 MARKER = "lance_partitioned.converting"
 """The ``__manifest`` table metadata key of a conversion under way: JSON, spec version to the
-list of ``[old column, new column]`` of its fields."""
+list of ``[old column, new column]`` of its fields. Written to disk, so it keeps the name of
+the module that introduced it (``lance_partitioned.converting``, now this one)."""
 
 _PARTITION_ROW = re.compile(r"^v([0-9]+)\$")
 
@@ -145,7 +146,7 @@ def rebucket_done(table_metadata: Mapping[str, str], rows: pa.Table) -> bool:
     After it, writers fill the moved columns, but not the re-bucketed ones (an old bucket
     value is not the new one), so each old leaf of a re-bucketed field keeps its old value
     without a new one until the re-bucketing commit replaces it by a leaf holding the new
-    value only (:mod:`lance_partitioned.rebucket` leaves the old column NULL). A partition
+    value only (:mod:`lance_partitioned.convert.rebucket` leaves the old column NULL). A partition
     whose bucket is NULL (its source NULL) is the same under both hash functions: whether it
     was replaced yet does not matter.
     """

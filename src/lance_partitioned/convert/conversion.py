@@ -7,8 +7,8 @@ to the column the new spec names: ``<name>`` (spec 000) becomes ``partition_fiel
 a field's values, and so the leaf a row lives in, stay the same, except for a ``bucket`` field:
 spec 000 buckets hash with xxhash64, published ones with murmur3, so their leaves hold
 different rows. The leaves of every spec version with a bucket field are re-bucketed
-(:mod:`lance_partitioned.rebucket`): one commit of the commit protocol replaces them by leaves
-of the new function. ``rebucket=False`` refuses such a conversion instead, with
+(:mod:`lance_partitioned.convert.rebucket`): one commit of the commit protocol replaces them
+by leaves of the new function. ``rebucket=False`` refuses such a conversion instead, with
 :class:`~lance_partitioned.errors.UnsupportedOperationError` listing the fields; a bucket
 field of a spec version without leaves converts as any other field.
 
@@ -16,7 +16,7 @@ pylance 14 cannot change a dataset's columns, its rows and its table metadata in
 (see :mod:`lance_partitioned.evolution`), so a conversion is up to four ``__manifest``
 versions, each readable as the namespace before it: ``prepare`` adds the new columns (a Lance
 ``Merge``, every row NULL in them); ``mark`` records the moves under the table metadata key
-:data:`~lance_partitioned.converting.MARKER`; ``rows`` fills the new columns in every
+:data:`~lance_partitioned.convert.marker.MARKER`; ``rows`` fills the new columns in every
 partition row and rewrites the spec version rows (one ``Update``); the first three are
 invisible to readers because no spec names the new columns yet. ``publish`` then sets every
 spec in the new dialect and removes the marker in one compare-and-swap, after checking that
@@ -29,12 +29,12 @@ make conflict with a concurrent write, so a partition row created between ``rows
 over such rows (as the commit protocol re-plans) would need rows and table metadata in one
 commit, which pylance 14 lacks; instead the intermediate state is one every writer of ours
 completes: while the marker is set, each ``__manifest`` commit of the transaction protocol
-fills the new columns of the partition rows it writes (:mod:`lance_partitioned.converting`).
+fills the new columns of the partition rows it writes (:mod:`lance_partitioned.convert.marker`).
 A writer that planned before the marker conflicts with ``rows`` (both rewrite the spec
 version rows) and plans again on a snapshot with the marker, so every partition row, whenever
 it was committed, has its values in the new columns by ``publish``; a write staged before
 the conversion and committed after it names its values for the converted specs
-(:func:`~lance_partitioned.converting.named_for`). A writer that does not
+(:func:`~lance_partitioned.convert.marker.named_for`). A writer that does not
 follow this library's marker (another client) is not covered: convert while no other client
 writes. A crash between the steps leaves every version readable (only the old columns are
 named); running the conversion again finishes it.
@@ -44,9 +44,9 @@ leaves (pylance 14 cannot commit them with the specs either). The marker also re
 re-bucketed fields and the converted specs, and writers copy no re-bucketed field's old value
 to its new column, so a leaf not re-bucketed yet is one with an old bucket value and no new
 one. Once the ``rebucket`` commit is in (no such leaf:
-:func:`~lance_partitioned.converting.rebucket_done`), this library reads and writes the
+:func:`~lance_partitioned.convert.marker.rebucket_done`), this library reads and writes the
 ``__manifest`` with the converted specs
-(:func:`~lance_partitioned.converting.effective_metadata`), so the versions before
+(:func:`~lance_partitioned.convert.marker.effective_metadata`), so the versions before
 ``publish`` read the same rows and prune right; a rerun after a crash there only publishes.
 A write committed before ``rebucket`` is re-bucketed with the rest (the plan reads every
 leaf it replaces and is serializable: it plans again when one moved); a write staged before
@@ -73,10 +73,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_partitioned import errors
-from lance_partitioned.converting import MARKER, marker_value, rebucket_done
+from lance_partitioned.convert.marker import MARKER, marker_value, rebucket_done
+from lance_partitioned.convert.rebucket import rebucket_plan
 from lance_partitioned.manifest import CommitConflict, Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
-from lance_partitioned.rebucket import rebucket_plan
 from lance_partitioned.spec.dialects import Dialect, Murmur3Bucket, PublishedSpec, in_dialect
 from lance_partitioned.spec.metadata import SPEC_KEY_PREFIX, NamespaceMetadata
 from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec

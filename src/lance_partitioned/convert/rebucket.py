@@ -93,7 +93,7 @@ def _cleared(values: Mapping[str, Any], old: Collection[str]) -> dict[str, Any]:
     """``values`` with the old column of each re-bucketed field NULL, not the new value
     (which the commit protocol would copy there, naming the leaf for the old specs): an old
     bucket value without a new one is what marks a leaf not re-bucketed yet
-    (:func:`~lance_partitioned.converting.rebucket_done`)."""
+    (:func:`~lance_partitioned.convert.marker.rebucket_done`)."""
     return {**values, **dict.fromkeys(old)}
 
 

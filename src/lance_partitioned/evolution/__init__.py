@@ -41,6 +41,9 @@ Every commit records the evolution (:mod:`lance_partitioned.manifest.operations`
 ``evolve``, its kind as the mode, its step, no row added, removed or updated, and the leaves
 it renamed as ``partitions_touched``.
 
+Several column changes published as one schema change (``ns.update_schema()``, PyIceberg's
+model) are :mod:`~lance_partitioned.evolution.schema_update`.
+
 >>> import tempfile, pyarrow as pa
 >>> import lance_partitioned as lp
 >>> ns = lp.PartitionedNamespace.create(

@@ -7,6 +7,11 @@ for 300 versions on a local disk). A version is named by its number, by a tag, o
 (:func:`resolve_version`); tags are Lance tags on the ``__manifest``
 (:mod:`lance_partitioned.manifest.versions`).
 
+The package also holds what is built on the versions:
+:mod:`~lance_partitioned.history.restore` (make an earlier version's rows the current ones,
+in a new commit) and :mod:`~lance_partitioned.history.changes` (what each version changed,
+fragment by fragment: the incremental reads of the Spark streaming source).
+
 >>> import tempfile, pyarrow as pa
 >>> import lance_partitioned as lp
 >>> ns = lp.PartitionedNamespace.create(
