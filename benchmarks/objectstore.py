@@ -5,9 +5,10 @@ An S3-compatible server (moto's, ``python -m moto.server``, in a child process s
 does not compete for this process's GIL) listens on 127.0.0.1; in front of it
 :class:`_proxy.DelayProxy` adds ``--delay-ms`` (default 20) to **every HTTP request**: it
 parses request boundaries, so each request on a keep-alive connection is delayed, not only
-a connection's first bytes. It runs in a child process too (:class:`_proxy.ProxyProcess`), so
-that its forwarding never waits for this process's GIL. It counts the requests too. Ours and delta-rs write to two
-prefixes of one bucket, through the same proxy, and run, timed one by one:
+a connection's first bytes; it runs in a child process (:class:`_proxy.ProxyProcess`), so
+that its forwarding never waits for this process's GIL. It counts the requests too. Ours
+and delta-rs write to two prefixes of one bucket, through the same proxy, and run, timed one
+by one:
 
 1. write ``--partitions`` partitions (default 731 days, ``--rows-per-partition`` rows each)
    partitioned by ``event_date`` (ours: ``PartitionedNamespace.create`` + ``write``; delta:

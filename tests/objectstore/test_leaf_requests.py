@@ -99,3 +99,17 @@ def test_a_delete_plans_on_the_leaf_version_the_write_committed(
     # the leaf at its read_version is not opened (a HEAD, then a GET, of that manifest)
     assert [m for m, _ in _leaf_manifests(requests)].count("HEAD") == 0, requests
     assert namespace.count_rows() == 11
+
+
+def test_an_append_commits_through_the_leaf_version_the_write_committed(
+    proxy: Any, namespace: lp.PartitionedNamespace
+) -> None:
+    proxy.reset()
+    namespace.write(pa.table({"k": ["a"], "v": [12]}))
+    requests = [(m, p) for m, p in proxy.requests() if "__manifest" not in p]
+    # staging opens the leaf's latest version (a listing, a read of its manifest); the leaf
+    # commit lists the versions once (Lance's check for a newer one) and reads nothing again
+    listings = [p for m, p in requests if "list-type=2" in p and "_versions" in unquote(p)]
+    assert len(listings) == 2, requests
+    assert len(_leaf_manifests(requests)) == 1, requests
+    assert namespace.count_rows() == 13

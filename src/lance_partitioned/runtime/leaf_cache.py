@@ -21,7 +21,9 @@ locations hold random ids, so a path is never written again by a new table).
 the next read of that version (a scan, a delete's or an optimize's plan right after a write)
 opens nothing. On an object store that is a ``HEAD`` and a ``GET`` of the version's manifest
 saved per leaf (``benchmarks/objectstore.py``: an optimize of 731 leaves just written asked
-for 1,616 requests, 1,482 of them those).
+for 1,616 requests, 1,482 of them those). :func:`known_leaf` hands it to the next leaf commit
+on that version, which Lance then makes without listing the versions and reading the
+manifest again (an append to a leaf: 3 requests instead of 5).
 
 :func:`leaf_schema` is a dataset's Arrow schema, converted once per ``LanceDataset`` object
 (pylance converts it again at each ``.schema``: as long as Lance's count of a point query
@@ -41,7 +43,7 @@ from lance import LanceDataset
 
 from lance_partitioned.manifest import local_path
 
-__all__ = ["MAX_LEAVES", "cached_leaf", "clear", "leaf_schema", "remember_leaf"]
+__all__ = ["MAX_LEAVES", "cached_leaf", "clear", "known_leaf", "leaf_schema", "remember_leaf"]
 
 #: Leaf versions kept opened (least recently used dropped first).
 MAX_LEAVES = 1024
@@ -92,6 +94,23 @@ def cached_leaf(
         return dataset
     _keep(key, dataset, stamp)
     return dataset
+
+
+def known_leaf(
+    uri: str, version: int, storage_options: tuple[tuple[str, str], ...]
+) -> LanceDataset | None:
+    """The leaf at ``uri``, ``version`` when this process has it opened (:func:`cached_leaf`,
+    :func:`remember_leaf`), else None: nothing is opened. A leaf commit on top of ``version``
+    goes through it: Lance then reads neither the versions nor the manifest again."""
+    path = local_path(uri)
+    key = (uri if path is None else path, version, storage_options)
+    with _lock:
+        found = _opened.get(key)
+    if found is None or found[0].version != version:
+        return None
+    if path is not None and found[1] != _stamp(path, version):
+        return None
+    return found[0]
 
 
 def remember_leaf(

@@ -24,7 +24,7 @@ from lance.commit import CommitConflictError
 
 from lance_partitioned import errors
 from lance_partitioned.manifest import Manifest, open_leaf
-from lance_partitioned.runtime.leaf_cache import cached_leaf, remember_leaf
+from lance_partitioned.runtime.leaf_cache import cached_leaf, known_leaf, remember_leaf
 from lance_partitioned.transaction.leafplan import (
     field_id_map,
     leaf_fingerprint,
@@ -348,7 +348,11 @@ def commit_leaf(
                 return LeafCommit(int(base), int(ds.count_rows()), fingerprint)
             _pause("leaf_commit")
             ds = LanceDataset.commit(
-                uri, op, read_version=base, storage_options=options, max_retries=0
+                _base(uri, base, options),
+                op,
+                read_version=base,
+                storage_options=options,
+                max_retries=0,
             )
             if overwrite or ds.version == base + 1:
                 return _committed(uri, options, ds, LeafCommit(int(ds.version), 0, fingerprint))
@@ -377,6 +381,14 @@ def commit_leaf(
         f"leaf table {leaf.object_id!r} kept conflicting with concurrent writers "
         f"after {_LEAF_ATTEMPTS} attempts"
     )
+
+
+def _base(uri: str, version: int, options: dict[str, str] | None) -> str | LanceDataset:
+    """What a leaf commit on ``version`` goes through: the leaf at that version when this
+    process has it opened (Lance then lists no version and reads no manifest: on an object
+    store, an append to a leaf is 3 requests instead of 5), else its URI."""
+    known = known_leaf(uri, version, tuple(sorted((options or {}).items())))
+    return uri if known is None else known
 
 
 def _committed(
@@ -479,7 +491,11 @@ def commit_change(
                 )
             _pause("leaf_commit")
             ds = LanceDataset.commit(
-                uri, op, read_version=latest, storage_options=options, max_retries=0
+                _base(uri, latest, options),
+                op,
+                read_version=latest,
+                storage_options=options,
+                max_retries=0,
             )
             if ds.version == latest + 1:
                 kept = known is not None and expected >= 0 and isinstance(op, _KEEPS_SCHEMA)
