@@ -5,8 +5,10 @@ An S3-compatible server (moto's, ``python -m moto.server``, in a child process s
 does not compete for this process's GIL) listens on 127.0.0.1; in front of it
 :class:`_proxy.DelayProxy` adds ``--delay-ms`` (default 20) to **every HTTP request**: it
 parses request boundaries, so each request on a keep-alive connection is delayed, not only
-a connection's first bytes. It counts the requests too. Ours and delta-rs write to two
-prefixes of one bucket, through the same proxy, and run, timed one by one:
+a connection's first bytes; it runs in a child process (:class:`_proxy.ProxyProcess`), so
+that its forwarding never waits for this process's GIL. It counts the requests too. Ours
+and delta-rs write to two prefixes of one bucket, through the same proxy, and run, timed one
+by one:
 
 1. write ``--partitions`` partitions (default 731 days, ``--rows-per-partition`` rows each)
    partitioned by ``event_date`` (ours: ``PartitionedNamespace.create`` + ``write``; delta:
@@ -60,7 +62,7 @@ import pyarrow as pa
 import lance_partitioned as lp
 from _data import START, make_events
 from _floor import Floor
-from _proxy import DelayProxy
+from _proxy import DelayProxy, ProxyProcess
 from lance_partitioned.runtime import max_workers
 
 BUCKET = "lp-objectstore-bench"
@@ -157,9 +159,10 @@ def delta_options(endpoint: str) -> dict[str, str]:
 
 
 Measured = dict[str, tuple[float, Counter[str]]]
+Proxy = DelayProxy | ProxyProcess
 
 
-def measure(proxy: DelayProxy, actions: dict[str, Callable[[], object]]) -> Measured:
+def measure(proxy: Proxy, actions: dict[str, Callable[[], object]]) -> Measured:
     """Seconds and requests (by method) of each action, in order."""
     out: Measured = {}
     for name, action in actions.items():
@@ -171,7 +174,7 @@ def measure(proxy: DelayProxy, actions: dict[str, Callable[[], object]]) -> Meas
 
 
 def run_ours(
-    proxy: DelayProxy, table: pa.Table, appended: pa.Table, args: argparse.Namespace
+    proxy: Proxy, table: pa.Table, appended: pa.Table, args: argparse.Namespace
 ) -> Measured:
     uri = f"s3://{BUCKET}/{uuid.uuid4().hex}/ours"
     options = ours_options(proxy.endpoint)
@@ -211,7 +214,7 @@ def run_ours(
 
 
 def run_delta(
-    proxy: DelayProxy, table: pa.Table, appended: pa.Table, args: argparse.Namespace
+    proxy: Proxy, table: pa.Table, appended: pa.Table, args: argparse.Namespace
 ) -> Measured:
     from deltalake import DeltaTable, write_deltalake
 
@@ -254,7 +257,7 @@ def run_delta(
 
 
 def run_floor(
-    proxy: DelayProxy, table: pa.Table, appended: pa.Table, args: argparse.Namespace
+    proxy: Proxy, table: pa.Table, appended: pa.Table, args: argparse.Namespace
 ) -> Measured:
     """The floor: pylance alone, one dataset per partition, each step one call per leaf on a
     pool as wide as ours (no ``__manifest``: no open + plan)."""
@@ -313,7 +316,7 @@ def main() -> None:
     table = events(args.partitions, args.rows_per_partition)
     appended = events(APPENDED, args.rows_per_partition, first_id=table.num_rows)
     results: dict[str, Measured] = {}
-    with s3_server() as port, DelayProxy(port, delay=args.delay_ms / 1000) as proxy:
+    with s3_server() as port, ProxyProcess(port, delay=args.delay_ms / 1000) as proxy:
         if "ours" in systems:
             results["ours"] = run_ours(proxy, table, appended, args)
         if "delta" in systems:

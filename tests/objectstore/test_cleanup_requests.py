@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 import lance_partitioned as lp
+from lance_partitioned.runtime import leaf_cache
 from tests.benchmarks.helpers import load
 
 pytestmark = pytest.mark.s3
@@ -67,6 +68,7 @@ def test_a_cleanup_reads_a_one_version_leaf_manifest_once(
     first = namespace.cleanup(dt.timedelta(0))
     assert first.leaf_versions.count == len(KEYS)
 
+    leaf_cache.clear()  # as in another process: the leaf versions are not known yet
     proxy.reset()
     again = namespace.cleanup(dt.timedelta(0))
     requests = proxy.requests()
@@ -74,3 +76,39 @@ def test_a_cleanup_reads_a_one_version_leaf_manifest_once(
     reads = [p for p in _leaf_versions(requests, "GET") if ".manifest" in p]
     assert len(reads) == len(KEYS), requests
     assert namespace.count_rows() == 15
+
+
+def _leaf_listings(requests: list[tuple[str, str]]) -> list[str]:
+    """Listings (``GET ?list-type=2``) of a prefix inside a leaf directory."""
+    return [
+        path
+        for method, path in requests
+        if method == "GET" and "list-type=2" in path and "$dataset" in unquote(path)
+    ]
+
+
+def test_a_cleanup_lists_the_root_once_rather_than_each_leaf(
+    proxy: Any, namespace: lp.PartitionedNamespace
+) -> None:
+    leaf_cache.clear()
+    proxy.reset()
+    result = namespace.cleanup(dt.timedelta(0))
+    requests = proxy.requests()
+    assert (result.leaf_versions.count, result.staged_files.count) == (0, 0)
+    assert result.kept_leaf_versions == len(KEYS)
+    assert _leaf_listings(requests) == [], requests
+    reads = [p for p in _leaf_versions(requests, "GET") if ".manifest" in p]
+    assert len(reads) == len(KEYS), requests  # each leaf's one version, read once
+
+
+def test_a_cleanup_does_not_read_the_leaf_versions_this_process_committed(
+    proxy: Any, namespace: lp.PartitionedNamespace
+) -> None:
+    proxy.reset()
+    result = namespace.cleanup(dt.timedelta(0))
+    requests = proxy.requests()
+    assert (result.leaf_versions.count, result.staged_files.count) == (0, 0)
+    assert result.kept_leaf_versions == len(KEYS)
+    assert _leaf_versions(requests, "GET") == [], requests
+    assert _leaf_versions(requests, "HEAD") == [], requests
+    assert namespace.count_rows() == 12

@@ -61,7 +61,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
@@ -386,14 +386,22 @@ def _clean_leaf(
     cutoff: dt.datetime,
     read: int,
     dry_run: bool,
+    listings: Mapping[str, list[StoredFile]] | None = None,
 ) -> _LeafCleanup:
     """Step 2 for one leaf that a retained version lists (``pinned``: the ``read_version``s
     they pin): roll it back over an interrupted write, remove its staged files, and return
-    the removal of the versions that nothing pins."""
+    the removal of the versions that nothing pins. ``listings``: the files under the root
+    listed at once (:func:`_list_root`), else the leaf is listed on its own."""
     totals = _Totals()
     options = dict(manifest.storage_options)
     leaf_store, prefix = _leaf_store(store, uri, options)
-    listing = leaf_store.files(prefix)
+    if listings is not None and leaf_store is store and prefix:
+        top = prefix.split("/", 1)[0]
+        listing: Sequence[StoredFile] = [
+            f for f in listings.get(top, ()) if f.path.startswith(prefix + "/")
+        ]
+    else:
+        listing = leaf_store.files(prefix)
     cut = len(prefix) + 1 if prefix else 0
     listed = listed_versions(StoredFile(f.path[cut:], f.size, f.mtime) for f in listing)
     if _all_younger(listing, cutoff):
@@ -402,7 +410,8 @@ def _clean_leaf(
         totals.kept_leaf_versions += len(listed)
         return _LeafCleanup(totals, None)
     tags = any(f.path[len(prefix) :].lstrip("/").startswith("_refs/") for f in listing)
-    hist = history(uri, options, tags=tags, listed=listed)
+    key = tuple(sorted(options.items()))
+    hist = history(uri, options, tags=tags, listed=listed, cache_key=key)
     remove: set[int] = set()
     rolled = False  # rolled back, or would be in a dry run: the latest version may go
     if hist is not None:
@@ -429,6 +438,20 @@ def _clean_leaf(
         leaf_store, prefix, hist, remove, cutoff, dry_run, totals, kept_extra=extra, listing=listing
     )
     return _LeafCleanup(totals, finish)
+
+
+def _list_root(store: Store) -> dict[str, list[StoredFile]] | None:
+    """On an object store, every file under the root in one listing, by the first component
+    of its path (a leaf directory): pages of 1,000 keys instead of one listing request per
+    leaf (``benchmarks/objectstore.py``: 731 of the 4,093 requests of a cleanup of 731
+    leaves). None on a local file system, where each leaf is listed on its own, in
+    parallel."""
+    if store.local:
+        return None
+    found: dict[str, list[StoredFile]] = {}
+    for stored in store.files():
+        found.setdefault(stored.path.split("/", 1)[0], []).append(stored)
+    return found
 
 
 def _all_younger(listing: Sequence[StoredFile], cutoff: dt.datetime) -> bool:
@@ -629,6 +652,7 @@ def cleanup(
             cutoff=cutoff,
             read=kept[-1],
             dry_run=dry_run,
+            listings=_list_root(store),
         )
         try:
             per_leaf = _clean_leaves(pool, step_one, clean, leaves, progress)

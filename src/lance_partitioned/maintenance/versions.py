@@ -23,6 +23,7 @@ from lance import LanceDataset
 from lance_partitioned import errors
 from lance_partitioned.maintenance.files import StoredFile
 from lance_partitioned.manifest import open_leaf
+from lance_partitioned.runtime.leaf_cache import cached_leaf
 
 __all__ = [
     "DatasetHistory",
@@ -216,6 +217,7 @@ def history(
     *,
     tags: bool = True,
     listed: Collection[int] | None = None,
+    cache_key: tuple[tuple[str, str], ...] | None = None,
 ) -> DatasetHistory | None:
     """The versions of the Lance dataset at ``uri``; None when there is none (a directory
     that holds only staged files). ``tags=False``: the caller knows that it has no tags (no
@@ -223,7 +225,16 @@ def history(
     ``listed``: the versions whose manifests a listing of the dataset found; when that is
     only the version the dataset opens at (a leaf's usual state after a cleanup), its commit
     time comes from the manifest just read instead of a second listing and read of every
-    manifest (two requests per leaf on an object store)."""
+    manifest (two requests per leaf on an object store). ``cache_key`` (the storage options
+    as the leaf cache keys them): that one version is opened through the leaf cache
+    (:mod:`lance_partitioned.runtime.leaf_cache`), so a leaf version this process committed
+    or read is not opened again."""
+    only = set(listed) if listed is not None else set()
+    if cache_key is not None and len(only) == 1 and not tags:
+        ds = _cached_version(uri, only.pop(), options, cache_key)
+        if ds is not None:
+            moment = utc(_moment(ds.get_version()["timestamp"]))
+            return DatasetHistory(uri, ds, {int(ds.version): moment}, int(ds.version), set())
     try:
         ds = open_leaf(uri, storage_options=options, action="read the versions of a table")
         if listed is not None and set(listed) == {int(ds.version)}:
@@ -241,6 +252,24 @@ def history(
     latest = int(ds.version)
     times.setdefault(latest, utc(_moment(ds.get_version()["timestamp"])))
     return DatasetHistory(uri, ds, times, latest, tagged)
+
+
+def _cached_version(
+    uri: str,
+    version: int,
+    options: Mapping[str, str] | None,
+    cache_key: tuple[tuple[str, str], ...],
+) -> LanceDataset | None:
+    """The dataset at ``version`` from the leaf cache (or opened and kept); None when it
+    cannot be opened there (the caller looks at the latest version instead)."""
+
+    def opened() -> LanceDataset:
+        return open_leaf(uri, version, options, action="read the versions of a table")
+
+    try:
+        return cached_leaf(uri, version, cache_key, opened)
+    except (OSError, ValueError, errors.StorageError, errors.TableNotFoundError):
+        return None
 
 
 def staged_files(

@@ -8,6 +8,7 @@ Nothing here is visible until the ``__manifest`` commit that names the new leaf 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import random
@@ -23,7 +24,7 @@ from lance.commit import CommitConflictError
 
 from lance_partitioned import errors
 from lance_partitioned.manifest import Manifest, open_leaf
-from lance_partitioned.runtime.leaf_cache import cached_leaf
+from lance_partitioned.runtime.leaf_cache import cached_leaf, known_leaf, remember_leaf
 from lance_partitioned.transaction.leafplan import (
     field_id_map,
     leaf_fingerprint,
@@ -321,7 +322,7 @@ def commit_leaf(
                 ds = LanceDataset.commit(
                     uri, op, read_version=latest, storage_options=options, max_retries=0
                 )
-                return LeafCommit(int(ds.version), int(ds.count_rows()), staged)
+                return _committed(uri, options, ds, LeafCommit(int(ds.version), 0, staged))
             if latest is None:
                 raise errors.CorruptNamespaceError(
                     f"leaf table {leaf.object_id!r} is in the __manifest but {uri!r} holds no "
@@ -347,10 +348,14 @@ def commit_leaf(
                 return LeafCommit(int(base), int(ds.count_rows()), fingerprint)
             _pause("leaf_commit")
             ds = LanceDataset.commit(
-                uri, op, read_version=base, storage_options=options, max_retries=0
+                _base(uri, base, options),
+                op,
+                read_version=base,
+                storage_options=options,
+                max_retries=0,
             )
             if overwrite or ds.version == base + 1:
-                return LeafCommit(int(ds.version), int(ds.count_rows()), fingerprint)
+                return _committed(uri, options, ds, LeafCommit(int(ds.version), 0, fingerprint))
             # Lance rebased our Append over a concurrent commit, so this version also holds
             # another writer's rows that its own retry may append again: do not use it. The
             # next attempt restores the leaf to `expected` and appends on top of that.
@@ -376,6 +381,25 @@ def commit_leaf(
         f"leaf table {leaf.object_id!r} kept conflicting with concurrent writers "
         f"after {_LEAF_ATTEMPTS} attempts"
     )
+
+
+def _base(uri: str, version: int, options: dict[str, str] | None) -> str | LanceDataset:
+    """What a leaf commit on ``version`` goes through: the leaf at that version when this
+    process has it opened (Lance then lists no version and reads no manifest: on an object
+    store, an append to a leaf is 3 requests instead of 5), else its URI."""
+    known = known_leaf(uri, version, tuple(sorted((options or {}).items())))
+    return uri if known is None else known
+
+
+def _committed(
+    uri: str, options: dict[str, str] | None, ds: LanceDataset, commit: LeafCommit
+) -> LeafCommit:
+    """``commit`` with the row count of the leaf version ``ds`` that a leaf commit returned,
+    which the leaf cache keeps for the next read of that version (a scan, or the plan of a
+    delete or an optimize, then opens nothing: on an object store a ``HEAD`` and a ``GET``
+    of its manifest saved per leaf)."""
+    remember_leaf(uri, commit.version, tuple(sorted((options or {}).items())), ds)
+    return dataclasses.replace(commit, num_rows=int(ds.count_rows()))
 
 
 _KEEPS_SCHEMA = (LanceOperation.Delete, LanceOperation.Update)  # ops of commit_change
@@ -467,12 +491,17 @@ def commit_change(
                 )
             _pause("leaf_commit")
             ds = LanceDataset.commit(
-                uri, op, read_version=latest, storage_options=options, max_retries=0
+                _base(uri, latest, options),
+                op,
+                read_version=latest,
+                storage_options=options,
+                max_retries=0,
             )
             if ds.version == latest + 1:
                 kept = known is not None and expected >= 0 and isinstance(op, _KEEPS_SCHEMA)
                 fingerprint = known if kept else leaf_fingerprint(ds)
-                return LeafCommit(int(ds.version), int(ds.count_rows()), fingerprint, fused)
+                done = LeafCommit(int(ds.version), 0, fingerprint, fused)
+                return _committed(uri, options, ds, done)
             log.info("change of %s was rebased to version %d: redoing it", uri, ds.version)
             if stale is not None and stale():
                 raise _StaleSnapshot(change.object_id)
