@@ -192,3 +192,17 @@ def test_lances_own_probing_or_metric_is_left_to_lance(
     got = shared.search(query, k=10, columns=["id"], **options)  # type: ignore[arg-type]
     assert got.schema.metadata[MODE] == b"per-leaf"
     assert got.num_rows == 10
+
+
+def test_small_leaves_searched_together(tmp_path: Path) -> None:
+    """Small unindexed leaves searched again together are searched in one numpy pass: the
+    rows and distances (exact: small integers) of Lance's flat search of each, merged."""
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema=SCHEMA, partition_by="tenant")
+    ns.write(_rows({f"t{i}": 40 + 7 * i for i in range(6)}))
+    for query in _queries(4):
+        for where in (None, "tenant IN ('t1', 't3', 't4')", None):
+            got = ns.search(query, k=12, filter=where, columns=["id"])
+            distances, ids = _per_leaf(ns, query, 12, where)
+            assert got.column("_distance").to_pylist() == distances.tolist()
+            _assert_same(got, distances, ids)
+            assert got.schema.metadata[MODE] == b"per-leaf"  # no index: Lance's flat search

@@ -363,9 +363,15 @@ def _score(
     rows = np.concatenate([np.arange(a, b) for a, b in spans]) if spans else np.zeros(0, int)
     if not len(rows):
         return np.zeros(0, np.float32), rows
-    # one table per probed partition: |(q - c_p)_j - codeword|^2 for every sub-vector j
-    residuals = (query - model.centroids[probed]).reshape(len(probed), subs, 1, width)
-    tables = ((model.codebook[None] - residuals) ** 2).sum(axis=3, dtype=np.float32)
+    # one table per probed partition: |(q - c_p)_j - codeword|^2 for every sub-vector j,
+    # as |r|^2 - 2 r.c + |c|^2 in float64 (a few products, not a difference per dimension)
+    residuals = (query - model.centroids[probed]).astype(np.float64).reshape(-1, subs, width)
+    book = model.codebook.astype(np.float64)
+    tables = (
+        np.einsum("pjs,pjs->pj", residuals, residuals)[:, :, None]
+        - 2.0 * np.einsum("pjs,jcs->pjc", residuals, book)
+        + np.einsum("jcs,jcs->jc", book, book)[None]
+    ).astype(np.float32)
     which = np.repeat(np.arange(len(probed)), [b - a for a, b in spans])
     flat = tables.reshape(-1)
     base = (which * (subs * 256))[:, None] + (np.arange(subs) * 256)[None, :]

@@ -60,7 +60,7 @@ from lance_partitioned.scan import (
 from lance_partitioned.scan.plans import planned
 from lance_partitioned.search import bm25, ivfpq
 from lance_partitioned.search.definitions import VECTOR_TYPES, IndexDefinition, load_definitions
-from lance_partitioned.search.flat import flat_vectors, squared_l2
+from lance_partitioned.search.flat import FlatVectors, flat_vectors, nearest_many, squared_l2
 from lance_partitioned.search.flat import nearest as flat_nearest
 from lance_partitioned.spec.schema import NamespaceSchema
 
@@ -201,6 +201,15 @@ class _Keys:
         self.row_ids = row_ids
 
 
+class _Flat:
+    """A small leaf without an index whose vectors are searched with the other small
+    leaves' (:func:`.flat.nearest_many`)."""
+
+    def __init__(self, leaf: _Leaf, vectors: FlatVectors) -> None:
+        self.leaf = leaf
+        self.vectors = vectors
+
+
 class _Coded:
     """A leaf whose IVF_PQ codes are searched with the namespace's (:mod:`.ivfpq`)."""
 
@@ -225,21 +234,31 @@ def _coded_leaf(leaf: _Leaf, column: pa.Field, nearest: dict[str, Any]) -> _Code
     return None if found is None else _Coded(leaf, source.name, found)
 
 
-def _namespace_pass(
-    found: list[pa.Table | _Keys | _Coded | None],
+def _grouped_pass(
+    found: list[pa.Table | _Keys | _Flat | _Coded | None],
     search_leaf: Any,
     query: np.ndarray,
     k: int,
     nearest: dict[str, Any],
-) -> tuple[list[pa.Table | _Keys | None], int]:
-    """The coded leaves of the model most of them share searched as one IVF_PQ search
+) -> tuple[list[pa.Table | _Keys | _Flat | None], int]:
+    """The small unindexed leaves searched in one numpy pass (:func:`.flat.nearest_many`),
+    and the coded leaves of the model most of them share as one IVF_PQ search
     (:func:`.ivfpq.namespace_nearest`; with a ``refine_factor``, the ``k * refine_factor``
     best of each leaf reranked on their vectors, squared L2 as Lance computes it, as Lance
-    refines a leaf); the other coded leaves
-    searched by ``search_leaf`` (Lance), each. Returns the leaves' hits and how many leaves
-    were searched as one."""
+    refines a leaf); the other coded leaves searched by ``search_leaf`` (Lance), each.
+    Returns the leaves' hits and how many leaves were searched as one IVF_PQ index."""
+    flats = [item for item in found if isinstance(item, _Flat)]
     coded = [item for item in found if isinstance(item, _Coded)]
-    out: list[pa.Table | _Keys | None] = [i for i in found if not isinstance(i, _Coded)]
+    out: list[pa.Table | _Keys | _Flat | None] = [
+        i for i in found if not isinstance(i, (_Flat, _Coded))
+    ]
+    if flats:
+        ranks = [item.leaf.rank for item in flats]
+        many = nearest_many([item.vectors for item in flats], ranks, query, k)
+        if many is None:  # not kept together: each leaf on its own
+            out += [_Keys(i.leaf, *flat_nearest(i.vectors, query, k)) for i in flats]
+        else:
+            out += [_Keys(flats[at].leaf, dist, ids) for at, dist, ids in many]
     if not coded:
         return out, 0
     models = [item.codes.model for item in coded]
@@ -269,8 +288,14 @@ def _namespace_pass(
 
 
 def _vector_leaf(
-    leaf: _Leaf, column: pa.Field, query: np.ndarray, k: int, nearest: dict[str, Any], fast: bool
-) -> pa.Table | _Keys | None:
+    leaf: _Leaf,
+    column: pa.Field,
+    query: np.ndarray,
+    k: int,
+    nearest: dict[str, Any],
+    fast: bool,
+    defer: bool = False,
+) -> pa.Table | _Keys | _Flat | None:
     source = leaf_field(leaf_schema(leaf.ds), column)
     if source is None:
         return None  # the leaf predates the column: every value NULL, no neighbour
@@ -279,6 +304,8 @@ def _vector_leaf(
         if flat is not None:  # a small leaf without an index: searched in numpy
             if fast:
                 return None  # fast_search leaves out unindexed rows, as Lance does
+            if defer:  # searched with the other small leaves (_grouped_pass)
+                return _Flat(leaf, flat)
             return _Keys(leaf, *flat_nearest(flat, query, k))
     if leaf.exact_filter:
         found = leaf.ds.to_table(
@@ -437,22 +464,25 @@ def search(
     vector_hits = text_hits = None
     if vector_target is not None:
 
-        def by_lance(leaf: _Leaf) -> pa.Table | _Keys | None:
+        def by_lance(leaf: _Leaf) -> pa.Table | _Keys | _Flat | None:
             return _vector_leaf(leaf, vector_target, query, k, nearest, fast_search)
 
-        def one_leaf(task: ScanTask) -> pa.Table | _Keys | _Coded | None:
-            """Open the leaf; its codes for the namespace's IVF_PQ search, else search it
-            (one dispatch per leaf)."""
+        def one_leaf(task: ScanTask) -> pa.Table | _Keys | _Flat | _Coded | None:
+            """Open the leaf; its codes for the namespace's IVF_PQ search or its vectors for
+            the small leaves' search, else search it (one dispatch per leaf)."""
             leaf = _Leaf(task, schema, fields, ranks[task.object_id])
-            return _coded_leaf(leaf, vector_target, nearest) or by_lance(leaf)
+            coded = _coded_leaf(leaf, vector_target, nearest)
+            if coded is not None:
+                return coded
+            return _vector_leaf(leaf, vector_target, query, k, nearest, fast_search, True)
 
         if len(tasks) <= 1:  # one leaf: searched in this thread, no pool
             found = [one_leaf(task) for task in tasks]
         else:
             with leaf_pool(width) as pool:
                 found = list(pool.map(one_leaf, tasks))
-        searched, as_one = _namespace_pass(found, by_lance, query, k, nearest)
-        vector_hits = _collect(searched, fields, "_distance", False, k, by_rank)
+        searched, as_one = _grouped_pass(found, by_lance, query, k, nearest)
+        vector_hits = _collect(searched, fields, "_distance", False, k, by_rank, width)
         ivf_mode = ivfpq.NAMESPACE if as_one else ivfpq.PER_LEAF
     if text_target is not None and text is not None:
         target, words = text_target, text
@@ -478,7 +508,7 @@ def search(
     return hits.replace_schema_metadata(meta or None)
 
 
-def _materialise(keys: list[_Keys], tables: list[pa.Table], k: int) -> list[pa.Table]:
+def _materialise(keys: list[_Keys], tables: list[pa.Table], k: int, width: int) -> list[pa.Table]:
     """The rows of ``keys`` that make the top ``k`` with ``tables`` (by ``_distance``, leaf,
     row id), read from their leaves; the others are never read."""
     ranked = [t.select(["_distance", _ORD, _ROWID]) for t in tables]
@@ -498,12 +528,12 @@ def _materialise(keys: list[_Keys], tables: list[pa.Table], k: int) -> list[pa.T
     first = ranked[0].schema
     top = _merge([t if t.schema == first else t.cast(first) for t in ranked], "_distance", False, k)
     kept = top.column(_ORD)
-    out = []
-    for item in keys:
-        chosen = top.filter(pc.equal(kept, item.leaf.rank))
-        if chosen.num_rows:
-            out.append(item.leaf.take(chosen))
-    return out
+    wanted = [(item.leaf, top.filter(pc.equal(kept, item.leaf.rank))) for item in keys]
+    wanted = [(leaf, chosen) for leaf, chosen in wanted if chosen.num_rows]
+    if len(wanted) <= 1:
+        return [leaf.take(chosen) for leaf, chosen in wanted]
+    with leaf_pool(min(len(wanted), width)) as pool:  # one read per leaf, in parallel
+        return list(pool.map(lambda pair: pair[0].take(pair[1]), wanted))
 
 
 def _collect(
@@ -513,13 +543,14 @@ def _collect(
     descending: bool,
     k: int,
     tasks: dict[int, ScanTask],
+    width: int = 1,
 ) -> pa.Table:
     """The merged top ``k`` of the leaves' tables, with ``_leaf`` and ``_partition`` (of the
     leaf ranked ``_ord`` in ``tasks``) added to the winners only."""
     keys = [item for item in found if isinstance(item, _Keys) and len(item.row_ids)]
     tables = [t for t in found if isinstance(t, pa.Table) and t.num_rows]
     if keys:
-        tables += _materialise(keys, tables, k)
+        tables += _materialise(keys, tables, k, width)
     order = [*(f.name for f in fields), key, _ROWID]
     if not tables:
         empty = pa.schema(
