@@ -9,7 +9,10 @@ leaf once (rows with a NULL vector left out, deleted rows gone) and keeps it, an
 :func:`nearest` computes the same squared L2 distances Lance does (``sum((v - q) ** 2)``
 in float32, added up in Lance's order: :func:`squared_l2`) and the top ``k`` by
 ``(distance, row id)``, Lance's order; only the rows that
-make the merged top-k are then read from the leaf (late materialisation).
+make the merged top-k are then read from the leaf (late materialisation). A search that
+keeps the same small leaves again (a global search) searches them in one pass over their
+vectors side by side (:func:`nearest_many`: one matrix-vector product instead of one per
+leaf; the same rows as each leaf's :func:`nearest` merged), the last such group kept.
 
 Kept per opened ``LanceDataset`` (the leaf cache, :mod:`lance_partitioned.runtime.leaf_cache`, hands
 the same object to every read of a leaf version while that version is the one on disk), at

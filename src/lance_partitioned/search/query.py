@@ -287,6 +287,33 @@ def _grouped_pass(
     return out, len(group)
 
 
+def _cached(task: ScanTask) -> bool:
+    """The leaf is opened from the leaf cache (a fixed local version)."""
+    fixed = task.read_version is not None and task.read_tag is None and task.read_branch is None
+    return fixed and local_path(task.uri) is not None
+
+
+def _in_memory(
+    leaf: _Leaf, column: pa.Field, nearest: dict[str, Any], fast: bool
+) -> _Keys | _Flat | _Coded | None:
+    """A leaf searched without Lance: its IVF_PQ codes (:func:`_coded_leaf`), its vectors
+    when it is small and unindexed (:mod:`.flat`), or no neighbour; None: Lance searches
+    it."""
+    coded = _coded_leaf(leaf, column, nearest)
+    if coded is not None:
+        return coded
+    none = _Keys(leaf, np.zeros(0, np.float32), np.zeros(0, np.uint64))
+    source = leaf_field(leaf_schema(leaf.ds), column)
+    if source is None:
+        return none  # the leaf predates the column: every value NULL, no neighbour
+    if leaf.flat and isinstance(leaf.predicate, AlwaysTrue) and nearest["metric"] == "l2":
+        flat = flat_vectors(leaf.ds, source.name, column.type.list_size)
+        if flat is not None:  # a small leaf without an index: searched in numpy
+            # fast_search leaves out unindexed rows, as Lance does
+            return none if fast else _Flat(leaf, flat)
+    return None
+
+
 def _vector_leaf(
     leaf: _Leaf,
     column: pa.Field,
@@ -294,7 +321,6 @@ def _vector_leaf(
     k: int,
     nearest: dict[str, Any],
     fast: bool,
-    defer: bool = False,
 ) -> pa.Table | _Keys | _Flat | None:
     source = leaf_field(leaf_schema(leaf.ds), column)
     if source is None:
@@ -304,8 +330,6 @@ def _vector_leaf(
         if flat is not None:  # a small leaf without an index: searched in numpy
             if fast:
                 return None  # fast_search leaves out unindexed rows, as Lance does
-            if defer:  # searched with the other small leaves (_grouped_pass)
-                return _Flat(leaf, flat)
             return _Keys(leaf, *flat_nearest(flat, query, k))
     if leaf.exact_filter:
         found = leaf.ds.to_table(
@@ -467,20 +491,25 @@ def search(
         def by_lance(leaf: _Leaf) -> pa.Table | _Keys | _Flat | None:
             return _vector_leaf(leaf, vector_target, query, k, nearest, fast_search)
 
-        def one_leaf(task: ScanTask) -> pa.Table | _Keys | _Flat | _Coded | None:
-            """Open the leaf; its codes for the namespace's IVF_PQ search or its vectors for
-            the small leaves' search, else search it (one dispatch per leaf)."""
+        def prepare(task: ScanTask) -> tuple[_Leaf, _Keys | _Flat | _Coded | None]:
             leaf = _Leaf(task, schema, fields, ranks[task.object_id])
-            coded = _coded_leaf(leaf, vector_target, nearest)
-            if coded is not None:
-                return coded
-            return _vector_leaf(leaf, vector_target, query, k, nearest, fast_search, True)
+            return leaf, _in_memory(leaf, vector_target, nearest, fast_search)
 
-        if len(tasks) <= 1:  # one leaf: searched in this thread, no pool
-            found = [one_leaf(task) for task in tasks]
+        # leaves opened from the leaf cache: classified in this thread (no dispatch per
+        # leaf); only the leaves Lance searches go to the pool
+        cached = all(_cached(task) for task in tasks)
+        if cached or len(tasks) <= 1:
+            prepared = [prepare(task) for task in tasks]
         else:
             with leaf_pool(width) as pool:
-                found = list(pool.map(one_leaf, tasks))
+                prepared = list(pool.map(prepare, tasks))
+        rest = [leaf for leaf, done in prepared if done is None]
+        if len(rest) <= 1:
+            found = [by_lance(leaf) for leaf in rest]
+        else:
+            with leaf_pool(min(width, len(rest))) as pool:
+                found = list(pool.map(by_lance, rest))
+        found += [done for _, done in prepared if done is not None]
         searched, as_one = _grouped_pass(found, by_lance, query, k, nearest)
         vector_hits = _collect(searched, fields, "_distance", False, k, by_rank, width)
         ivf_mode = ivfpq.NAMESPACE if as_one else ivfpq.PER_LEAF
