@@ -9,7 +9,10 @@ leaf once (rows with a NULL vector left out, deleted rows gone) and keeps it, an
 :func:`nearest` computes the same squared L2 distances Lance does (``sum((v - q) ** 2)``
 in float32, added up in Lance's order: :func:`squared_l2`) and the top ``k`` by
 ``(distance, row id)``, Lance's order; only the rows that
-make the merged top-k are then read from the leaf (late materialisation).
+make the merged top-k are then read from the leaf (late materialisation). A search that
+keeps the same small leaves again (a global search) searches them in one pass over their
+vectors side by side (:func:`nearest_many`: one matrix-vector product instead of one per
+leaf; the same rows as each leaf's :func:`nearest` merged), the last such group kept.
 
 Kept per opened ``LanceDataset`` (the leaf cache, :mod:`lance_partitioned.runtime.leaf_cache`, hands
 the same object to every read of a leaf version while that version is the one on disk), at
@@ -43,6 +46,7 @@ __all__ = [
     "clear",
     "flat_vectors",
     "nearest",
+    "nearest_many",
     "squared_l2",
 ]
 
@@ -203,9 +207,83 @@ def nearest(flat: FlatVectors, query: np.ndarray, k: int) -> tuple[np.ndarray, n
     return distances[order].astype(np.float32), flat.row_ids[rows[order]]
 
 
+@dataclass(frozen=True)
+class _Group:
+    """Several leaves' vectors side by side: one pass of :func:`_candidates` over all."""
+
+    members: tuple[FlatVectors, ...]
+    flat: FlatVectors
+    leaves: np.ndarray  # the position in members of each row's leaf
+
+
+_groups: OrderedDict[tuple[int, ...], _Group] = OrderedDict()
+
+
+_asked: OrderedDict[tuple[int, ...], None] = OrderedDict()
+
+
+def _group(members: tuple[FlatVectors, ...]) -> _Group | None:
+    """The vectors of ``members`` concatenated, made the second time the same leaves are
+    searched together (the last group kept, at most :data:`MAX_BYTES`); None otherwise."""
+    key = tuple(id(member) for member in members)
+    with _lock:
+        found = _groups.get(key)
+        if found is not None and all(a is b for a, b in zip(found.members, members, strict=True)):
+            return found
+        again = key in _asked
+        _asked[key] = None
+        while len(_asked) > 16:
+            _asked.popitem(last=False)
+    if len(members) < 2 or not again or sum(m.nbytes for m in members) > MAX_BYTES:
+        return None
+    flat = FlatVectors(
+        np.concatenate([m.matrix for m in members]),
+        np.concatenate([m.row_ids for m in members]),
+        np.concatenate([m.norms for m in members]),
+    )
+    sizes = [len(m.row_ids) for m in members]
+    group = _Group(members, flat, np.repeat(np.arange(len(members), dtype=np.int32), sizes))
+    with _lock:
+        _groups.clear()
+        _groups[key] = group
+    return group
+
+
+def nearest_many(
+    members: list[FlatVectors], ranks: list[int], query: np.ndarray, k: int
+) -> list[tuple[int, np.ndarray, np.ndarray]] | None:
+    """The ``k`` nearest rows of several leaves' vectors, by squared L2
+    (:func:`squared_l2`), then ``ranks`` (the leaf's place in the merge), then row id: the
+    rows :func:`nearest` of each leaf merged would give, found with one pass over all.
+    Returns ``(position in members, distances, row ids)`` per leaf with rows among them;
+    None when they are not kept together (one leaf, leaves not searched together before,
+    too large): search each with :func:`nearest`."""
+    group = _group(tuple(members))
+    if group is None:
+        return None
+    flat = group.flat
+    if not len(flat.row_ids):
+        return []
+    rows = _candidates(flat, query, k) if len(flat.row_ids) > 4 * k else None
+    if rows is None:
+        rows = np.arange(len(flat.row_ids))
+    distances = squared_l2(flat.matrix[rows], query)
+    positions = group.leaves[rows]
+    row_ids = flat.row_ids[rows]
+    rank_of = np.asarray(ranks, np.int64)[positions]
+    best = np.lexsort((row_ids, rank_of, distances))[:k]
+    out = []
+    for position in np.unique(positions[best]):
+        mine = best[positions[best] == position]
+        out.append((int(position), distances[mine].astype(np.float32), row_ids[mine]))
+    return out
+
+
 def clear() -> None:
     """Forget every kept leaf."""
     global _bytes
     with _lock:
         _kept.clear()
+        _groups.clear()
+        _asked.clear()
         _bytes = 0

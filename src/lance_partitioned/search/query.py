@@ -14,7 +14,12 @@
    Lance's L2 distances bit for bit, its order), and only its rows that make the merged
    top-k are read. A residual Lance cannot evaluate (a condition on a partition field's
    transform, a renamed or promoted column) is evaluated in memory and the leaf searched
-   exactly in numpy.
+   exactly in numpy. Leaves whose ``IVF_PQ`` indexes share the namespace's model are
+   searched together as one IVF_PQ search (:mod:`lance_partitioned.search.ivfpq`: the
+   partitions chosen once, every kept leaf's codes of them scored in numpy) when their
+   search can be reproduced (``nprobes`` given, L2, no residual, the whole leaf indexed, no
+   deleted rows; else by Lance, as stated there); the result's schema metadata
+   ``lance-partitioned.ivf_pq`` says which (``namespace`` or ``per-leaf``).
 3. The per-leaf top-k lists are merged exactly: rows are ordered by ``_distance`` (ascending)
    or ``_score`` (descending), ties by leaf object id, then by row id in the leaf, and the
    first k are kept; ``_partition`` is made for those k only. Among rows tied at the k-th
@@ -53,9 +58,9 @@ from lance_partitioned.scan import (
     residual_fields,
 )
 from lance_partitioned.scan.plans import planned
-from lance_partitioned.search import bm25
+from lance_partitioned.search import bm25, ivfpq
 from lance_partitioned.search.definitions import VECTOR_TYPES, IndexDefinition, load_definitions
-from lance_partitioned.search.flat import flat_vectors
+from lance_partitioned.search.flat import FlatVectors, flat_vectors, nearest_many, squared_l2
 from lance_partitioned.search.flat import nearest as flat_nearest
 from lance_partitioned.spec.schema import NamespaceSchema
 
@@ -196,9 +201,127 @@ class _Keys:
         self.row_ids = row_ids
 
 
+class _Flat:
+    """A small leaf without an index whose vectors are searched with the other small
+    leaves' (:func:`.flat.nearest_many`)."""
+
+    def __init__(self, leaf: _Leaf, vectors: FlatVectors) -> None:
+        self.leaf = leaf
+        self.vectors = vectors
+
+
+class _Coded:
+    """A leaf whose IVF_PQ codes are searched with the namespace's (:mod:`.ivfpq`)."""
+
+    def __init__(self, leaf: _Leaf, source: str, codes: ivfpq.LeafCodes) -> None:
+        self.leaf = leaf
+        self.source = source
+        self.codes = codes
+
+
+def _coded_leaf(leaf: _Leaf, column: pa.Field, nearest: dict[str, Any]) -> _Coded | None:
+    """The leaf's codes when :mod:`.ivfpq` can search it (else None: Lance does)."""
+    if nearest.get("nprobes") is None or nearest["metric"] not in ("l2", "euclidean"):
+        return None
+    if not isinstance(leaf.predicate, AlwaysTrue):
+        return None
+    source = leaf_field(leaf_schema(leaf.ds), column)
+    if source is None or source.type != pa.list_(pa.float32(), column.type.list_size):
+        return None
+    task = leaf.task
+    fixed = task.read_version is not None and task.read_branch is None
+    found = ivfpq.leaf_codes(leaf.ds, source.name, dict(task.storage_options), fixed)
+    return None if found is None else _Coded(leaf, source.name, found)
+
+
+def _grouped_pass(
+    found: list[pa.Table | _Keys | _Flat | _Coded | None],
+    search_leaf: Any,
+    query: np.ndarray,
+    k: int,
+    nearest: dict[str, Any],
+) -> tuple[list[pa.Table | _Keys | _Flat | None], int]:
+    """The small unindexed leaves searched in one numpy pass (:func:`.flat.nearest_many`),
+    and the coded leaves of the model most of them share as one IVF_PQ search
+    (:func:`.ivfpq.namespace_nearest`; with a ``refine_factor``, the ``k * refine_factor``
+    best of each leaf reranked on their vectors, squared L2 as Lance computes it, as Lance
+    refines a leaf); the other coded leaves searched by ``search_leaf`` (Lance), each.
+    Returns the leaves' hits and how many leaves were searched as one IVF_PQ index."""
+    flats = [item for item in found if isinstance(item, _Flat)]
+    coded = [item for item in found if isinstance(item, _Coded)]
+    out: list[pa.Table | _Keys | _Flat | None] = [
+        i for i in found if not isinstance(i, (_Flat, _Coded))
+    ]
+    if flats:
+        ranks = [item.leaf.rank for item in flats]
+        many = nearest_many([item.vectors for item in flats], ranks, query, k)
+        if many is None:  # not kept together: each leaf on its own
+            out += [_Keys(i.leaf, *flat_nearest(i.vectors, query, k)) for i in flats]
+        else:
+            out += [_Keys(flats[at].leaf, dist, ids) for at, dist, ids in many]
+    if not coded:
+        return out, 0
+    models = [item.codes.model for item in coded]
+    model = max(set(models), key=models.count)
+    group = [item for item in coded if item.codes.model == model]
+    out += [search_leaf(item.leaf) for item in coded if item.codes.model != model]
+    refine = nearest.get("refine_factor")
+    wanted = k * int(refine) if refine else k
+    hits = ivfpq.namespace_nearest(
+        [item.codes for item in group],
+        [item.leaf.rank for item in group],
+        query,
+        wanted,
+        int(nearest["nprobes"]),
+        each=bool(refine),
+    )
+    for position, distances, row_ids in hits:
+        item = group[position]
+        if refine:
+            taken = item.leaf.ds._take_rows(row_ids.tolist(), columns=[item.source])
+            vectors = taken.column(0).combine_chunks()
+            dim = vectors.type.list_size
+            matrix = np.asarray(vectors.values.to_numpy(zero_copy_only=False), np.float32)
+            distances = squared_l2(matrix.reshape(-1, dim), query)
+        out.append(_Keys(item.leaf, distances.astype(np.float32), row_ids))
+    return out, len(group)
+
+
+def _cached(task: ScanTask) -> bool:
+    """The leaf is opened from the leaf cache (a fixed local version)."""
+    fixed = task.read_version is not None and task.read_tag is None and task.read_branch is None
+    return fixed and local_path(task.uri) is not None
+
+
+def _in_memory(
+    leaf: _Leaf, column: pa.Field, nearest: dict[str, Any], fast: bool
+) -> _Keys | _Flat | _Coded | None:
+    """A leaf searched without Lance: its IVF_PQ codes (:func:`_coded_leaf`), its vectors
+    when it is small and unindexed (:mod:`.flat`), or no neighbour; None: Lance searches
+    it."""
+    coded = _coded_leaf(leaf, column, nearest)
+    if coded is not None:
+        return coded
+    none = _Keys(leaf, np.zeros(0, np.float32), np.zeros(0, np.uint64))
+    source = leaf_field(leaf_schema(leaf.ds), column)
+    if source is None:
+        return none  # the leaf predates the column: every value NULL, no neighbour
+    if leaf.flat and isinstance(leaf.predicate, AlwaysTrue) and nearest["metric"] == "l2":
+        flat = flat_vectors(leaf.ds, source.name, column.type.list_size)
+        if flat is not None:  # a small leaf without an index: searched in numpy
+            # fast_search leaves out unindexed rows, as Lance does
+            return none if fast else _Flat(leaf, flat)
+    return None
+
+
 def _vector_leaf(
-    leaf: _Leaf, column: pa.Field, query: np.ndarray, k: int, nearest: dict[str, Any], fast: bool
-) -> pa.Table | _Keys | None:
+    leaf: _Leaf,
+    column: pa.Field,
+    query: np.ndarray,
+    k: int,
+    nearest: dict[str, Any],
+    fast: bool,
+) -> pa.Table | _Keys | _Flat | None:
     source = leaf_field(leaf_schema(leaf.ds), column)
     if source is None:
         return None  # the leaf predates the column: every value NULL, no neighbour
@@ -365,17 +488,31 @@ def search(
     vector_hits = text_hits = None
     if vector_target is not None:
 
-        def one_leaf(task: ScanTask) -> pa.Table | _Keys | None:
-            """Open the leaf and search it (one dispatch per leaf)."""
-            leaf = _Leaf(task, schema, fields, ranks[task.object_id])
+        def by_lance(leaf: _Leaf) -> pa.Table | _Keys | _Flat | None:
             return _vector_leaf(leaf, vector_target, query, k, nearest, fast_search)
 
-        if len(tasks) <= 1:  # one leaf: searched in this thread, no pool
-            found = [one_leaf(task) for task in tasks]
+        def prepare(task: ScanTask) -> tuple[_Leaf, _Keys | _Flat | _Coded | None]:
+            leaf = _Leaf(task, schema, fields, ranks[task.object_id])
+            return leaf, _in_memory(leaf, vector_target, nearest, fast_search)
+
+        # leaves opened from the leaf cache: classified in this thread (no dispatch per
+        # leaf); only the leaves Lance searches go to the pool
+        cached = all(_cached(task) for task in tasks)
+        if cached or len(tasks) <= 1:
+            prepared = [prepare(task) for task in tasks]
         else:
             with leaf_pool(width) as pool:
-                found = list(pool.map(one_leaf, tasks))
-        vector_hits = _collect(found, fields, "_distance", False, k, by_rank)
+                prepared = list(pool.map(prepare, tasks))
+        rest = [leaf for leaf, done in prepared if done is None]
+        if len(rest) <= 1:
+            found = [by_lance(leaf) for leaf in rest]
+        else:
+            with leaf_pool(min(width, len(rest))) as pool:
+                found = list(pool.map(by_lance, rest))
+        found += [done for _, done in prepared if done is not None]
+        searched, as_one = _grouped_pass(found, by_lance, query, k, nearest)
+        vector_hits = _collect(searched, fields, "_distance", False, k, by_rank, width)
+        ivf_mode = ivfpq.NAMESPACE if as_one else ivfpq.PER_LEAF
     if text_target is not None and text is not None:
         target, words = text_target, text
         with leaf_pool(width) as pool:
@@ -392,13 +529,15 @@ def search(
         hits = vector_hits if vector_hits is not None else text_hits
         assert hits is not None
         hits = hits.drop_columns([_LEAF, _ROWID])
+    meta = dict(hits.schema.metadata or {})
     if text is not None:
-        meta = {**(hits.schema.metadata or {}), bm25.MODE_KEY: bm25_mode}
-        hits = hits.replace_schema_metadata(meta)
-    return hits
+        meta[bm25.MODE_KEY] = bm25_mode
+    if vector_target is not None:
+        meta[ivfpq.MODE_KEY] = ivf_mode
+    return hits.replace_schema_metadata(meta or None)
 
 
-def _materialise(keys: list[_Keys], tables: list[pa.Table], k: int) -> list[pa.Table]:
+def _materialise(keys: list[_Keys], tables: list[pa.Table], k: int, width: int) -> list[pa.Table]:
     """The rows of ``keys`` that make the top ``k`` with ``tables`` (by ``_distance``, leaf,
     row id), read from their leaves; the others are never read."""
     ranked = [t.select(["_distance", _ORD, _ROWID]) for t in tables]
@@ -418,12 +557,12 @@ def _materialise(keys: list[_Keys], tables: list[pa.Table], k: int) -> list[pa.T
     first = ranked[0].schema
     top = _merge([t if t.schema == first else t.cast(first) for t in ranked], "_distance", False, k)
     kept = top.column(_ORD)
-    out = []
-    for item in keys:
-        chosen = top.filter(pc.equal(kept, item.leaf.rank))
-        if chosen.num_rows:
-            out.append(item.leaf.take(chosen))
-    return out
+    wanted = [(item.leaf, top.filter(pc.equal(kept, item.leaf.rank))) for item in keys]
+    wanted = [(leaf, chosen) for leaf, chosen in wanted if chosen.num_rows]
+    if len(wanted) <= 1:
+        return [leaf.take(chosen) for leaf, chosen in wanted]
+    with leaf_pool(min(len(wanted), width)) as pool:  # one read per leaf, in parallel
+        return list(pool.map(lambda pair: pair[0].take(pair[1]), wanted))
 
 
 def _collect(
@@ -433,13 +572,14 @@ def _collect(
     descending: bool,
     k: int,
     tasks: dict[int, ScanTask],
+    width: int = 1,
 ) -> pa.Table:
     """The merged top ``k`` of the leaves' tables, with ``_leaf`` and ``_partition`` (of the
     leaf ranked ``_ord`` in ``tasks``) added to the winners only."""
     keys = [item for item in found if isinstance(item, _Keys) and len(item.row_ids)]
     tables = [t for t in found if isinstance(t, pa.Table) and t.num_rows]
     if keys:
-        tables += _materialise(keys, tables, k)
+        tables += _materialise(keys, tables, k, width)
     order = [*(f.name for f in fields), key, _ROWID]
     if not tables:
         empty = pa.schema(

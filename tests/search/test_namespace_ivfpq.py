@@ -1,0 +1,208 @@
+"""Leaves whose IVF_PQ indexes share the namespace's model are searched as one IVF_PQ search
+(search/ivfpq.py): the same rows and distances as Lance's own search of each leaf merged, the
+fallback to it where that cannot be reproduced (deleted rows, unindexed fragments, a residual
+filter, no nprobes, another metric)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lance_partitioned as lp
+
+try:
+    from lance_partitioned.search import ivfpq
+except ImportError:  # before the module: every test here fails on its own
+    ivfpq = None  # type: ignore[assignment]
+
+DIM = 16  # a multiple of 16: Lance's order of additions in the refine
+SUBS = 4
+SCHEMA = pa.schema(
+    [("id", pa.int64()), ("tenant", pa.string()), ("v", pa.list_(pa.float32(), DIM))]
+)
+SIZES = {"a": 700, "b": 600, "c": 500, "small": 30}
+MODE = b"lance-partitioned.ivf_pq"
+
+
+def _rows(sizes: dict[str, int], first_id: int = 0, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    n = sum(sizes.values())
+    # small integers: exact float32 distances in the refine
+    vectors = rng.integers(-8, 9, size=(n, DIM)).astype(np.float32)
+    return pa.table(
+        {
+            "id": np.arange(first_id, first_id + n),
+            "tenant": [t for t, size in sizes.items() for _ in range(size)],
+            "v": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIM),
+        },
+        schema=SCHEMA,
+    )
+
+
+def _namespace(root: Path) -> lp.PartitionedNamespace:
+    ns = lp.PartitionedNamespace.create(str(root), schema=SCHEMA, partition_by="tenant")
+    ns.write(_rows(SIZES))
+    built = ns.create_index("v", "IVF_PQ", min_rows=400, num_sub_vectors=SUBS)
+    assert (built.leaves_indexed, built.leaves_flat) == (3, 1)
+    return ns
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> lp.PartitionedNamespace:
+    return _namespace(tmp_path_factory.mktemp("ivfpq") / "ns")
+
+
+def _queries(count: int) -> np.ndarray:
+    return np.random.default_rng(3).integers(-8, 9, size=(count, DIM)).astype(np.float32)
+
+
+def _per_leaf(
+    ns: lp.PartitionedNamespace, query: np.ndarray, k: int, where: str | None, **nearest: int
+) -> tuple[np.ndarray, list[int]]:
+    """Lance's own search of every kept leaf (its index, or flat), merged by distance."""
+    found = []
+    for task in ns.plan_scan(where):
+        ds = lance.dataset(task.uri, version=task.read_version)
+        residual = None if where is None or "id" not in where else where
+        table = ds.to_table(
+            columns=["id", "_distance"],
+            nearest={"column": "v", "q": query, "k": k, **nearest},
+            filter=residual,
+            prefilter=True,
+        )
+        pairs = zip(
+            table.column("_distance").to_pylist(), table.column("id").to_pylist(), strict=True
+        )
+        found += list(pairs)
+    found.sort()
+    return np.array([d for d, _ in found[:k]], np.float32), [i for _, i in found[:k]]
+
+
+def _assert_same(got: pa.Table, distances: np.ndarray, ids: list[int]) -> None:
+    """Equal distances (float tolerance: the order of Lance's additions) and the same rows,
+    up to rows tied with the last one kept."""
+    ours = got.column("_distance").to_numpy()
+    np.testing.assert_allclose(ours, distances, rtol=1e-5, atol=1e-5)
+    if len(ours):
+        below = ours[-1] - 1e-4
+        assert {
+            i for i, d in zip(got.column("id").to_pylist(), ours, strict=True) if d < below
+        } == {i for i, d in zip(ids, distances, strict=True) if d < below}
+
+
+def test_codes_read_from_the_index_give_lances_distances(shared: lp.PartitionedNamespace) -> None:
+    coded = 0
+    for task in shared.plan_scan():
+        ds = lance.dataset(task.uri, version=task.read_version)
+        codes = ivfpq.leaf_codes(ds, "v", {}, True)
+        if ds.count_rows() < 400:  # the small leaf has no index: searched flat
+            assert codes is None
+            continue
+        assert codes is not None
+        coded += 1
+        assert codes.codes.shape == (ds.count_rows(), SUBS)
+        assert sorted(codes.row_ids.tolist()) == sorted(
+            ds.to_table(columns=[], with_row_id=True).column("_rowid").to_pylist()
+        )
+        for query in _queries(5):
+            [(_, distances, row_ids)] = ivfpq.namespace_nearest([codes], [0], query, 20, 2)
+            lance_top = ds.to_table(
+                columns=["_distance"],
+                nearest={"column": "v", "q": query, "k": 20, "nprobes": 2},
+                with_row_id=True,
+            )
+            expected = lance_top.column("_distance").to_numpy()
+            np.testing.assert_allclose(distances, expected, rtol=1e-5, atol=1e-5)
+            below = expected[-1] - 1e-4  # the same rows, up to ties with the last one
+            theirs = lance_top.column("_rowid").to_numpy()
+            assert set(row_ids[distances < below]) == set(theirs[expected < below])
+    assert coded == 3
+
+
+@pytest.mark.parametrize("where", [None, "tenant IN ('a', 'b')", "tenant = 'c'", "id < 900"])
+@pytest.mark.parametrize("nprobes", [1, 3, 100])
+@pytest.mark.parametrize("refine_factor", [None, 3])
+def test_one_search_equals_the_leaves_merged(
+    shared: lp.PartitionedNamespace, where: str | None, nprobes: int, refine_factor: int | None
+) -> None:
+    nearest = {"nprobes": nprobes}
+    if refine_factor is not None:
+        nearest["refine_factor"] = refine_factor
+    for query in _queries(4):
+        got = shared.search(query, k=10, filter=where, columns=["id"], **nearest)
+        _assert_same(got, *_per_leaf(shared, query, 10, where, **nearest))
+        residual = where is not None and "id" in where
+        expected = b"per-leaf" if residual else b"namespace"
+        assert got.schema.metadata[MODE] == expected
+
+
+def test_exact_when_every_row_is_refined(shared: lp.PartitionedNamespace) -> None:
+    """Every partition probed and every row refined: both searches are exact, equal bit for
+    bit (the vectors are small integers) to numpy's brute force."""
+    table = shared.to_table(columns=["id", "v"])
+    vectors = np.stack(table.column("v").to_numpy(zero_copy_only=False))
+    for query in _queries(3):
+        got = shared.search(query, k=15, nprobes=100, refine_factor=200, columns=["id"])
+        assert got.schema.metadata[MODE] == b"namespace"
+        exact = ((vectors - query) ** 2).sum(axis=1)
+        assert got.column("_distance").to_pylist() == np.sort(exact)[:15].tolist()
+        distances, _ = _per_leaf(shared, query, 15, None, nprobes=100, refine_factor=200)
+        assert got.column("_distance").to_pylist() == distances.tolist()
+
+
+def test_deleted_rows_and_new_fragments_fall_back(tmp_path: Path) -> None:
+    ns = _namespace(tmp_path / "ns")
+    query = _queries(1)[0]
+    before = ns.search(query, k=50, nprobes=100, columns=["id"])
+    gone = before.column("id").to_pylist()[:5]
+    ns.delete(f"id IN ({', '.join(map(str, gone))})")
+    # a leaf's new fragment (outside its index): searched by Lance, flat, and merged
+    added = _rows({"b": 5}, first_id=10_000, seed=1)
+    added = added.set_column(2, "v", pa.array([query.tolist()] * 5, pa.list_(pa.float32(), DIM)))
+    ns.write(added)
+    for nprobes in (2, 100):
+        got = ns.search(query, k=10, nprobes=nprobes, columns=["id"])
+        assert not set(got.column("id").to_pylist()) & set(gone)
+        assert got.column("id").to_pylist()[:5] == list(range(10_000, 10_005))
+        _assert_same(got, *_per_leaf(ns, query, 10, None, nprobes=nprobes))
+    leaves = {task.partition_values[0][1]: task for task in ns.plan_scan()}
+    deleted = {
+        tenant
+        for tenant, task in leaves.items()
+        if any(
+            f.metadata.deletion_file is not None
+            for f in lance.dataset(task.uri, version=task.read_version).get_fragments()
+        )
+    }
+    for tenant, task in leaves.items():
+        ds = lance.dataset(task.uri, version=task.read_version)
+        codes = ivfpq.leaf_codes(ds, "v", {}, True)
+        assert (codes is None) == (tenant in deleted or tenant in ("b", "small"))
+
+
+@pytest.mark.parametrize("options", [{}, {"nprobes": 3, "metric": "cosine"}])
+def test_lances_own_probing_or_metric_is_left_to_lance(
+    shared: lp.PartitionedNamespace, options: dict[str, object]
+) -> None:
+    query = _queries(1)[0]
+    got = shared.search(query, k=10, columns=["id"], **options)  # type: ignore[arg-type]
+    assert got.schema.metadata[MODE] == b"per-leaf"
+    assert got.num_rows == 10
+
+
+def test_small_leaves_searched_together(tmp_path: Path) -> None:
+    """Small unindexed leaves searched again together are searched in one numpy pass: the
+    rows and distances (exact: small integers) of Lance's flat search of each, merged."""
+    ns = lp.PartitionedNamespace.create(str(tmp_path / "ns"), schema=SCHEMA, partition_by="tenant")
+    ns.write(_rows({f"t{i}": 40 + 7 * i for i in range(6)}))
+    for query in _queries(4):
+        for where in (None, "tenant IN ('t1', 't3', 't4')", None):
+            got = ns.search(query, k=12, filter=where, columns=["id"])
+            distances, ids = _per_leaf(ns, query, 12, where)
+            assert got.column("_distance").to_pylist() == distances.tolist()
+            _assert_same(got, distances, ids)
+            assert got.schema.metadata[MODE] == b"per-leaf"  # no index: Lance's flat search
