@@ -770,10 +770,11 @@ def stage_into(
     is visible yet.
 
     ``parts`` are (leaf object id, its partition values, rows in the leaf schema ``target``,
-    as :func:`~lance_partitioned.consistency.conform_for_write` makes them): rows that belong to that leaf of the current spec by construction (an update
-    that assigns no partition source column), so their partition values are neither
-    computed nor looked up, and the leaf is not checked again (it was just read). Each
-    leaf's rows are written on the pool as :func:`stage` writes them.
+    as :func:`~lance_partitioned.consistency.conform_for_write` makes them): rows that
+    belong to that leaf of the current spec by construction (an update that assigns no
+    partition source column), so their partition values are neither computed nor looked
+    up, and the leaf is not checked again (it was just read). Each leaf's rows are written
+    on the pool as :func:`stage` writes them.
     """
     spec = snapshot.metadata.current_spec
     known: dict[str, dict[str, Any]] = {}

@@ -60,6 +60,7 @@ __all__ = [
     "check_assignments",
     "in_place",
     "leaf_work",
+    "split_rows",
     "update",
 ]
 
@@ -209,15 +210,10 @@ class _Batches:
         codes = changed.column(leaf).to_numpy()
         target = leaf_schema(snapshot.metadata.schema)
         changed = conform_for_write(changed.drop_columns([leaf]), snapshot.metadata.schema, target)
-        if len(codes) > 1 and bool(np.any(codes[1:] < codes[:-1])):
-            order = np.argsort(codes, kind="stable")
-            changed, codes = changed.take(pa.array(order)), codes[order]
-        bounds = np.searchsorted(codes, np.arange(len(tables) + 1)).tolist()
         parts = []
-        for i, w in enumerate(waiting):
+        for w, part in zip(waiting, split_rows(changed, codes, len(tables)), strict=True):
             if w.task is None:
                 raise errors.InternalError("a leaf's rows wait for the batch without their leaf")
-            part = changed.slice(bounds[i], bounds[i + 1] - bounds[i])
             parts.append((w.task.object_id, dict(w.task.partition_values), part))
         staged = stage_into(
             manifest,
@@ -228,6 +224,21 @@ class _Batches:
         )
         self.done = (waiting, staged)  # (the works held: compared by identity)
         return staged
+
+
+def split_rows(table: pa.Table, codes: np.ndarray, count: int) -> list[pa.Table]:
+    """``table``'s rows in ``count`` parts, row ``i`` in part ``codes[i]``, each part's rows
+    in their order in ``table`` (slices when the codes do not decrease).
+
+    >>> t = pa.table({"v": [10, 20, 30, 40]})
+    >>> [p.column("v").to_pylist() for p in split_rows(t, np.array([1, 0, 1, 0]), 3)]
+    [[20, 40], [10, 30], []]
+    """
+    if len(codes) > 1 and bool(np.any(codes[1:] < codes[:-1])):
+        order = np.argsort(codes, kind="stable")
+        table, codes = table.take(pa.array(order)), codes[order]
+    bounds = np.searchsorted(codes, np.arange(count + 1)).tolist()
+    return [table.slice(bounds[i], bounds[i + 1] - bounds[i]) for i in range(count)]
 
 
 def _unused_name(schema: pa.Schema, name: str) -> str:
