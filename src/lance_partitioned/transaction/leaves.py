@@ -412,9 +412,12 @@ def commit_change(
 ) -> LeafCommit | None:
     """Commit ``change`` on the leaf at ``location``, on top of its ``expected`` version (the
     manifest's ``read_version``; ``_NULL``: its latest). Returns ``None`` when ``prepare`` found
-    nothing to change. An orphan commit on top of ``expected`` is restored away first; a
-    commit that Lance rebased over another writer's is not used (it may hold rows the manifest
-    does not), and a conflict after the manifest moved on raises :class:`_StaleSnapshot`.
+    nothing to change. The first attempt commits on ``expected`` without opening the leaf's
+    latest version (the leaf the planner opened at ``expected``, from the leaf cache); an
+    orphan commit on top of it makes Lance report a conflict or rebase the commit, and the
+    next attempt restores the orphan away first. A commit that Lance rebased over another
+    writer's is not used (it may hold rows the manifest does not), and a conflict after the
+    manifest moved on raises :class:`_StaleSnapshot`.
 
     ``operation`` (a 1-tuple: the operation may be ``None``) is committed instead of calling
     ``prepare``: the operation an earlier attempt prepared on a version that ``expected`` only
