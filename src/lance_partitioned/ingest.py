@@ -17,11 +17,12 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
+import dataclasses
 import itertools
 import os
 import sys
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -59,6 +60,7 @@ __all__ = [
     "drop_pandas_index",
     "group_rows",
     "stage",
+    "stage_into",
 ]
 
 
@@ -753,4 +755,50 @@ def stage(
         leaves=leaves,
         namespaces=namespaces,
         mode=mode,
+    )
+
+
+def stage_into(
+    manifest: Manifest,
+    snapshot: ManifestSnapshot,
+    parts: Iterable[tuple[str, Mapping[str, Any], pa.Table]],
+    *,
+    target: pa.Schema,
+    options: WriteOptions,
+) -> PendingWrite:
+    """Stage rows into leaves of ``snapshot`` known to hold them, for an append; nothing
+    is visible yet.
+
+    ``parts`` are (leaf object id, its partition values, rows in the leaf schema ``target``,
+    as :func:`~lance_partitioned.consistency.conform_for_write` makes them): rows that
+    belong to that leaf of the current spec by construction (an update that assigns no
+    partition source column), so their partition values are neither computed nor looked
+    up, and the leaf is not checked again (it was just read). Each leaf's rows are written
+    on the pool as :func:`stage` writes them.
+    """
+    spec = snapshot.metadata.current_spec
+    known: dict[str, dict[str, Any]] = {}
+    with _pool(options.threads) as pool:
+        stager = _Stager(manifest, snapshot, spec, target, options, pool)
+        try:
+            for object_id, values, rows in parts:
+                location = snapshot.location(object_id)
+                if location is None or object_id in stager.partitions:
+                    raise errors.InternalError(
+                        f"rows staged into leaf {object_id!r}, which the __manifest at "
+                        f"{snapshot.version} does not list, or twice"
+                    )
+                part = _Partition(tuple(values.values()), [], object_id, location)
+                stager.partitions[object_id] = part
+                known[object_id] = dict(values)
+                stager.add(part, rows, rows.nbytes)
+                stager.relieve()
+            leaves = [
+                dataclasses.replace(leaf, values=known[leaf.object_id]) for leaf in stager.finish()
+            ]
+        except BaseException:
+            stager.discard()
+            raise
+    return PendingWrite(
+        spec_version=spec.version, leaf_schema=target, leaves=leaves, namespaces={}, mode="append"
     )

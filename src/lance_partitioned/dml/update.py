@@ -24,7 +24,7 @@ import pyarrow as pa
 from lance import LanceDataset
 
 from lance_partitioned import errors
-from lance_partitioned.consistency import leaf_schema
+from lance_partitioned.consistency import conform_for_write, leaf_schema
 from lance_partitioned.dml.assign import assign, assignments, check_assignments
 from lance_partitioned.dml.delete import describe
 from lance_partitioned.dml.plan import (
@@ -38,7 +38,7 @@ from lance_partitioned.dml.plan import (
 )
 from lance_partitioned.dml.results import UpdateResult
 from lance_partitioned.expressions import Predicate
-from lance_partitioned.ingest import WriteOptions, stage
+from lance_partitioned.ingest import WriteOptions, stage, stage_into
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.scan import ScanTask
@@ -60,6 +60,7 @@ __all__ = [
     "check_assignments",
     "in_place",
     "leaf_work",
+    "split_rows",
     "update",
 ]
 
@@ -84,6 +85,7 @@ class LeafWork:
     deletion: tuple[Any, int] | None = None
     addresses: np.ndarray | None = None  # of the matched rows at read_version
     matched: pa.Table | None = None  # the matched rows, left to be staged in a batch
+    task: ScanTask | None = None  # the leaf they are staged back into, with the batch
 
 
 def leaf_work(
@@ -107,7 +109,7 @@ def leaf_work(
         return work
     work.addresses = addresses(found.column(ROW_ADDRESS))
     if batch:
-        work.matched = matched
+        work.matched, work.task = matched, task
         return work
     changed = assign(matched, checked)
     work.staged = stage(
@@ -158,9 +160,10 @@ BATCH_BYTES = 128 << 20
 
 class _Batches:
     """The leaves whose rows stay in place, assigned in one DataFusion query and staged in
-    one write (partitioned as any write, each leaf's files written on the pool): the
-    per-leaf cost of a query and of a staging pass paid once. The rows read for it are
-    held within :data:`BATCH_BYTES`."""
+    one write, each leaf's rows back into that leaf (their partition values are neither
+    computed nor looked up: no assignment changes them), each leaf's files written on the
+    pool: the per-leaf cost of a query and of a staging pass paid once. The rows read for
+    it are held within :data:`BATCH_BYTES`."""
 
     def __init__(self, options: WriteOptions) -> None:
         self.options = options
@@ -198,16 +201,53 @@ class _Batches:
         self.done = None
         tables = [w.matched for w in waiting if w.matched is not None]
         rows = pa.concat_tables(tables).combine_chunks()  # one batch, not one per leaf
-        staged = stage(
+        # each row's leaf (its index in `waiting`) goes through the query with it: the
+        # query need not keep the rows in order
+        leaf = _unused_name(rows.schema, "__lp_leaf")
+        counts = [table.num_rows for table in tables]
+        index = np.repeat(np.arange(len(tables), dtype=np.int32), counts)
+        changed = assign(rows.append_column(leaf, pa.array(index)), checked)
+        codes = changed.column(leaf).to_numpy()
+        target = leaf_schema(snapshot.metadata.schema)
+        changed = conform_for_write(changed.drop_columns([leaf]), snapshot.metadata.schema, target)
+        parts = []
+        for w, part in zip(waiting, split_rows(changed, codes, len(tables)), strict=True):
+            if w.task is None:
+                raise errors.InternalError("a leaf's rows wait for the batch without their leaf")
+            parts.append((w.task.object_id, dict(w.task.partition_values), part))
+        staged = stage_into(
             manifest,
             snapshot,
-            assign(rows, checked),
-            mode="append",
-            target=leaf_schema(snapshot.metadata.schema),
+            parts,
+            target=target,
             options=self.options,
         )
         self.done = (waiting, staged)  # (the works held: compared by identity)
         return staged
+
+
+def split_rows(table: pa.Table, codes: np.ndarray, count: int) -> list[pa.Table]:
+    """``table``'s rows in ``count`` parts, row ``i`` in part ``codes[i]``, each part's rows
+    in their order in ``table`` (slices when the codes do not decrease).
+
+    >>> t = pa.table({"v": [10, 20, 30, 40]})
+    >>> [p.column("v").to_pylist() for p in split_rows(t, np.array([1, 0, 1, 0]), 3)]
+    [[20, 40], [10, 30], []]
+    """
+    if len(codes) > 1 and bool(np.any(codes[1:] < codes[:-1])):
+        order = np.argsort(codes, kind="stable")
+        table, codes = table.take(pa.array(order)), codes[order]
+    bounds = np.searchsorted(codes, np.arange(count + 1)).tolist()
+    return [table.slice(bounds[i], bounds[i + 1] - bounds[i]) for i in range(count)]
+
+
+def _unused_name(schema: pa.Schema, name: str) -> str:
+    """``name``, suffixed until no column of ``schema`` has it."""
+    found, n = name, 0
+    while found in schema.names:
+        n += 1
+        found = f"{name}_{n}"
+    return found
 
 
 def _same_works(a: list[LeafWork], b: list[LeafWork]) -> bool:

@@ -436,9 +436,12 @@ def commit_change(
 ) -> LeafCommit | None:
     """Commit ``change`` on the leaf at ``location``, on top of its ``expected`` version (the
     manifest's ``read_version``; ``_NULL``: its latest). Returns ``None`` when ``prepare`` found
-    nothing to change. An orphan commit on top of ``expected`` is restored away first; a
-    commit that Lance rebased over another writer's is not used (it may hold rows the manifest
-    does not), and a conflict after the manifest moved on raises :class:`_StaleSnapshot`.
+    nothing to change. The first attempt commits on ``expected`` without opening the leaf's
+    latest version (the leaf the planner opened at ``expected``, from the leaf cache); an
+    orphan commit on top of it makes Lance report a conflict or rebase the commit, and the
+    next attempt restores the orphan away first. A commit that Lance rebased over another
+    writer's is not used (it may hold rows the manifest does not), and a conflict after the
+    manifest moved on raises :class:`_StaleSnapshot`.
 
     ``operation`` (a 1-tuple: the operation may be ``None``) is committed instead of calling
     ``prepare``: the operation an earlier attempt prepared on a version that ``expected`` only
@@ -458,7 +461,12 @@ def commit_change(
     options = manifest.storage_options or None
     key = tuple(sorted((options or {}).items()))
     for attempt in range(_LEAF_ATTEMPTS):
-        latest = _latest_version(uri, options)
+        # The first attempt takes the leaf to be at `expected`, as the __manifest says, and
+        # does not open its latest version (as commit_leaf): Lance reports any commit on top
+        # of it (a conflict, or a rebase that is not used), and every later attempt reads
+        # the leaf's latest version first and restores orphan commits away.
+        looked = attempt > 0 or expected == _NULL
+        latest = _latest_version(uri, options) if looked else expected
         if latest is None:
             raise errors.CorruptNamespaceError(
                 f"leaf table {change.object_id!r} is in the __manifest but {uri!r} holds no "
@@ -468,16 +476,21 @@ def commit_change(
         try:
             if latest != base:
                 latest = restore_leaf(uri, base, latest=latest, options=options)
+            # the leaf at that version, as the planner opened it (the leaf cache): a prepare
+            # reads it and writes files, and the commit goes through it (Lance then does not
+            # open the leaf again); neither moves the object on
+            try:
+                at = cached_leaf(
+                    uri, latest, key, functools.partial(_open_leaf, uri, latest, options)
+                )
+            except errors.TableNotFoundError:
+                if not looked:  # not at `expected` after all (removed, or no leaf): look
+                    continue
+                raise
             if operation is not None:
                 op = operation[0]
             else:
-                # the leaf at that version, as the planner opened it (the leaf cache): a
-                # prepare reads it and writes files, it does not commit through it
-                op = change.prepare(
-                    cached_leaf(
-                        uri, latest, key, functools.partial(_open_leaf, uri, latest, options)
-                    )
-                )
+                op = change.prepare(at)
                 if prepared is not None:
                     prepared(base, op)
             if op is None:
@@ -491,11 +504,7 @@ def commit_change(
                 )
             _pause("leaf_commit")
             ds = LanceDataset.commit(
-                _base(uri, latest, options),
-                op,
-                read_version=latest,
-                storage_options=options,
-                max_retries=0,
+                at, op, read_version=latest, storage_options=options, max_retries=0
             )
             if ds.version == latest + 1:
                 kept = known is not None and expected >= 0 and isinstance(op, _KEEPS_SCHEMA)

@@ -1,0 +1,80 @@
+"""What a row-level change does per leaf beyond the Lance operations themselves (issue 31:
+at most 1.3x pylance alone): no lookup of a leaf's latest version before its commit, and
+an in-place update's rows staged back into their leaves without partitioning them again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from lance_partitioned import ingest
+from lance_partitioned.transaction import leaves
+
+from .helpers import contents, create, expected, oracle, rows
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[int]:
+    """Count the calls of ``owner.name`` (still called) while the test runs."""
+    calls = [0]
+    original: Callable[..., Any] = getattr(owner, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+@pytest.fixture
+def data() -> pa.Table:
+    return rows(60, seed=3)
+
+
+def test_leaf_changes_commit_without_looking_up_each_leafs_latest_version(
+    tmp_path: Path, data: pa.Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each leaf is at the version the __manifest pins (no other writer): its change commits
+    on that version at once, as pylance's own update does, with no open of its latest."""
+    ns = create(tmp_path / "ns", "bucket(4, user_id)", data)
+    looked = _counting(monkeypatch, leaves, "_latest_version")
+    ns.update("id % 3 = 0", set={"amount": "amount + 1"})
+    ns.delete("id % 5 = 0")
+    assert looked == [0]
+    want = oracle(
+        data,
+        "SELECT * REPLACE (CASE WHEN id % 3 = 0 THEN amount + 1 ELSE amount END AS amount) "
+        "FROM t WHERE id % 5 <> 0",
+    )
+    assert contents(ns) == expected(want)
+
+
+def test_an_in_place_update_stages_each_leafs_rows_back_without_partitioning_them(
+    tmp_path: Path, data: pa.Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No assignment changes a partition source: every row is staged back into the leaf it
+    was read from, without computing its partition values or looking its leaf up again; an
+    update that does assign one still moves rows to the partitions they now belong to."""
+    ns = create(tmp_path / "ns", "year(ts), country", data)
+    partitioned = _counting(monkeypatch, ingest._Stager, "partition")
+    ns.update("user_id IS NOT NULL", set={"amount": "id * 3 + 1", "name": "name || '!'"})
+    assert partitioned == [0]
+    want = oracle(
+        data,
+        "SELECT * REPLACE (CASE WHEN user_id IS NOT NULL THEN id * 3 + 1 ELSE amount END "
+        "AS amount, CASE WHEN user_id IS NOT NULL THEN name || '!' ELSE name END AS name) "
+        "FROM t",
+    )
+    assert contents(ns) == expected(want)
+    for country in ("US", "FR", "DE"):  # each row still in its own partition
+        found = ns.to_table(f"country = '{country}'").column("country").to_pylist()
+        assert set(found) == {country}
+    ns.update("country = 'US'", set={"country": "'FR'"})
+    assert partitioned[0] > 0
+    assert ns.to_table("country = 'US'").num_rows == 0
+    moved = sorted(r["id"] for r in want.to_pylist() if r["country"] in ("US", "FR"))
+    assert sorted(ns.to_table("country = 'FR'").column("id").to_pylist()) == moved
