@@ -91,9 +91,9 @@ def _log(message: str) -> None:
     print(f"[merge {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def _peak_kib(pid: int | str) -> int:
+def _peak_kib(pid: int | str, field: str = "VmHWM") -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1])
     return 0
 
@@ -102,15 +102,18 @@ def _reset_peak(pid: int | str) -> None:
     Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM := the current RSS
 
 
-def measured(spark: SparkSession, action: Callable[[], Any]) -> tuple[float, int, int]:
-    """Seconds, the driver Python process's and its JVM's peak RSS (MiB) of ``action``."""
+def measured(spark: SparkSession, action: Callable[[], Any]) -> tuple[float, int, int, int]:
+    """Seconds, the driver Python process's and its JVM's peak RSS (MiB) of ``action``, and
+    the Python process's RSS when it started (the peak is at least that: a process keeps
+    the memory an earlier run freed)."""
     jvm = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]
     for pid in ("self", jvm):
         _reset_peak(pid)
+    start_kib = _peak_kib("self", "VmRSS")
     started = time.perf_counter()
     action()
     elapsed = time.perf_counter() - started
-    return elapsed, _peak_kib("self") // 1024, _peak_kib(jvm) // 1024
+    return elapsed, _peak_kib("self") // 1024, _peak_kib(jvm) // 1024, start_kib // 1024
 
 
 class MergeBench:
@@ -118,7 +121,7 @@ class MergeBench:
 
     def __init__(self, spark: SparkSession, work: str, rows: int) -> None:
         self.spark, self.work, self.rows = spark, Path(work), rows
-        self.results: list[tuple[int, str, float, int, int]] = []
+        self.results: list[tuple[int, str, float, int, int, int]] = []
         self.checks: dict[int, dict[str, tuple[int, float]]] = {}
 
     def prepare(self) -> None:
@@ -191,25 +194,27 @@ class MergeBench:
     def _record(
         self, size: int, way: str, action: Callable[[], Any], load: Callable[[], DataFrame]
     ) -> None:
-        seconds, python_mib, jvm_mib = measured(self.spark, action)
-        self.results.append((size, way, seconds, python_mib, jvm_mib))
+        seconds, python_mib, jvm_mib, start_mib = measured(self.spark, action)
+        self.results.append((size, way, seconds, python_mib, jvm_mib, start_mib))
         row = load().agg(F.count("*"), F.sum("amount")).collect()[0]
         self.checks.setdefault(size, {})[way] = (int(row[0]), float(row[1]))
         _log(
             f"{size:,} source rows, {way}: {seconds:.2f} s, driver peak RSS Python "
-            f"{python_mib:,} MiB, JVM {jvm_mib:,} MiB, {int(row[0]):,} rows after"
+            f"{python_mib:,} MiB (from {start_mib:,}), JVM {jvm_mib:,} MiB, "
+            f"{int(row[0]):,} rows after"
         )
 
     def table(self) -> list[str]:
         lines = [
-            "| source rows | way | seconds | driver Python peak RSS (MiB) | driver JVM peak RSS "
-            "(MiB) | rows after |",
+            "| source rows | way | seconds | driver Python peak RSS, MiB (at start) "
+            "| driver JVM peak RSS, MiB | rows after |",
             "| ---: | --- | ---: | ---: | ---: | ---: |",
         ]
-        for size, way, seconds, python_mib, jvm_mib in self.results:
+        for size, way, seconds, python_mib, jvm_mib, start_mib in self.results:
             count, _ = self.checks[size][way]
             lines.append(
-                f"| {size:,} | {way} | {seconds:.2f} | {python_mib:,} | {jvm_mib:,} | {count:,} |"
+                f"| {size:,} | {way} | {seconds:.2f} | {python_mib:,} ({start_mib:,}) "
+                f"| {jvm_mib:,} | {count:,} |"
             )
         for size, found in self.checks.items():
             expected = self.rows + size - size // 2
