@@ -1,7 +1,9 @@
 """``benchmarks/spark.py --merge`` (issue 30): an upsert on Spark, three ways.
 
 A namespace of ``rows`` rows (id, day = id % 100, amount, note; partitioned by ``day``) and
-the same rows as Parquet ``partitionBy("day")``. The source has ``rows * factor`` rows, half
+the same rows as a Hive tree of Parquet files partitioned by ``day``, both generated and
+written from the driver in chunks (pyarrow, untimed: a 10M-row target through Spark took
+minutes). The source has ``rows * factor`` rows, half
 matching a target row (same day), half new, all in days 0-29 (30 of the 100 partitions):
 
 * ``ours (Spark)``: ``PartitionedTable.for_path(...).merge(source_df, on="id")
@@ -21,11 +23,16 @@ Python workers are other processes and not counted). Every result is checked: ro
 from __future__ import annotations
 
 import shutil
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pds
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -36,14 +43,31 @@ DAYS, TOUCHED = 100, 30
 WAYS = ("ours (Spark)", "ours (Python)", "parquet (dynamic overwrite)")
 
 
-def target(spark: SparkSession, rows: int) -> DataFrame:
-    """``rows`` rows over 100 days."""
-    return spark.range(0, rows, numPartitions=spark.sparkContext.defaultParallelism).select(
-        F.col("id"),
-        (F.col("id") % DAYS).cast("int").alias("day"),
-        (F.col("id") / F.lit(100.0)).alias("amount"),
-        F.concat(F.lit("row "), F.col("id").cast("string")).alias("note"),
-    )
+CHUNK = 1_000_000  # rows generated at a time when preparing the target (bounded memory)
+SCHEMA = pa.schema(
+    [("id", pa.int64()), ("day", pa.int32()), ("amount", pa.float64()), ("note", pa.string())]
+)
+
+
+def target_batches(rows: int) -> Iterator[pa.RecordBatch]:
+    """``rows`` rows over 100 days (id, day = id % 100, amount = id / 100, note = "row <id>"),
+    ``CHUNK`` rows at a time, generated on the driver (numpy/pyarrow: no Spark job)."""
+    for start in range(0, rows, CHUNK):
+        ids = np.arange(start, min(rows, start + CHUNK), dtype=np.int64)
+        yield pa.record_batch(
+            [
+                pa.array(ids),
+                pa.array((ids % DAYS).astype(np.int32)),
+                pa.array(ids / 100.0),
+                pc.binary_join_element_wise("row ", pc.cast(pa.array(ids), pa.string()), ""),
+            ],
+            schema=SCHEMA,
+        )
+
+
+def target_reader(rows: int) -> pa.RecordBatchReader:
+    """:func:`target_batches` as a stream."""
+    return pa.RecordBatchReader.from_batches(SCHEMA, target_batches(rows))
 
 
 def source(spark: SparkSession, rows: int, size: int) -> DataFrame:
@@ -62,9 +86,14 @@ def source(spark: SparkSession, rows: int, size: int) -> DataFrame:
     )
 
 
-def _peak_kib(pid: int | str) -> int:
+def _log(message: str) -> None:
+    """Progress on stderr (a long run shows each result as it comes; stdout has the table)."""
+    print(f"[merge {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def _peak_kib(pid: int | str, field: str = "VmHWM") -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1])
     return 0
 
@@ -73,15 +102,18 @@ def _reset_peak(pid: int | str) -> None:
     Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM := the current RSS
 
 
-def measured(spark: SparkSession, action: Callable[[], Any]) -> tuple[float, int, int]:
-    """Seconds, the driver Python process's and its JVM's peak RSS (MiB) of ``action``."""
+def measured(spark: SparkSession, action: Callable[[], Any]) -> tuple[float, int, int, int]:
+    """Seconds, the driver Python process's and its JVM's peak RSS (MiB) of ``action``, and
+    the Python process's RSS when it started (the peak is at least that: a process keeps
+    the memory an earlier run freed)."""
     jvm = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]
     for pid in ("self", jvm):
         _reset_peak(pid)
+    start_kib = _peak_kib("self", "VmRSS")
     started = time.perf_counter()
     action()
     elapsed = time.perf_counter() - started
-    return elapsed, _peak_kib("self") // 1024, _peak_kib(jvm) // 1024
+    return elapsed, _peak_kib("self") // 1024, _peak_kib(jvm) // 1024, start_kib // 1024
 
 
 class MergeBench:
@@ -89,15 +121,23 @@ class MergeBench:
 
     def __init__(self, spark: SparkSession, work: str, rows: int) -> None:
         self.spark, self.work, self.rows = spark, Path(work), rows
-        self.results: list[tuple[int, str, float, int, int]] = []
+        self.results: list[tuple[int, str, float, int, int, int]] = []
         self.checks: dict[int, dict[str, tuple[int, float]]] = {}
 
     def prepare(self) -> None:
-        df = target(self.spark, self.rows)
-        df.write.format("lance_partitioned").mode("overwrite").option("partition_by", "day").save(
-            str(self.work / "ours")
+        """The target, twice: our namespace (``lp.write``, ``partition_by="day"``) and a Hive
+        tree of Parquet files partitioned by ``day`` (pyarrow's dataset writer, one file per
+        day, as Spark's ``partitionBy("day")`` writes). Both stream :func:`target_batches`
+        from the driver: no Spark job, memory bounded by ``CHUNK``."""
+        lp.write(str(self.work / "ours"), target_reader(self.rows), partition_by="day")
+        pds.write_dataset(
+            target_reader(self.rows),
+            str(self.work / "parquet"),
+            format="parquet",
+            partitioning=pds.partitioning(pa.schema([("day", pa.int32())]), flavor="hive"),
+            basename_template="part-{i}.parquet",
+            max_rows_per_group=CHUNK,
         )
-        df.write.mode("overwrite").partitionBy("day").parquet(str(self.work / "parquet"))
 
     def _copy(self, name: str) -> str:
         copy = self.work / f"{name}-run"
@@ -154,21 +194,27 @@ class MergeBench:
     def _record(
         self, size: int, way: str, action: Callable[[], Any], load: Callable[[], DataFrame]
     ) -> None:
-        seconds, python_mib, jvm_mib = measured(self.spark, action)
-        self.results.append((size, way, seconds, python_mib, jvm_mib))
+        seconds, python_mib, jvm_mib, start_mib = measured(self.spark, action)
+        self.results.append((size, way, seconds, python_mib, jvm_mib, start_mib))
         row = load().agg(F.count("*"), F.sum("amount")).collect()[0]
         self.checks.setdefault(size, {})[way] = (int(row[0]), float(row[1]))
+        _log(
+            f"{size:,} source rows, {way}: {seconds:.2f} s, driver peak RSS Python "
+            f"{python_mib:,} MiB (from {start_mib:,}), JVM {jvm_mib:,} MiB, "
+            f"{int(row[0]):,} rows after"
+        )
 
     def table(self) -> list[str]:
         lines = [
-            "| source rows | way | seconds | driver Python peak RSS (MiB) | driver JVM peak RSS "
-            "(MiB) | rows after |",
+            "| source rows | way | seconds | driver Python peak RSS, MiB (at start) "
+            "| driver JVM peak RSS, MiB | rows after |",
             "| ---: | --- | ---: | ---: | ---: | ---: |",
         ]
-        for size, way, seconds, python_mib, jvm_mib in self.results:
+        for size, way, seconds, python_mib, jvm_mib, start_mib in self.results:
             count, _ = self.checks[size][way]
             lines.append(
-                f"| {size:,} | {way} | {seconds:.2f} | {python_mib:,} | {jvm_mib:,} | {count:,} |"
+                f"| {size:,} | {way} | {seconds:.2f} | {python_mib:,} ({start_mib:,}) "
+                f"| {jvm_mib:,} | {count:,} |"
             )
         for size, found in self.checks.items():
             expected = self.rows + size - size // 2
@@ -191,7 +237,11 @@ def main(
         warm.prepare()
         warm.run(200)  # JIT, Python workers, untimed
     bench = MergeBench(spark, work, rows)
+    started = time.perf_counter()
     bench.prepare()
+    _log(
+        f"prepared {rows:,} target rows (ours and Parquet) in {time.perf_counter() - started:.1f} s"
+    )
     for n in (size,) if quick else (size, 5 * size):
         bench.run(n)
     return bench.table()

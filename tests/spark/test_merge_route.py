@@ -72,3 +72,39 @@ def test_a_merge_on_id_sends_each_source_row_to_the_one_leaf_holding_its_key(
     assert _rows(spark_root) == _rows(python_root)
     assert result.leaves_read == 2  # the leaves of days 1 and 2, not all 10
     assert merge.routed == 6  # each matching source row searched in one leaf; new rows in none
+
+
+def _plans(spark: SparkSession, since: int) -> list[str]:
+    """The physical plans (final, with AQE) of the SQL executions from index ``since`` on."""
+    executions = spark._jsparkSession.sharedState().statusStore().executionsList()  # type: ignore[attr-defined]
+    return [
+        executions.apply(i).physicalPlanDescription() for i in range(since, executions.length())
+    ]
+
+
+@pytest.mark.slow  # a merge's Spark jobs (a join, three shuffles): 10-70 s on 2 shared cores
+def test_the_routing_join_never_broadcasts_the_namespace_keys(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # Spark sized the leaf keys (a mapInArrow over a range of leaf indexes) as a few rows and
+    # broadcast them: every key of the namespace collected into the driver (10M keys: a
+    # minute and GiBs of driver JVM in benchmarks/spark.py --merge)
+    root = tmp_path / "ns"
+    ns = lp.PartitionedNamespace.create(str(root), schema=SCHEMA, partition_by="day")
+    ids = list(range(100))
+    ns.write(pa.table({"id": ids, "day": [i % DAYS for i in ids], "amount": ids}, schema=SCHEMA))
+    source = spark.createDataFrame([(1, 1, -1), (100, 3, -2)], "id long, day int, amount long")
+    since = spark._jsparkSession.sharedState().statusStore().executionsList().length()  # type: ignore[attr-defined]
+    result = (
+        PartitionedTable.for_path(spark, str(root))
+        .merge(source, on="id")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    assert (result.rows_updated, result.rows_inserted) == (1, 1)
+    plans = _plans(spark, since)
+    # the routing join is the merge's only inner join (the inserts' anti-join may broadcast
+    # the few matched row ids)
+    assert any("SortMergeJoin Inner" in p for p in plans), plans
+    assert not [p for p in plans if "BroadcastHashJoin Inner" in p], plans

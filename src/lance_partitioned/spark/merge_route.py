@@ -135,7 +135,10 @@ def _joined(
         keyed[k].eqNullSafe(keys[n]) if k in safe else keyed[k] == keys[n]
         for k, n in zip(job.on, names, strict=True)
     ]
-    joined = keyed.join(keys, on=condition, how="inner")
+    # a sort-merge join: Spark sizes the keys (a mapInArrow over a range of leaf indexes)
+    # as the range's few rows and would broadcast them, collecting every key of the
+    # namespace into the driver's JVM to build the broadcast (10M keys: a minute, GiBs)
+    joined = keyed.join(keys.hint("merge"), on=condition, how="inner")
     return joined.select(*[keyed[c] for c in keyed.columns], F.col(_LEAF))
 
 
