@@ -100,6 +100,7 @@ def delete_changes(
     cache: dict[str, PreparedDelete],
     spec_versions: Container[int] | None = None,
     written: Container[str] = (),
+    examined: dict[str, int] | None = None,
 ) -> tuple[list[LeafChange], dict[str, int]]:
     """The leaf changes and the drops (leaf object id -> its rows) that delete the rows
     matching ``where`` on ``snapshot`` (only in leaves of ``spec_versions``, when given).
@@ -109,7 +110,12 @@ def delete_changes(
     no row matches gets no change, and a delete that matches nothing commits nothing.
 
     A leaf the same commit also writes (``written``) is never dropped: it gets a Lance
-    delete of all its rows instead, and the write appends on top of it."""
+    delete of all its rows instead, and the write appends on top of it.
+
+    ``examined`` receives every leaf the predicate may reach (object id -> its
+    ``read_version``), those where no row matches too: a plan that must see every row it
+    deletes (an overwrite) puts them in its ``reads``, so that an append to one of them
+    meanwhile makes it plan again."""
     changes: list[LeafChange] = []
     drops: dict[str, int] = {}
     schema = snapshot.metadata.schema
@@ -117,6 +123,8 @@ def delete_changes(
     for task in leaf_tasks(manifest, snapshot, where):
         if spec_versions is not None and task.spec_version not in spec_versions:
             continue
+        if examined is not None and task.read_version is not None:
+            examined[task.object_id] = task.read_version
         if is_whole_leaf(task) and task.object_id not in written:
             drops[task.object_id] = leaf_rows(task)
         else:

@@ -106,9 +106,12 @@ def commit_staged(
     def deletes(snapshot: ManifestSnapshot) -> RowDeletes:
         changes: list[LeafChange] = []
         drops: dict[str, int] = {}
+        examined: dict[str, int] = {}  # every leaf looked at: an append to one re-plans
         if where is not None:
             leaves = {leaf.object_id for leaf in pending.leaves}
-            changes, drops = delete_changes(manifest, snapshot, where, cache, None, leaves)
+            changes, drops = delete_changes(
+                manifest, snapshot, where, cache, None, leaves, examined
+            )
         else:
             spec = _spec(snapshot, pending.spec_version)
             older = {s.version for s in snapshot.metadata.specs if s.version != spec.version}
@@ -119,8 +122,10 @@ def commit_staged(
                 older = set()
             if older and pending.leaves:
                 predicate = partitions_predicate(spec, pending.leaves)
-                changes, drops = delete_changes(manifest, snapshot, predicate, cache, older)
-        return RowDeletes(changes, drops, deleted_rows(changes, cache))
+                changes, drops = delete_changes(
+                    manifest, snapshot, predicate, cache, older, examined=examined
+                )
+        return RowDeletes(changes, drops, deleted_rows(changes, cache), examined)
 
     return commit_write(
         manifest,

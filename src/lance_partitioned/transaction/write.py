@@ -80,6 +80,7 @@ class Tally:
     written: Sequence[LeafWrite] = ()
     removed: Mapping[str, int] = dataclasses.field(default_factory=dict)
     deleted: Callable[[], Mapping[str, int]] | None = None
+    reads: dict[str, int] = dataclasses.field(default_factory=dict)
     updated: int = 0
 
     def properties(self) -> dict[str, str]:
@@ -108,11 +109,16 @@ class RowDeletes:
         The leaves dropped whole from the ``__manifest``, with their rows.
     deleted : callable, optional
         Leaf object id to the rows its Lance delete removed (see :attr:`Tally.deleted`).
+    reads : dict of str to int
+        Every leaf the deletes looked at (object id -> ``read_version``), those where no row
+        matched too: an append to one of them meanwhile makes the write plan again (its rows
+        are in the partitions the write replaces).
     """
 
     changes: list[LeafChange] = dataclasses.field(default_factory=list)
     drops: dict[str, int] = dataclasses.field(default_factory=dict)
     deleted: Callable[[], Mapping[str, int]] | None = None
+    reads: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def write_operation(pending: PendingWrite, details: Mapping[str, str] | None = None) -> Operation:
@@ -196,6 +202,7 @@ def write_plan(
             changes=extra.changes,
             drops=list(extra.drops),
             writes=pending,
+            reads={oid: v for oid, v in extra.reads.items() if oid not in extra.drops},
             properties=tally.properties,
             serializable=deletes is not None,
         )
