@@ -25,7 +25,12 @@ import pyarrow as pa
 from lance_partitioned import dml, engines, errors, evolution, history, scan
 from lance_partitioned.consistency import leaf_schema
 from lance_partitioned.dml import DeleteResult, MergeBuilder, UpdateResult
+
+# delete_rows and update_rows are the functions, not ``dml.delete``/``dml.update``: those names are
+# also the submodules', and an import of a submodule by path (doctest collection) rebinds them.
+from lance_partitioned.dml.delete import delete as delete_rows
 from lance_partitioned.dml.results import WriteResult
+from lance_partitioned.dml.update import update as update_rows
 from lance_partitioned.evolution.schema_update import UpdateSchema
 from lance_partitioned.expressions import Predicate
 from lance_partitioned.ingest import WriteOptions, WriteProgress, stage
@@ -455,7 +460,7 @@ class PartitionedNamespace:
         ``__manifest`` without reading it; others get Lance deletion files.
         """
         with self._committed("delete") as moved_to:
-            result = dml.delete(self._manifest, where)
+            result = delete_rows(self._manifest, where)
             moved_to(result.version)
         return result
 
@@ -473,7 +478,7 @@ class PartitionedNamespace:
         :mod:`lance_partitioned.dml.update`)."""
         assignments = dml.assignments(set, values)
         with self._committed("update") as moved_to:
-            result = dml.update(self._manifest, where, assignments)
+            result = update_rows(self._manifest, where, assignments)
             moved_to(result.version)
         return result
 

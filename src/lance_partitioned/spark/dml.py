@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyspark import TaskContext
 
-from lance_partitioned import dml
 from lance_partitioned.dml.delete import PreparedDelete
+from lance_partitioned.dml.delete import delete as delete_rows
 from lance_partitioned.dml.plan import (
     DeleteCount,
     delete_operation,
@@ -41,6 +41,7 @@ from lance_partitioned.dml.plan import (
 )
 from lance_partitioned.dml.results import DeleteResult, UpdateResult
 from lance_partitioned.dml.update import LeafWork, check_assignments, leaf_work
+from lance_partitioned.dml.update import update as update_rows
 from lance_partitioned.ingest import WriteOptions
 from lance_partitioned.maintenance.optimize import OptimizeResult, optimize, prepare_leaf
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
@@ -203,7 +204,7 @@ def distributed_delete(
     tasks = [t for t in leaf_tasks(manifest, snapshot, where) if not is_whole_leaf(t)]
     job = job_for(manifest, snapshot, hook)
     found, _ = run_leaf_tasks(spark, job, tasks, _delete_leaf)
-    return dml.delete(manifest, where, prepared=dict(found), details=_ENGINE)
+    return delete_rows(manifest, where, prepared=dict(found), details=_ENGINE)
 
 
 # ----------------------------------------------------------------------------- optimize
@@ -281,7 +282,7 @@ def distributed_update(
     try:
         found, used = run_leaf_tasks(spark, job, items, _update_leaf)
         prepared = (snapshot, dict(found))
-        result = dml.update(manifest, where, checked, prepared=prepared, details=_ENGINE)
+        result = update_rows(manifest, where, checked, prepared=prepared, details=_ENGINE)
     except BaseException:
         remove_unused(job, set())  # nothing staged is used
         raise
