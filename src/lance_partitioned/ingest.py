@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import lance.fragment
 import numpy as np
@@ -46,6 +46,7 @@ from lance_partitioned.manifest import (
     value_tokens,
 )
 from lance_partitioned.runtime import max_workers
+from lance_partitioned.runtime.staging import file_version, stage_fragment
 from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.multicolumn import MultiColumn, sources_of
 from lance_partitioned.spec.partitioning import PartitionSpec
@@ -539,12 +540,24 @@ class _Stager:
         # the leaf directory (its latest version may be an orphan of any schema): the commit
         # maps them to the ids of the leaf version it commits on
         mode = "overwrite" if self.snapshot.has(part.object_id) else "create"
-        future = self.pool.submit(self._write, data, uri, mode, nbytes)
+        version = (
+            False
+            if local_path(uri)
+            else file_version(
+                uri,
+                None if mode == "create" else self.snapshot.read_version(part.object_id),
+                new=mode == "create",
+                storage_options=self.manifest.storage_options or None,
+            )
+        )
+        future = self.pool.submit(self._write, data, uri, mode, nbytes, version)
         part.futures.append(future)
         self.in_flight.append((future, nbytes))
         self.staging += nbytes
 
-    def _write(self, data: pa.Table, uri: str, mode: str, nbytes: int) -> list[Any]:
+    def _write(
+        self, data: pa.Table, uri: str, mode: str, nbytes: int, version: str | Literal[False] | None
+    ) -> list[Any]:
         # A partition of many slices is merged lazily as Lance reads it, so one merged batch
         # is in memory at a time, not a second copy of the partition; a small one is merged
         # at once (reading a Python generator makes Lance take the GIL for each batch).
@@ -569,6 +582,21 @@ class _Stager:
                 ),
             )
 
+        if (
+            version is not False
+            and data.num_rows <= self.options.max_rows_per_file
+            and data.schema.equals(self.target)
+        ):
+            # one file, on an object store: written without looking at the leaf first
+            fragment = stage_fragment(
+                data,
+                coalesce(data.to_batches(), rows),
+                uri,
+                schema=self.target,
+                version=version,
+                storage_options=self.manifest.storage_options or None,
+            )
+            return self._staged([fragment])
         # A new partition is staged in mode "create": in any other mode Lance logs "No
         # existing dataset ... it will be created" once per new leaf, whatever LANCE_LOG says
         # once ``lance`` was imported before us. Where a Lance table already is (a leaf of the

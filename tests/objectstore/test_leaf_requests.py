@@ -107,9 +107,11 @@ def test_an_append_commits_through_the_leaf_version_the_write_committed(
     proxy.reset()
     namespace.write(pa.table({"k": ["a"], "v": [12]}))
     requests = [(m, p) for m, p in proxy.requests() if "__manifest" not in p]
-    # staging opens the leaf's latest version (a listing, a read of its manifest); the leaf
-    # commit lists the versions once (Lance's check for a newer one) and reads nothing again
+    # staging writes the data file without opening the leaf (its format is that of the leaf
+    # version this process committed); the leaf commit lists the versions once (Lance's check
+    # for a newer one) and reads nothing again: a PUT of the data, a LIST, two PUTs
     listings = [p for m, p in requests if "list-type=2" in p and "_versions" in unquote(p)]
-    assert len(listings) == 2, requests
-    assert len(_leaf_manifests(requests)) == 1, requests
+    assert len(listings) == 1, requests
+    assert _leaf_manifests(requests) == [], requests
+    assert [m for m, _ in requests] == ["PUT", "GET", "PUT", "PUT"], requests
     assert namespace.count_rows() == 13
