@@ -623,8 +623,9 @@ class Manifest:
         )
         if before_commit is not None:
             before_commit()
-        version = self._commit(transaction, int(ds.version))
-        return ManifestCompaction(version, before, after)
+        # through the opened version: Lance lists the versions once and reads no manifest again
+        committed = self._commit_dataset(transaction, int(ds.version), dataset=ds)
+        return ManifestCompaction(int(committed.version), before, after)
 
 
 def _committed_snapshot(
