@@ -416,6 +416,9 @@ class _Stager:
         # buffers handed to the pool and not yet written, with their sizes
         self.in_flight: collections.deque[tuple[Future[list[Any]], int]] = collections.deque()
         self.staging = 0
+        # by leaf URI on an object store: the file format to stage in without looking at the
+        # leaf (False: unknown, staged by write_fragments; runtime.staging.file_version)
+        self.formats: dict[str, str | Literal[False] | None] = {}
 
     def _check_leaf(self, object_id: str, location: str) -> None:
         """Before staging into an existing leaf on a local file system, check that its
@@ -540,24 +543,19 @@ class _Stager:
         # the leaf directory (its latest version may be an orphan of any schema): the commit
         # maps them to the ids of the leaf version it commits on
         mode = "overwrite" if self.snapshot.has(part.object_id) else "create"
-        version = (
-            False
-            if local_path(uri)
-            else file_version(
+        if local_path(uri) is None and uri not in self.formats:
+            self.formats[uri] = file_version(
                 uri,
                 None if mode == "create" else self.snapshot.read_version(part.object_id),
                 new=mode == "create",
                 storage_options=self.manifest.storage_options or None,
             )
-        )
-        future = self.pool.submit(self._write, data, uri, mode, nbytes, version)
+        future = self.pool.submit(self._write, data, uri, mode, nbytes)
         part.futures.append(future)
         self.in_flight.append((future, nbytes))
         self.staging += nbytes
 
-    def _write(
-        self, data: pa.Table, uri: str, mode: str, nbytes: int, version: str | Literal[False] | None
-    ) -> list[Any]:
+    def _write(self, data: pa.Table, uri: str, mode: str, nbytes: int) -> list[Any]:
         # A partition of many slices is merged lazily as Lance reads it, so one merged batch
         # is in memory at a time, not a second copy of the partition; a small one is merged
         # at once (reading a Python generator makes Lance take the GIL for each batch).
@@ -582,6 +580,7 @@ class _Stager:
                 ),
             )
 
+        version = self.formats.get(uri, False)
         if (
             version is not False
             and data.num_rows <= self.options.max_rows_per_file

@@ -1,7 +1,8 @@
-"""What a write and an optimize ask S3 for, counted by the proxy of ``conftest.py`` (issue 31):
-a leaf's data file is staged without looking at the leaf first (no listing of its versions, no
-read of its manifest), so a new leaf costs what pylance's own ``write_dataset`` costs; the
-``__manifest`` compaction of an optimize reads no ``__manifest`` manifest again."""
+"""What a write, a create and an optimize ask S3 for, counted by the proxy of ``conftest.py``
+(issue 31): a leaf's data file is staged without looking at the leaf first (no listing of its
+versions, no read of its manifest), so a new leaf costs what pylance's own ``write_dataset``
+costs; the second commit of a create and the ``__manifest`` compaction of an optimize go
+through the version just made or opened, reading no ``__manifest`` manifest again."""
 
 from __future__ import annotations
 
@@ -119,3 +120,19 @@ def test_an_optimize_reads_no_manifest_of_the_manifest_table_again(
     # the plan's refresh, its commit, the compaction's open and its commit
     assert len(listings) == 4, requests
     assert namespace.count_rows() == 13
+
+
+def test_a_create_reads_the_manifest_it_made_once_to_open_it(
+    proxy: Any, s3_uri: str, counted_options: dict[str, str]
+) -> None:
+    proxy.reset()
+    ns = lp.PartitionedNamespace.create(
+        s3_uri, schema=SCHEMA, partition_by="k", storage_options=counted_options
+    )
+    requests = [(m, unquote(p)) for m, p in proxy.requests()]
+    reads = [(m, p.rsplit("/", 1)[-1]) for m, p in requests if p.endswith(".manifest")]
+    # the two commits write a manifest each; the namespace object reads the second
+    assert [m for m, _ in reads] == ["PUT", "PUT", "GET"], requests
+    assert reads[1][1] == reads[2][1], requests
+    assert ns.version == 2
+    assert ns.partitions().num_rows == 0
