@@ -108,7 +108,35 @@ class _RequestParser:
         return out
 
 
-class DelayProxy:
+class _Proxy:
+    """What both proxies answer: their URL and the requests they forwarded since the last
+    :meth:`reset`, whole (:meth:`requests`), counted, or by method."""
+
+    port: int
+
+    @property
+    def endpoint(self) -> str:
+        """The proxy's URL."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def requests(self) -> list[tuple[str, str]]:
+        """``(method, path with query)`` of every request forwarded since the last reset."""
+        raise NotImplementedError
+
+    def reset(self) -> None:
+        """Forget the requests recorded so far."""
+        raise NotImplementedError
+
+    def count(self) -> int:
+        """Requests forwarded since the last reset."""
+        return len(self.requests())
+
+    def by_method(self) -> Counter[str]:
+        """Requests since the last reset, by HTTP method."""
+        return Counter(method for method, _ in self.requests())
+
+
+class DelayProxy(_Proxy):
     """A proxy on ``127.0.0.1:<port>`` to ``127.0.0.1:<upstream_port>``, delaying each request
     by ``delay`` seconds and recording it.
 
@@ -127,24 +155,10 @@ class DelayProxy:
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()  # the loop holds tasks weakly only
 
-    @property
-    def endpoint(self) -> str:
-        """The proxy's URL."""
-        return f"http://127.0.0.1:{self.port}"
-
     def requests(self) -> list[tuple[str, str]]:
         """``(method, path with query)`` of every request forwarded since the last reset."""
         with self._lock:
             return list(self._log)
-
-    def count(self) -> int:
-        """Requests forwarded since the last reset."""
-        with self._lock:
-            return len(self._log)
-
-    def by_method(self) -> Counter[str]:
-        """Requests since the last reset, by HTTP method."""
-        return Counter(method for method, _ in self.requests())
 
     def reset(self) -> None:
         """Forget the requests recorded so far."""
@@ -230,7 +244,7 @@ class DelayProxy:
                     writer.write_eof()
 
 
-class ProxyProcess:
+class ProxyProcess(_Proxy):
     """A :class:`DelayProxy` in a child process: the delays and the forwarding do not wait
     for the GIL of the process being measured. Same interface as :class:`DelayProxy`; the
     requests are asked for over the child's stdin and stdout, one JSON line each way."""
@@ -241,11 +255,6 @@ class ProxyProcess:
         self.port = 0
         self._child: subprocess.Popen[str] | None = None
         self._lock = threading.Lock()
-
-    @property
-    def endpoint(self) -> str:
-        """The proxy's URL."""
-        return f"http://127.0.0.1:{self.port}"
 
     def _ask(self, command: str) -> object:
         child = self._child
@@ -261,14 +270,6 @@ class ProxyProcess:
         answer = self._ask("requests")
         assert isinstance(answer, list)
         return [(str(method), str(path)) for method, path in answer]
-
-    def count(self) -> int:
-        """Requests forwarded since the last reset."""
-        return len(self.requests())
-
-    def by_method(self) -> Counter[str]:
-        """Requests since the last reset, by HTTP method."""
-        return Counter(method for method, _ in self.requests())
 
     def reset(self) -> None:
         """Forget the requests recorded so far."""

@@ -7,8 +7,9 @@ does not compete for this process's GIL) listens on 127.0.0.1; in front of it
 parses request boundaries, so each request on a keep-alive connection is delayed, not only
 a connection's first bytes; it runs in a child process (:class:`_proxy.ProxyProcess`), so
 that its forwarding never waits for this process's GIL. It counts the requests too. Ours
-and delta-rs write to two prefixes of one bucket, through the same proxy, and run, timed one
-by one:
+and delta-rs (and the floor) write to a bucket each, through the same proxy (moto's listing
+of a prefix walks every key of its bucket: in one shared bucket, whichever runs last would
+list more slowly), and run, timed one by one:
 
 1. write ``--partitions`` partitions (default 731 days, ``--rows-per-partition`` rows each)
    partitioned by ``event_date`` (ours: ``PartitionedNamespace.create`` + ``write``; delta:
@@ -23,11 +24,12 @@ by one:
 7. cleanup of everything no longer needed (ours: ``cleanup(older_than=0)``; delta:
    ``vacuum(retention_hours=0)``).
 
-The **floor** (``--only floor``, run by default) is pylance alone on a third prefix: one
+The **floor** (``--only floor``, run by default) is pylance alone in a third bucket: one
 Lance dataset per partition and, per operation, one pylance call per leaf on a pool as wide
 as ours (``write_dataset``, ``write_dataset(mode="append")``, ``to_table``, ``delete``,
 ``optimize.compact_files``, ``cleanup_old_versions``; ``_floor.py``): what one table per
-partition costs whatever our code does. It has no ``__manifest``, so no open + plan.
+partition costs whatever our code does. It has no ``__manifest``: its open + plan is the
+least reading one costs, the open of one Lance dataset and its ``to_table``.
 
 The table printed has, per operation, the seconds of each, delta / ours, ours / floor, and
 the requests each made (total, then by method). ``--quick`` is a smoke run: 50 partitions of 5 rows.
@@ -65,7 +67,8 @@ from _floor import Floor
 from _proxy import DelayProxy, ProxyProcess
 from lance_partitioned.runtime import max_workers
 
-BUCKET = "lp-objectstore-bench"
+BUCKET = "lp-objectstore-bench"  # a bucket per system: <BUCKET>-ours, -delta, -floor
+SYSTEMS = ("ours", "delta", "floor")
 KEY = {"id": "test", "secret": "test", "region": "us-east-1"}
 APPENDED = 10
 DELETED = 100
@@ -123,7 +126,8 @@ def s3_server() -> Iterator[int]:
         )
         for _ in range(300):
             try:
-                client.create_bucket(Bucket=BUCKET)
+                for system in SYSTEMS:
+                    client.create_bucket(Bucket=f"{BUCKET}-{system}")
                 break
             except Exception:  # not listening yet
                 if child.poll() is not None:
@@ -176,7 +180,7 @@ def measure(proxy: Proxy, actions: dict[str, Callable[[], object]]) -> Measured:
 def run_ours(
     proxy: Proxy, table: pa.Table, appended: pa.Table, args: argparse.Namespace
 ) -> Measured:
-    uri = f"s3://{BUCKET}/{uuid.uuid4().hex}/ours"
+    uri = f"s3://{BUCKET}-ours/{uuid.uuid4().hex}/ours"
     options = ours_options(proxy.endpoint)
     handle: dict[str, lp.PartitionedNamespace] = {}
     deleted = min(DELETED, args.partitions)
@@ -218,7 +222,7 @@ def run_delta(
 ) -> Measured:
     from deltalake import DeltaTable, write_deltalake
 
-    uri = f"s3://{BUCKET}/{uuid.uuid4().hex}/delta"
+    uri = f"s3://{BUCKET}-delta/{uuid.uuid4().hex}/delta"
     options = delta_options(proxy.endpoint)
     handle: dict[str, DeltaTable] = {}
     deleted = min(DELETED, args.partitions)
@@ -260,9 +264,9 @@ def run_floor(
     proxy: Proxy, table: pa.Table, appended: pa.Table, args: argparse.Namespace
 ) -> Measured:
     """The floor: pylance alone, one dataset per partition, each step one call per leaf on a
-    pool as wide as ours (no ``__manifest``: no open + plan)."""
+    pool as wide as ours (no ``__manifest``: its open + plan opens one leaf and reads it)."""
     floor = Floor(
-        f"s3://{BUCKET}/{uuid.uuid4().hex}/floor",
+        f"s3://{BUCKET}-floor/{uuid.uuid4().hex}/floor",
         workers=max_workers(args.max_workers, remote=True),
         storage_options=ours_options(proxy.endpoint),
     )
@@ -271,6 +275,7 @@ def run_floor(
         OPERATIONS[0]: lambda: floor.write(table, "event_date"),
         OPERATIONS[1]: lambda: floor.write(appended, "event_date", mode="append"),
         OPERATIONS[2]: lambda: floor.read(day(3)),
+        OPERATIONS[3]: lambda: floor.read(day(0)),
         OPERATIONS[4]: lambda: floor.delete(floor.keys[:deleted], "id % 10 = 0"),
         OPERATIONS[5]: floor.optimize,
         OPERATIONS[6]: floor.cleanup,

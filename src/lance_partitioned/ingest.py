@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import lance.fragment
 import numpy as np
@@ -46,6 +46,7 @@ from lance_partitioned.manifest import (
     value_tokens,
 )
 from lance_partitioned.runtime import max_workers
+from lance_partitioned.runtime.staging import file_version, stage_fragment
 from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.multicolumn import MultiColumn, sources_of
 from lance_partitioned.spec.partitioning import PartitionSpec
@@ -415,6 +416,9 @@ class _Stager:
         # buffers handed to the pool and not yet written, with their sizes
         self.in_flight: collections.deque[tuple[Future[list[Any]], int]] = collections.deque()
         self.staging = 0
+        # by leaf URI on an object store: the file format to stage in without looking at the
+        # leaf (False: unknown, staged by write_fragments; runtime.staging.file_version)
+        self.formats: dict[str, str | Literal[False] | None] = {}
 
     def _check_leaf(self, object_id: str, location: str) -> None:
         """Before staging into an existing leaf on a local file system, check that its
@@ -539,6 +543,13 @@ class _Stager:
         # the leaf directory (its latest version may be an orphan of any schema): the commit
         # maps them to the ids of the leaf version it commits on
         mode = "overwrite" if self.snapshot.has(part.object_id) else "create"
+        if local_path(uri) is None and uri not in self.formats:
+            self.formats[uri] = file_version(
+                uri,
+                None if mode == "create" else self.snapshot.read_version(part.object_id),
+                new=mode == "create",
+                storage_options=self.manifest.storage_options or None,
+            )
         future = self.pool.submit(self._write, data, uri, mode, nbytes)
         part.futures.append(future)
         self.in_flight.append((future, nbytes))
@@ -569,6 +580,22 @@ class _Stager:
                 ),
             )
 
+        version = self.formats.get(uri, False)
+        if (
+            version is not False
+            and data.num_rows <= self.options.max_rows_per_file
+            and data.schema.equals(self.target)
+        ):
+            # one file, on an object store: written without looking at the leaf first
+            fragment = stage_fragment(
+                data,
+                coalesce(data.to_batches(), rows),
+                uri,
+                schema=self.target,
+                version=version,
+                storage_options=self.manifest.storage_options or None,
+            )
+            return self._staged([fragment])
         # A new partition is staged in mode "create": in any other mode Lance logs "No
         # existing dataset ... it will be created" once per new leaf, whatever LANCE_LOG says
         # once ``lance`` was imported before us. Where a Lance table already is (a leaf of the

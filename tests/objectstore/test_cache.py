@@ -3,28 +3,15 @@ test server (``benchmarks/_proxy.py``): the immutable leaf manifests are not rea
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlparse
 
-import pyarrow as pa
 import pytest
 
 import lance_partitioned as lp
 from lance_partitioned.runtime import leaf_cache
-from tests.benchmarks.helpers import load
 
 pytestmark = pytest.mark.s3
-
-SCHEMA = pa.schema([("k", pa.string()), ("v", pa.int64())])
-
-
-@pytest.fixture
-def proxy(s3_endpoint: str) -> Iterator[Any]:
-    port = urlparse(s3_endpoint).port
-    assert port is not None
-    with load("_proxy").DelayProxy(port, delay=0.0) as running:
-        yield running
 
 
 def _leaf_manifest_gets(requests: list[tuple[str, str]]) -> list[str]:
@@ -36,13 +23,9 @@ def _leaf_manifest_gets(requests: list[tuple[str, str]]) -> list[str]:
 
 
 def test_a_second_read_of_the_same_version_reads_no_leaf_manifest(
-    proxy: Any, s3_uri: str, storage_options: dict[str, str]
+    proxy: Any, counted_namespace: Callable[[int], lp.PartitionedNamespace]
 ) -> None:
-    options = {**storage_options, "aws_endpoint": proxy.endpoint}
-    ns = lp.PartitionedNamespace.create(
-        s3_uri, schema=SCHEMA, partition_by="k", storage_options=options
-    )
-    ns.write(pa.table({"k": ["a", "b", "c"] * 10, "v": list(range(30))}))
+    ns = counted_namespace(10)  # "a", "b", "c": 10 rows each
     leaf_cache.clear()  # else the leaf versions the write committed are read from it at once
 
     proxy.reset()
@@ -59,7 +42,7 @@ def test_a_second_read_of_the_same_version_reads_no_leaf_manifest(
     data_reads = [p for m, p in second if m == "GET" and "/data/" in p]
     assert len(data_reads) == 3, second
 
-    fresh = lp.PartitionedNamespace.open(s3_uri, storage_options=options)
+    fresh = lp.PartitionedNamespace.open(ns.uri, storage_options=ns.storage_options)
     proxy.reset()
     assert fresh.to_table().sort_by("v").equals(expected)
     again = proxy.requests()

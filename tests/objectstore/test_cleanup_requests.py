@@ -5,39 +5,17 @@ and a leaf with one version has its manifest read once."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pytest
 
 import lance_partitioned as lp
 from lance_partitioned.runtime import leaf_cache
-from tests.benchmarks.helpers import load
+from tests.objectstore.conftest import KEYS
 
 pytestmark = pytest.mark.s3
-
-SCHEMA = pa.schema([("k", pa.string()), ("v", pa.int64())])
-KEYS = ("a", "b", "c")
-
-
-@pytest.fixture
-def proxy(s3_endpoint: str) -> Iterator[Any]:
-    port = urlparse(s3_endpoint).port
-    assert port is not None
-    with load("_proxy").DelayProxy(port, delay=0.0) as running:
-        yield running
-
-
-@pytest.fixture
-def namespace(proxy: Any, s3_uri: str, storage_options: dict[str, str]) -> lp.PartitionedNamespace:
-    options = {**storage_options, "aws_endpoint": proxy.endpoint}
-    ns = lp.PartitionedNamespace.create(
-        s3_uri, schema=SCHEMA, partition_by="k", storage_options=options
-    )
-    ns.write(pa.table({"k": list(KEYS) * 4, "v": list(range(12))}))
-    return ns
 
 
 def _leaf_versions(requests: list[tuple[str, str]], method: str) -> list[str]:

@@ -63,6 +63,7 @@ from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.manifest.table import ManifestCompaction
 from lance_partitioned.scan import Filter, ScanTask, plan_scan
 from lance_partitioned.search.build import definitions_by_leaf, refresh_leaf
+from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.transaction import ChangePlan, LeafChange, commit_changes
 
 __all__ = [
@@ -274,7 +275,7 @@ class _Planner:
         self.progress = progress
         self.threads = threads
         self.cache: dict[tuple[str, int], _Leaf] = {}
-        self.schema = manifest.snapshot().metadata.schema
+        self._schema: NamespaceSchema | None = None  # each plan's; read when asked for before
         self.indexes: dict[str, list[Any]] = {}
         self.selected: list[_Leaf] = []
         self.emptied: list[str] = []
@@ -282,9 +283,17 @@ class _Planner:
         self._done = 0
         self._total = 0
 
+    @property
+    def schema(self) -> NamespaceSchema:
+        """The namespace schema of the snapshot planned last (before any plan, as
+        :func:`prepare_leaf` does: of the latest snapshot, read then)."""
+        if self._schema is None:
+            self._schema = self.manifest.snapshot().metadata.schema
+        return self._schema
+
     def __call__(self, snapshot: ManifestSnapshot) -> ChangePlan:
         tasks = plan_scan(self.manifest, snapshot, self.filter)
-        self.schema = snapshot.metadata.schema
+        self._schema = snapshot.metadata.schema
         self.indexes = definitions_by_leaf(self.manifest, snapshot)
         known = {task.object_id: self._cached(task) for task in tasks}
         todo = [task for task in tasks if known[task.object_id] is None]

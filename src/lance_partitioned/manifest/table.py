@@ -270,6 +270,7 @@ class Manifest:
             raise
         # A crash here leaves a __manifest without partition specs: not a partitioned
         # namespace to any reader; create(..., exist_ok=True) finishes it (finish_create).
+        manifest._dataset = ds  # the second commit reads and commits through it
         manifest._publish_first(int(ds.version), metadata)
         return manifest
 
@@ -536,8 +537,13 @@ class Manifest:
         carried over from the values replaced (:func:`~.spec.metadata.keep_unknown_keys`).
         Lance reports a conflict when a concurrent commit set any of the same keys. Returns
         the new manifest version; raises :class:`CommitConflict` on a conflict.
+        When this object holds the ``__manifest`` at ``read_version`` opened already, it is
+        read and committed through (on an object store: no listing of the versions and no read
+        of that manifest before the commit).
         """
-        current = self.table_metadata(read_version)
+        held = self._dataset
+        dataset = held if held is not None and int(held.version) == read_version else None
+        current = self.table_metadata(read_version) if dataset is None else dict(dataset.metadata)
         kept: dict[str, str | None] = {
             key: keep_unknown_keys(key, current[key], value)
             if key in current and value is not None
@@ -547,7 +553,7 @@ class Manifest:
         operation = LanceOperation.UpdateConfig(
             table_metadata_updates=LanceOperation.UpdateMap(kept, replace=False)
         )
-        return self._commit(operation, read_version, properties)
+        return int(self._commit_dataset(operation, read_version, properties, dataset).version)
 
     def _commit(
         self, operation: Any, read_version: int, properties: Mapping[str, str] | None = None
@@ -623,8 +629,9 @@ class Manifest:
         )
         if before_commit is not None:
             before_commit()
-        version = self._commit(transaction, int(ds.version))
-        return ManifestCompaction(version, before, after)
+        # through the opened version: Lance lists the versions once and reads no manifest again
+        committed = self._commit_dataset(transaction, int(ds.version), dataset=ds)
+        return ManifestCompaction(int(committed.version), before, after)
 
 
 def _committed_snapshot(
