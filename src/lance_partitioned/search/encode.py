@@ -1,0 +1,125 @@
+"""Small leaves encoded under the namespace's shared IVF_PQ model, in memory.
+
+A leaf with fewer rows than its vector index's ``min_rows`` has no index of its own
+(:mod:`lance_partitioned.search.build`; ``index_stats`` counts it as ``flat``). One Lance
+table holding the same rows searches them through its IVF_PQ index, approximately; the
+namespace searched them exactly in numpy (:mod:`lance_partitioned.search.flat`), which at a
+million rows in a hundred tenants was most of a global query's CPU (every small leaf's
+vectors read once per query).
+
+When a search is approximate and goes through the namespace IVF_PQ path
+(:mod:`lance_partitioned.search.ivfpq`: ``nprobes`` given, L2, no residual filter), each such
+small leaf is searched as one more leaf of that IVF_PQ index: :func:`encoded` assigns every
+vector of the leaf (its non-NULL, non-deleted rows, as :func:`.flat.flat_vectors` keeps
+them) to its nearest shared IVF centroid (squared L2) and encodes its residual to the
+centroid with the shared PQ codebook (the nearest codeword of each sub-vector), which is what
+Lance's build of an ``IVF_PQ`` index with the same ``ivf_centroids`` and ``pq_codebook``
+writes; the codes are laid out as :class:`.ivfpq.LeafCodes` (rows grouped by partition), so
+the leaf's probed partitions are scored with the indexed leaves' in one pass, and refined on
+its vectors (kept in memory) with a ``refine_factor``. The encoding is kept per leaf version
+and model, at most :data:`MAX_BYTES` of codes in all (least recently used dropped first).
+
+An exact search (no ``nprobes``, another metric, a residual filter, no indexed leaf of the
+model among the kept ones, or an index definition with a ``filter``) still searches the small
+leaves exactly; so does a leaf of ``min_rows`` rows or more without an index yet (``missing``:
+rows one table would also search flat until its index is rebuilt).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+
+import numpy as np
+from lance import LanceDataset
+
+from lance_partitioned.search.flat import FlatVectors, squared_l2
+from lance_partitioned.search.ivfpq import LeafCodes
+
+__all__ = ["MAX_BYTES", "SMALL_KEY", "clear", "encode", "encoded", "refined"]
+
+SMALL_KEY = b"lance-partitioned.ivf_pq.small"
+"""The result schema metadata key holding how many small unindexed leaves a vector search
+searched through their encoded codes (decimal text; ``0``: none, each searched exactly)."""
+
+#: Bytes of codes and row ids of encoded leaves kept in all.
+MAX_BYTES = 256 << 20
+
+_CHUNK = 4096
+
+_kept: OrderedDict[tuple[str, int, str, bytes], LeafCodes | None] = OrderedDict()
+_bytes = 0
+_lock = threading.Lock()
+
+
+def _nearest(vectors: np.ndarray, book: np.ndarray) -> np.ndarray:
+    """The row of ``book`` nearest (squared L2) to each row of ``vectors``, in float64."""
+    wide = book.astype(np.float64)
+    norms = np.einsum("ij,ij->i", wide, wide)
+    out = np.empty(len(vectors), np.int64)
+    for start in range(0, len(vectors), _CHUNK):
+        part = vectors[start : start + _CHUNK].astype(np.float64)
+        # |v|^2 is the same for every row of the book: left out of the argmin
+        out[start : start + _CHUNK] = np.argmin(norms[None, :] - 2.0 * (part @ wide.T), axis=1)
+    return out
+
+
+def encode(flat: FlatVectors, model: LeafCodes, directory: str) -> LeafCodes:
+    """The codes of ``flat``'s vectors under ``model``'s centroids and codebook, as a leaf's
+    IVF_PQ index would hold them (``directory``: the key naming them)."""
+    centroids, codebook = model.centroids, model.codebook
+    subs, _, width = codebook.shape
+    matrix = flat.matrix
+    partitions = _nearest(matrix, centroids) if len(matrix) else np.zeros(0, np.int64)
+    residuals = matrix - centroids[partitions]
+    codes = np.empty((len(matrix), subs), np.uint8)
+    for j in range(subs):
+        part = residuals[:, j * width : (j + 1) * width]
+        codes[:, j] = _nearest(part, codebook[j]) if len(part) else 0
+    order = np.argsort(partitions, kind="stable")
+    counts = np.bincount(partitions, minlength=len(centroids))
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    row_ids = np.asarray(flat.row_ids, np.uint64)[order]
+    return LeafCodes(directory, model.model, centroids, codebook, starts, codes[order], row_ids)
+
+
+def encoded(
+    ds: LanceDataset, column: str, flat: FlatVectors, model: LeafCodes, min_rows: int
+) -> LeafCodes | None:
+    """The codes of the small leaf ``ds`` (a fixed version; ``flat``: its vectors of
+    ``column``) under ``model``, kept per leaf version; None when the leaf has ``min_rows``
+    rows or more (an index is due on it: it stays flat)."""
+    global _bytes
+    key = (ds.uri, int(ds.version), column, model.model)
+    with _lock:
+        if key in _kept:
+            _kept.move_to_end(key)
+            return _kept[key]
+    codes = None
+    if ds.count_rows() < min_rows:
+        digest = hashlib.sha1(repr(key).encode(), usedforsecurity=False).hexdigest()
+        codes = encode(flat, model, f"encoded:{digest}")
+    with _lock:
+        if key not in _kept:
+            _kept[key] = codes
+            _bytes += 0 if codes is None else codes.nbytes
+        while _bytes > MAX_BYTES and len(_kept) > 1:
+            _, dropped = _kept.popitem(last=False)
+            _bytes -= 0 if dropped is None else dropped.nbytes
+    return codes
+
+
+def refined(flat: FlatVectors, row_ids: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The squared L2 distances (Lance's, :func:`.flat.squared_l2`) of the rows ``row_ids``
+    of ``flat`` to ``query``: a refine on the vectors kept in memory."""
+    at = np.searchsorted(flat.row_ids, np.asarray(row_ids, np.uint64))
+    return squared_l2(flat.matrix[at], query)
+
+
+def clear() -> None:
+    """Forget every encoded leaf."""
+    global _bytes
+    with _lock:
+        _kept.clear()
+        _bytes = 0
