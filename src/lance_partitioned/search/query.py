@@ -19,7 +19,10 @@
    partitions chosen once, every kept leaf's codes of them scored in numpy) when their
    search can be reproduced (``nprobes`` given, L2, no residual, the whole leaf indexed, no
    deleted rows; else by Lance, as stated there); the result's schema metadata
-   ``lance-partitioned.ivf_pq`` says which (``namespace`` or ``per-leaf``).
+   ``lance-partitioned.ivf_pq`` says which (``namespace`` or ``per-leaf``). In such a search
+   the small unindexed leaves (under the index's ``min_rows``) are searched as leaves of the
+   same index, their vectors encoded under its model (:mod:`lance_partitioned.search.encode`),
+   as one table's index holds every row; ``lance-partitioned.ivf_pq.small`` counts them.
 3. The per-leaf top-k lists are merged exactly: rows are ordered by ``_distance`` (ascending)
    or ``_score`` (descending), ties by leaf object id, then by row id in the leaf, and the
    first k are kept; ``_partition`` is made for those k only. Among rows tied at the k-th
