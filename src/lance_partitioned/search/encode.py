@@ -54,34 +54,47 @@ _lock = threading.Lock()
 
 
 def _nearest(vectors: np.ndarray, book: np.ndarray) -> np.ndarray:
-    """The row of ``book`` nearest (squared L2) to each row of ``vectors``, in float64."""
-    wide = book.astype(np.float64)
-    norms = np.einsum("ij,ij->i", wide, wide)
+    """The row of ``book`` nearest (squared L2) to each row of ``vectors``: the argmin of
+    ``|b|^2 - 2 v.b`` (``|v|^2`` is the same for every row of the book), in float32, one
+    matrix product per chunk of rows."""
+    norms = np.einsum("ij,ij->i", book, book)
+    transposed = np.ascontiguousarray(book.T)
     out = np.empty(len(vectors), np.int64)
     for start in range(0, len(vectors), _CHUNK):
-        part = vectors[start : start + _CHUNK].astype(np.float64)
-        # |v|^2 is the same for every row of the book: left out of the argmin
-        out[start : start + _CHUNK] = np.argmin(norms[None, :] - 2.0 * (part @ wide.T), axis=1)
+        scores = vectors[start : start + _CHUNK] @ transposed
+        scores *= -2.0
+        scores += norms
+        out[start : start + _CHUNK] = scores.argmin(axis=1)
     return out
+
+
+def _pq_codes(residuals: np.ndarray, codebook: np.ndarray) -> np.ndarray:
+    """The nearest codeword (squared L2) of each sub-vector of each row of ``residuals``
+    under ``codebook`` (``sub-vectors x 256 x width``)."""
+    subs, _, width = codebook.shape
+    codes = np.empty((len(residuals), subs), np.uint8)
+    for j in range(subs):
+        part = np.ascontiguousarray(residuals[:, j * width : (j + 1) * width])
+        codes[:, j] = _nearest(part, codebook[j])
+    return codes
 
 
 def encode(flat: FlatVectors, model: LeafCodes, directory: str) -> LeafCodes:
     """The codes of ``flat``'s vectors under ``model``'s centroids and codebook, as a leaf's
     IVF_PQ index would hold them (``directory``: the key naming them)."""
-    centroids, codebook = model.centroids, model.codebook
-    subs, _, width = codebook.shape
+    centroids = np.asarray(model.centroids, np.float32)
+    codebook = np.asarray(model.codebook, np.float32)
     matrix = flat.matrix
     partitions = _nearest(matrix, centroids) if len(matrix) else np.zeros(0, np.int64)
     residuals = matrix - centroids[partitions]
-    codes = np.empty((len(matrix), subs), np.uint8)
-    for j in range(subs):
-        part = residuals[:, j * width : (j + 1) * width]
-        codes[:, j] = _nearest(part, codebook[j]) if len(part) else 0
+    codes = _pq_codes(residuals, codebook)
     order = np.argsort(partitions, kind="stable")
     counts = np.bincount(partitions, minlength=len(centroids))
     starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     row_ids = np.asarray(flat.row_ids, np.uint64)[order]
-    return LeafCodes(directory, model.model, centroids, codebook, starts, codes[order], row_ids)
+    return LeafCodes(
+        directory, model.model, model.centroids, model.codebook, starts, codes[order], row_ids
+    )
 
 
 def encoded(
