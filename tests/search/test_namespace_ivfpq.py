@@ -292,3 +292,28 @@ def test_deleted_rows_of_small_leaves_are_never_returned(tmp_path: Path) -> None
             assert got.schema.metadata[SMALL] == b"1"
             assert not set(got.column("id").to_pylist()) & set(gone)
             _assert_same(got, *_per_leaf(ns, query, 40, None, True, **options))
+
+
+def test_small_leaf_codes_are_lances_and_numpys(shared: lp.PartitionedNamespace) -> None:
+    """A small leaf's codes come from Lance's own transform (an index build's assign and
+    encode step) under the shared model; the numpy encoding (its fallback) gives the same."""
+    from lance_partitioned.search import encode
+    from lance_partitioned.search.flat import flat_vectors
+
+    [task] = shared.plan_scan("tenant = 'small'")
+    [indexed, *_] = shared.plan_scan("tenant = 'a'")
+    model = ivfpq.leaf_codes(task_ds(indexed), "v", {}, True)
+    assert model is not None
+    ds = task_ds(task)
+    flat = flat_vectors(ds, "v", DIM)
+    assert flat is not None
+    by_lance = encode._lance_encode(ds, "v", flat, model, "x")
+    assert by_lance is not None
+    by_numpy = encode.encode(flat, model, "x")
+    assert by_lance.starts.tolist() == by_numpy.starts.tolist()
+    assert by_lance.row_ids.tolist() == by_numpy.row_ids.tolist()
+    assert (by_lance.codes == by_numpy.codes).all()
+
+
+def task_ds(task: lp.ScanTask) -> lance.LanceDataset:
+    return lance.dataset(task.uri, version=task.read_version)

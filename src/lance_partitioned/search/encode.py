@@ -9,15 +9,19 @@ vectors read once per query).
 
 When a search is approximate and goes through the namespace IVF_PQ path
 (:mod:`lance_partitioned.search.ivfpq`: ``nprobes`` given, L2, no residual filter), each such
-small leaf is searched as one more leaf of that IVF_PQ index: :func:`encoded` assigns every
+small leaf is searched as one more leaf of that IVF_PQ index: :func:`encoded` has every
 vector of the leaf (its non-NULL, non-deleted rows, as :func:`.flat.flat_vectors` keeps
-them) to its nearest shared IVF centroid (squared L2) and encodes its residual to the
-centroid with the shared PQ codebook (the nearest codeword of each sub-vector), which is what
-Lance's build of an ``IVF_PQ`` index with the same ``ivf_centroids`` and ``pq_codebook``
-writes; the codes are laid out as :class:`.ivfpq.LeafCodes` (rows grouped by partition), so
-the leaf's probed partitions are scored with the indexed leaves' in one pass, and refined on
-its vectors (kept in memory) with a ``refine_factor``. The encoding is kept per leaf version
-and model, at most :data:`MAX_BYTES` of codes in all (least recently used dropped first).
+them) assigned to its nearest shared IVF centroid (squared L2) and its residual to the
+centroid encoded with the shared PQ codebook (the nearest codeword of each sub-vector) by
+Lance's own transform, the step of an index build that assigns and encodes rows
+(:meth:`lance.indices.IndicesBuilder.transform_vectors`, written to a temporary file and read
+back): what Lance's build of an ``IVF_PQ`` index with the same ``ivf_centroids`` and
+``pq_codebook`` writes. Should that fail, :func:`encode` computes the same in numpy
+(float32; a different centroid or codeword only on a near tie). The codes are laid out as
+:class:`.ivfpq.LeafCodes` (rows grouped by partition), so the leaf's probed partitions are
+scored with the indexed leaves' in one pass, and refined on its vectors (kept in memory)
+with a ``refine_factor``. The encoding is kept per leaf version and model, at most
+:data:`MAX_BYTES` of codes in all (least recently used dropped first).
 
 An exact search (no ``nprobes``, another metric, a residual filter, no indexed leaf of the
 model among the kept ones, or an index definition with a ``filter``) still searches the small
@@ -28,10 +32,12 @@ rows one table would also search flat until its index is rebuilt).
 from __future__ import annotations
 
 import hashlib
+import tempfile
 import threading
 from collections import OrderedDict
 
 import numpy as np
+import pyarrow as pa
 from lance import LanceDataset
 
 from lance_partitioned.search.flat import FlatVectors, squared_l2
@@ -97,6 +103,49 @@ def encode(flat: FlatVectors, model: LeafCodes, directory: str) -> LeafCodes:
     )
 
 
+def _lance_encode(
+    ds: LanceDataset, column: str, flat: FlatVectors, model: LeafCodes, directory: str
+) -> LeafCodes | None:
+    """The codes Lance's own transform (:meth:`lance.indices.IndicesBuilder.transform_vectors`,
+    the step of an index build that assigns and encodes the rows) writes for the leaf under
+    ``model``, read back from a temporary file; None when it fails or gives other rows than
+    ``flat`` (then :func:`encode` computes them in numpy)."""
+    from lance.file import LanceFileReader
+    from lance.indices import IndicesBuilder, IvfModel, PqModel
+
+    subs, _, width = model.codebook.shape
+    dim = subs * width
+    centroids = np.ascontiguousarray(model.centroids, np.float32).reshape(-1)
+    codebook = np.ascontiguousarray(model.codebook, np.float32).reshape(-1)
+    ivf = IvfModel(pa.FixedSizeListArray.from_arrays(pa.array(centroids), dim), "l2")
+    pq = PqModel(subs, pa.FixedSizeListArray.from_arrays(pa.array(codebook), dim))
+    try:
+        with tempfile.TemporaryDirectory(prefix="lp-encode-") as tmp:
+            uri = f"{tmp}/codes.lance"
+            IndicesBuilder(ds, column).transform_vectors(ivf, pq, uri)
+            table = LanceFileReader(uri).read_all().to_table()
+    except (OSError, ValueError, RuntimeError, TypeError):
+        return None
+    row_ids = np.asarray(table.column("_rowid").to_numpy(), np.uint64)
+    if len(row_ids) != len(flat.row_ids) or not np.array_equal(np.sort(row_ids), flat.row_ids):
+        return None
+    partitions = np.asarray(table.column("__ivf_part_id").to_numpy(), np.int64)
+    codes = table.column("__pq_code").combine_chunks().values.to_numpy()
+    codes = np.asarray(codes, np.uint8).reshape(len(row_ids), subs)
+    order = np.lexsort((row_ids, partitions))
+    counts = np.bincount(partitions, minlength=len(model.centroids))
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return LeafCodes(
+        directory,
+        model.model,
+        model.centroids,
+        model.codebook,
+        starts,
+        codes[order],
+        row_ids[order],
+    )
+
+
 def encoded(
     ds: LanceDataset, column: str, flat: FlatVectors, model: LeafCodes, min_rows: int
 ) -> LeafCodes | None:
@@ -112,7 +161,10 @@ def encoded(
     codes = None
     if ds.count_rows() < min_rows:
         digest = hashlib.sha1(repr(key).encode(), usedforsecurity=False).hexdigest()
-        codes = encode(flat, model, f"encoded:{digest}")
+        directory = f"encoded:{digest}"
+        codes = _lance_encode(ds, column, flat, model, directory)
+        if codes is None:
+            codes = encode(flat, model, directory)
     with _lock:
         if key not in _kept:
             _kept[key] = codes
