@@ -4,8 +4,10 @@ leaves' indexes hold and of the shared model its index definition names."""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
+import lance
 import numpy as np
 import pyarrow as pa
 
@@ -60,3 +62,31 @@ def model_file(
     path = raw[name]["model"]
     assert path.startswith("_index_models/")
     return np.load(root / path)
+
+
+_COPIES: dict[tuple[str, int], lance.LanceDataset] = {}
+
+
+def shared_model_copy(ns: lp.PartitionedNamespace, ds: lance.LanceDataset) -> lance.LanceDataset:
+    """A copy of the unindexed leaf ``ds`` (its live rows) with an ``IVF_PQ`` index on ``v``
+    built by Lance with the namespace's shared model (its centroids and codebook, no
+    training): what searching the leaf through its encoded codes must equal."""
+    key = (ds.uri, int(ds.version))
+    if key not in _COPIES:
+        [definition] = json.loads(ns.snapshot.table_metadata[INDICES_KEY]).values()
+        with np.load(Path(ns.uri) / definition["model"]) as model:
+            centroids, codebook = model["ivf_centroids"], model["pq_codebook"]
+        dim = centroids.shape[1]
+        copy = lance.write_dataset(
+            ds.to_table(columns=["id", "v"]), tempfile.mkdtemp(prefix="lp-small-copy-")
+        )
+        copy.create_index(
+            "v",
+            "IVF_PQ",
+            num_partitions=len(centroids),
+            num_sub_vectors=int(definition["params"]["num_sub_vectors"]),
+            ivf_centroids=pa.FixedSizeListArray.from_arrays(pa.array(centroids.ravel()), dim),
+            pq_codebook=pa.FixedSizeListArray.from_arrays(pa.array(codebook.ravel()), dim),
+        )
+        _COPIES[key] = lance.dataset(copy.uri)
+    return _COPIES[key]

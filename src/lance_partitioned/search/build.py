@@ -15,11 +15,13 @@ Lance operations. A crash between the two leaves the leaves indexed and no defin
 next ``create_index`` of that name replaces those leaf indexes.
 
 A vector index is built on a leaf with at least ``min_rows`` rows (default
-:data:`~.definitions.IVF_MIN_ROWS`); smaller leaves are left flat (searched exactly) and counted
-as such by :func:`~lance_partitioned.search.stats.index_stats`. By default its IVF centroids
-(and PQ codebook) are trained once for the namespace and shared by every leaf
-(:mod:`.training`); ``shared_training=False`` trains each leaf's own. Scalar and full-text
-indexes are built on every leaf with rows.
+:data:`~.definitions.IVF_MIN_ROWS`); smaller leaves are left flat (no index of their
+own: searched exactly, or through codes encoded in memory under the shared model in an
+approximate search, :mod:`.encode`) and counted as such by
+:func:`~lance_partitioned.search.stats.index_stats`. By default its IVF centroids (and PQ
+codebook) are trained once for the namespace and shared by every leaf (:mod:`.training`);
+``shared_training=False`` trains each leaf's own. Scalar and full-text indexes are built on
+every leaf with rows.
 """
 
 from __future__ import annotations

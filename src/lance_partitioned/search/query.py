@@ -19,7 +19,10 @@
    partitions chosen once, every kept leaf's codes of them scored in numpy) when their
    search can be reproduced (``nprobes`` given, L2, no residual, the whole leaf indexed, no
    deleted rows; else by Lance, as stated there); the result's schema metadata
-   ``lance-partitioned.ivf_pq`` says which (``namespace`` or ``per-leaf``).
+   ``lance-partitioned.ivf_pq`` says which (``namespace`` or ``per-leaf``). In such a search
+   the small unindexed leaves (under the index's ``min_rows``) are searched as leaves of the
+   same index, their vectors encoded under its model (:mod:`lance_partitioned.search.encode`),
+   as one table's index holds every row; ``lance-partitioned.ivf_pq.small`` counts them.
 3. The per-leaf top-k lists are merged exactly: rows are ordered by ``_distance`` (ascending)
    or ``_score`` (descending), ties by leaf object id, then by row id in the leaf, and the
    first k are kept; ``_partition`` is made for those k only. Among rows tied at the k-th
@@ -58,7 +61,7 @@ from lance_partitioned.scan import (
     residual_fields,
 )
 from lance_partitioned.scan.plans import planned
-from lance_partitioned.search import bm25, ivfpq
+from lance_partitioned.search import bm25, encode, ivfpq
 from lance_partitioned.search.definitions import VECTOR_TYPES, IndexDefinition, load_definitions
 from lance_partitioned.search.flat import FlatVectors, flat_vectors, nearest_many, squared_l2
 from lance_partitioned.search.flat import nearest as flat_nearest
@@ -113,6 +116,20 @@ def _metric(definitions: dict[str, IndexDefinition], field_id: int, metric: str 
         if definition.field_id == field_id and definition.kind == "vector":
             return str(definition.params.get("metric", "l2")).lower()
     return "l2"
+
+
+def _small_rows(definitions: dict[str, IndexDefinition], field_id: int) -> int | None:
+    """The ``min_rows`` of the ``IVF_PQ`` index on the field when it covers every leaf (no
+    ``filter``): its smaller leaves are searched through codes encoded under its model
+    (:mod:`.encode`) in an approximate search; None: they are searched exactly."""
+    for definition in definitions.values():
+        if (
+            definition.field_id == field_id
+            and definition.index_type == "IVF_PQ"
+            and definition.filter is None
+        ):
+            return int(definition.min_rows)
+    return None
 
 
 class _Leaf:
@@ -205,18 +222,27 @@ class _Flat:
     """A small leaf without an index whose vectors are searched with the other small
     leaves' (:func:`.flat.nearest_many`)."""
 
-    def __init__(self, leaf: _Leaf, vectors: FlatVectors) -> None:
+    def __init__(self, leaf: _Leaf, vectors: FlatVectors, source: str) -> None:
         self.leaf = leaf
         self.vectors = vectors
+        self.source = source
 
 
 class _Coded:
-    """A leaf whose IVF_PQ codes are searched with the namespace's (:mod:`.ivfpq`)."""
+    """A leaf whose IVF_PQ codes are searched with the namespace's (:mod:`.ivfpq`);
+    ``flat``: a small leaf's vectors, its codes encoded in memory (:mod:`.encode`)."""
 
-    def __init__(self, leaf: _Leaf, source: str, codes: ivfpq.LeafCodes) -> None:
+    def __init__(
+        self,
+        leaf: _Leaf,
+        source: str,
+        codes: ivfpq.LeafCodes,
+        flat: FlatVectors | None = None,
+    ) -> None:
         self.leaf = leaf
         self.source = source
         self.codes = codes
+        self.flat = flat
 
 
 def _coded_leaf(leaf: _Leaf, column: pa.Field, nearest: dict[str, Any]) -> _Coded | None:
@@ -240,18 +266,26 @@ def _grouped_pass(
     query: np.ndarray,
     k: int,
     nearest: dict[str, Any],
-) -> tuple[list[pa.Table | _Keys | _Flat | None], int]:
+    small_rows: int | None = None,
+) -> tuple[list[pa.Table | _Keys | _Flat | None], int, int]:
     """The small unindexed leaves searched in one numpy pass (:func:`.flat.nearest_many`),
     and the coded leaves of the model most of them share as one IVF_PQ search
     (:func:`.ivfpq.namespace_nearest`; with a ``refine_factor``, the ``k * refine_factor``
     best of each leaf reranked on their vectors, squared L2 as Lance computes it, as Lance
     refines a leaf); the other coded leaves searched by ``search_leaf`` (Lance), each.
-    Returns the leaves' hits and how many leaves were searched as one IVF_PQ index."""
+    With ``small_rows`` (the index's ``min_rows``), the small unindexed leaves (fewer rows)
+    are searched as leaves of that IVF_PQ index, their codes encoded under its model
+    (:mod:`.encode`), refined on their vectors kept in memory.
+    Returns the leaves' hits, how many leaves were searched as one IVF_PQ index, and how
+    many of them were small leaves encoded."""
     flats = [item for item in found if isinstance(item, _Flat)]
     coded = [item for item in found if isinstance(item, _Coded)]
     out: list[pa.Table | _Keys | _Flat | None] = [
         i for i in found if not isinstance(i, (_Flat, _Coded))
     ]
+    if coded and flats and small_rows is not None:  # approximate: small leaves by their codes
+        flats, small = _encoded_flats(flats, coded, small_rows)
+        coded += small
     if flats:
         ranks = [item.leaf.rank for item in flats]
         many = nearest_many([item.vectors for item in flats], ranks, query, k)
@@ -260,7 +294,7 @@ def _grouped_pass(
         else:
             out += [_Keys(flats[at].leaf, dist, ids) for at, dist, ids in many]
     if not coded:
-        return out, 0
+        return out, 0, 0
     models = [item.codes.model for item in coded]
     model = max(set(models), key=models.count)
     group = [item for item in coded if item.codes.model == model]
@@ -277,14 +311,34 @@ def _grouped_pass(
     )
     for position, distances, row_ids in hits:
         item = group[position]
-        if refine:
+        if refine and item.flat is not None:
+            distances = encode.refined(item.flat, row_ids, query)
+        elif refine:
             taken = item.leaf.ds._take_rows(row_ids.tolist(), columns=[item.source])
             vectors = taken.column(0).combine_chunks()
             dim = vectors.type.list_size
             matrix = np.asarray(vectors.values.to_numpy(zero_copy_only=False), np.float32)
             distances = squared_l2(matrix.reshape(-1, dim), query)
         out.append(_Keys(item.leaf, distances.astype(np.float32), row_ids))
-    return out, len(group)
+    return out, len(group), sum(item.flat is not None for item in group)
+
+
+def _encoded_flats(
+    flats: list[_Flat], coded: list[_Coded], small_rows: int
+) -> tuple[list[_Flat], list[_Coded]]:
+    """The small leaves of ``flats`` (under ``small_rows`` rows) as coded leaves of the model
+    most ``coded`` leaves share (:func:`.encode.encoded`), and the other flat leaves."""
+    models = [item.codes.model for item in coded]
+    common = max(set(models), key=models.count)
+    model = next(item.codes for item in coded if item.codes.model == common)
+    rest, small = [], []
+    for item in flats:
+        codes = encode.encoded(item.leaf.ds, item.source, item.vectors, model, small_rows)
+        if codes is None:
+            rest.append(item)
+        else:
+            small.append(_Coded(item.leaf, item.source, codes, item.vectors))
+    return rest, small
 
 
 def _cached(task: ScanTask) -> bool:
@@ -310,7 +364,7 @@ def _in_memory(
         flat = flat_vectors(leaf.ds, source.name, column.type.list_size)
         if flat is not None:  # a small leaf without an index: searched in numpy
             # fast_search leaves out unindexed rows, as Lance does
-            return none if fast else _Flat(leaf, flat)
+            return none if fast else _Flat(leaf, flat, source.name)
     return None
 
 
@@ -510,7 +564,8 @@ def search(
             with leaf_pool(min(width, len(rest))) as pool:
                 found = list(pool.map(by_lance, rest))
         found += [done for _, done in prepared if done is not None]
-        searched, as_one = _grouped_pass(found, by_lance, query, k, nearest)
+        small_rows = _small_rows(definitions, schema.field_id(vector_target.name))
+        searched, as_one, small = _grouped_pass(found, by_lance, query, k, nearest, small_rows)
         vector_hits = _collect(searched, fields, "_distance", False, k, by_rank, width)
         ivf_mode = ivfpq.NAMESPACE if as_one else ivfpq.PER_LEAF
     if text_target is not None and text is not None:
@@ -534,6 +589,7 @@ def search(
         meta[bm25.MODE_KEY] = bm25_mode
     if vector_target is not None:
         meta[ivfpq.MODE_KEY] = ivf_mode
+        meta[encode.SMALL_KEY] = str(small).encode()
     return hits.replace_schema_metadata(meta or None)
 
 

@@ -20,8 +20,10 @@ LeafState = Literal["indexed", "flat", "missing"]
 @dataclass(frozen=True)
 class LeafIndexStats:
     """One leaf's state for one index: ``indexed`` (it has the index), ``flat`` (too small to
-    train, or without the column: searched exactly) or ``missing`` (it should have it: built
-    by ``optimize_indices``)."""
+    train, or without the column: no index of its own; searched exactly, or, in an
+    approximate search that goes through the namespace's ``IVF_PQ`` model, by its vectors'
+    codes under that model, encoded in memory: :mod:`lance_partitioned.search.encode`) or
+    ``missing`` (it should have it: built by ``optimize_indices``)."""
 
     object_id: str
     state: LeafState
