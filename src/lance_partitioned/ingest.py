@@ -528,8 +528,7 @@ class _Stager:
         """Hand the partition's buffer to the pool, to be staged as fragments."""
         if not part.buffer:
             return
-        data = pa.concat_tables(part.buffer)
-        nbytes = part.buffered
+        buffer, nbytes = part.buffer, part.buffered
         self.buffered -= nbytes
         part.buffer, part.buffered = [], 0
         uri = self.manifest.table_uri(part.location)
@@ -539,21 +538,29 @@ class _Stager:
         # the leaf directory (its latest version may be an orphan of any schema): the commit
         # maps them to the ids of the leaf version it commits on
         mode = "overwrite" if self.snapshot.has(part.object_id) else "create"
-        future = self.pool.submit(self._write, data, uri, mode, nbytes)
+        future = self.pool.submit(self._write, buffer, uri, mode, nbytes)
         part.futures.append(future)
         self.in_flight.append((future, nbytes))
         self.staging += nbytes
 
-    def _write(self, data: pa.Table, uri: str, mode: str, nbytes: int) -> list[Any]:
-        # A partition of many slices is merged lazily as Lance reads it, so one merged batch
-        # is in memory at a time, not a second copy of the partition; a small one is merged
-        # at once (reading a Python generator makes Lance take the GIL for each batch).
-        data = aligned(data)  # Lance panics on a buffer not aligned for its type
+    def _write(self, buffer: list[pa.Table], uri: str, mode: str, nbytes: int) -> list[Any]:
+        # The buffer's slices are concatenated here, on the pool, not on the thread that reads
+        # the input. A partition of many slices is merged lazily as Lance reads it, so one
+        # merged batch is in memory at a time, not a second copy of the partition; a small one
+        # is merged at once (reading a Python generator makes Lance take the GIL for each
+        # batch), and then its alignment is checked on one chunk per column instead of on
+        # every slice (a leaf of a write of many leaves holds a slice of every input chunk,
+        # and the check is Python code, run under the GIL).
+        # Lance panics on a buffer not aligned for its type: aligned() copies those.
+        data = pa.concat_tables(buffer)
         rows = max(1, min(_BATCH_ROWS, _BATCH_BYTES * data.num_rows // max(1, nbytes)))
+        merged = aligned(data.combine_chunks()) if data.num_rows <= rows else None
+        if merged is None:
+            data = aligned(data)
 
         def source() -> pa.Table | pa.RecordBatchReader:
-            if data.num_rows <= rows:
-                return data.combine_chunks()
+            if merged is not None:
+                return merged
             return pa.RecordBatchReader.from_batches(data.schema, coalesce(data.to_batches(), rows))
 
         def stage(mode: str) -> list[Any]:
