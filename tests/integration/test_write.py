@@ -430,9 +430,11 @@ def test_slow_staging_holds_reading_back(
         with lock:
             handed[0] += nbytes
 
-    def slow_write(self: Any, data: pa.Table, uri: str, mode: str, nbytes: int) -> list[Any]:
+    def slow_write(
+        self: Any, buffer: list[pa.Table], uri: str, mode: str, nbytes: int
+    ) -> list[Any]:
         time.sleep(0.02)
-        fragments = original(self, data, uri, mode, nbytes)
+        fragments = original(self, buffer, uri, mode, nbytes)
         with lock:
             written[0] += nbytes
         return fragments
