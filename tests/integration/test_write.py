@@ -19,6 +19,7 @@ import lance_partitioned as lp
 from lance_partitioned import errors
 from lance_partitioned import ingest as write_module
 from lance_partitioned.ingest import WriteOptions
+from lance_partitioned.ingest import stager as stager_module
 from tests.integration.helpers import read_leaves, sorted_rows
 
 SCHEMA = pa.schema(
@@ -400,7 +401,7 @@ def test_partition_of_many_slices_staged_in_order(
 ) -> None:
     """A partition buffered as many slices reaches Lance as merged batches (or the slices
     themselves, when big enough), in input order, as one fragment per leaf."""
-    monkeypatch.setattr(write_module, "_BATCH_ROWS", batch_rows)
+    monkeypatch.setattr(stager_module, "_BATCH_ROWS", batch_rows)
     batches = [events(range(i * 40, (i + 1) * 40)).to_batches()[0] for i in range(50)]
     reader = pa.RecordBatchReader.from_batches(SCHEMA, iter(batches))
     assert ns.write(reader, options=WriteOptions(chunk_bytes=1 << 10)).rows_written == 2000
@@ -430,9 +431,11 @@ def test_slow_staging_holds_reading_back(
         with lock:
             handed[0] += nbytes
 
-    def slow_write(self: Any, data: pa.Table, uri: str, mode: str, nbytes: int) -> list[Any]:
+    def slow_write(
+        self: Any, buffer: list[pa.Table], uri: str, mode: str, nbytes: int
+    ) -> list[Any]:
         time.sleep(0.02)
-        fragments = original(self, data, uri, mode, nbytes)
+        fragments = original(self, buffer, uri, mode, nbytes)
         with lock:
             written[0] += nbytes
         return fragments
