@@ -166,6 +166,8 @@ class SparkMergeBuilder:
         self._on, self._null_safe, self._hook = on, null_safe, hook
         self.replanned: list[str] = []  # the leaves merged again at the commit (moved)
         self.routed = 0  # the source rows the leaves' tasks searched (a row once per leaf)
+        # the (key, leaf) pairs the leaves' key reads sent to the routing join (a join route)
+        self.key_pairs = 0
 
     def when_matched_update_all(self, condition: str | None = None) -> SparkMergeBuilder:
         """Replace each matched target row by its source row (see the Python merge)."""
@@ -307,7 +309,8 @@ class SparkMergeBuilder:
     ) -> list[tuple[Any, str | None]]:
         from pyspark.sql import functions as F
 
-        routes = routed(self._spark, job, keyed)
+        pairs = self._spark.sparkContext.accumulator(0)
+        routes = routed(self._spark, job, keyed, None, pairs)
         index = {o: i for i, o in enumerate(job.leaves)}
         markers = [index[o] for o, r in residuals.items() if not isinstance(r, AlwaysFalse)]
         if markers:
@@ -325,6 +328,7 @@ class SparkMergeBuilder:
         merged = merged.persist()
         try:
             out = [pickle.loads(r.payload) for r in merged.where("kind = 'leaf'").collect()]
+            self.key_pairs = pairs.value
             if job.insert:
                 matched = merged.where("kind = 'matched'").select(F.col("row").alias(_ROW))
                 new = keyed.join(matched, on=_ROW, how="left_anti")
