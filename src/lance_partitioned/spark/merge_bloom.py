@@ -8,13 +8,13 @@ pairs whose key may be in the source. A false positive costs a pair the join dro
 in the source always passes.
 
 The filter is built on executors (each source partition sets the bits of its keys in a
-numpy bit array, ``mapInArrow``; the arrays are OR-ed with ``treeReduce``): the driver
-receives one array of a few MB, never the source. Keys are hashed with the spec's
-xxhash64 (:func:`lance_partitioned.spec.hashing.hash_array`, on the values in the
-source's Arrow types on both sides: an integer as int64, a string by its UTF-8 bytes, -0.0
-as 0.0, every NaN alike, as Spark's join compares them); a key of a type it cannot hash
-builds no filter (every pair is sent, as before). A leaf key with a NULL always passes
-(NULL-safe keys match NULLs).
+numpy bit array, ``mapInArrow``; the arrays are OR-ed by one reduce task): the driver
+receives one array (10-20 bits per source row, 8 KiB to 8 MiB), never the source. Keys
+are hashed with the spec's xxhash64 (:func:`lance_partitioned.spec.hashing.hash_array`, on
+the values in the source's Arrow types on both sides: an integer as int64, a string by its
+UTF-8 bytes, -0.0 as 0.0, every NaN alike, as Spark's join compares them); a key of a type
+it cannot hash builds no filter (every pair is sent, as before). A leaf key with a NULL
+always passes (NULL-safe keys match NULLs).
 """
 
 from __future__ import annotations
@@ -129,9 +129,12 @@ def source_filter(source: DataFrame, on: Sequence[str]) -> KeyFilter | None:
             bits = _bits([table.column(k) for k in names], log2)
             yield pa.RecordBatch.from_pydict({"bits": [bits]})
 
+    found: list[bytes] = []
     with warnings.catch_warnings():
         # mapInArrow checks the pandas version and warns for pandas 3, which it never uses
         warnings.filterwarnings("ignore", "PySpark does not yet fully", FutureWarning)
-        parts = keys.mapInArrow(build, "bits binary").rdd.map(lambda r: bytes(r[0]))
-        empty = bytes((1 << log2) // 8)
-        return KeyFilter(parts.treeAggregate(empty, _or, _or), log2)
+        parts = keys.mapInArrow(build, "bits binary").rdd.map(lambda r: (0, bytes(r[0])))
+        # OR-ed on executors (one reduce task): one array reaches the driver, however many
+        # partitions the source has
+        found = parts.reduceByKey(_or, numPartitions=1).values().collect()
+    return KeyFilter(found[0] if found else bytes((1 << log2) // 8), log2)

@@ -12,7 +12,9 @@ version (:func:`route_kinds`):
     The keys determine no partition field (``on="id"`` into ``day`` partitions): executors
     read each leaf's key columns (one task per few leaves, each leaf's distinct keys) and
     Spark joins the source with those (key, leaf) pairs. A source row then goes only to the
-    leaves holding its key (a row matching nothing goes to none), once each.
+    leaves holding its key (a row matching nothing goes to none), once each. Only the
+    leaf keys that pass a Bloom filter of the source's keys (built on executors,
+    :mod:`.merge_bloom`) are sent to the join.
 ``"every"``
     Neither is possible (a key whose source and namespace types cannot be compared exactly
     in Spark): every source row goes to every leaf of the spec.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -46,7 +49,7 @@ if TYPE_CHECKING:
 
     from lance_partitioned.spark.merge import _MergeJob
 
-__all__ = ["route_kinds", "routed"]
+__all__ = ["RouteMetrics", "route_kinds", "routed"]
 
 _TARGET = "__lp_t_"  # a leaf key column, in the join
 
@@ -63,6 +66,16 @@ def _comparable(namespace: pa.DataType, source: pa.DataType) -> bool:
         return True
     binaries = (pa.types.is_binary, pa.types.is_large_binary)
     return any(f(namespace) for f in binaries) and any(f(source) for f in binaries)
+
+
+@dataclass
+class RouteMetrics:
+    """What a join route sent: ``pairs`` counts the (key, leaf) pairs the leaves' key reads
+    sent to the join (a Spark accumulator, read once the job ran); ``filter_bytes``, the
+    size of the Bloom filter of the source keys the driver received and sent the tasks."""
+
+    pairs: Accumulator[int]
+    filter_bytes: int = 0
 
 
 def route_kinds(
@@ -88,12 +101,12 @@ def routed(
     job: _MergeJob,
     keyed: DataFrame,
     reads: Mapping[str, Sequence[ScanTask]] | None = None,
-    pairs: Accumulator[int] | None = None,
+    metrics: RouteMetrics | None = None,
 ) -> DataFrame:
     """``keyed`` with one row per (source row, target leaf its keys can match), the leaf's
     index in ``_LEAF``. ``reads``: the leaves routed by a join, each with the versions whose
-    keys to read (None: every such leaf at the pinned snapshot); ``pairs``: counts the
-    (key, leaf) pairs those leaves send to the join."""
+    keys to read (None: every such leaf at the pinned snapshot); ``metrics``: what the
+    join route sent (see :class:`RouteMetrics`)."""
     from pyspark.sql.types import IntegerType, StructField, StructType
 
     schema = StructType([*keyed.schema.fields, StructField(_LEAF, IntegerType())])
@@ -105,7 +118,7 @@ def routed(
         reads = {o: [job.tasks[o][0]] for o in joined}
     wanted = sorted((o, list(reads[o])) for o in joined if o in reads)
     if wanted:
-        parts.append(_joined(spark, job, keyed, wanted, pairs))
+        parts.append(_joined(spark, job, keyed, wanted, metrics))
     if not parts:
         return spark.createDataFrame([], schema)
     out = parts[0]
@@ -119,11 +132,10 @@ def _joined(
     job: _MergeJob,
     keyed: DataFrame,
     reads: list[tuple[str, list[ScanTask]]],
-    pairs: Accumulator[int] | None,
+    metrics: RouteMetrics | None,
 ) -> DataFrame:
     """The source rows joined with the distinct keys of the ``reads`` leaves that may be
-    source keys (:func:`.merge_bloom.source_filter`); ``pairs`` counts the (key, leaf)
-    pairs the leaves' tasks send to the join."""
+    source keys (:func:`.merge_bloom.source_filter`)."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_type
     from pyspark.sql.types import IntegerType, StructField, StructType
@@ -137,6 +149,10 @@ def _joined(
     tasks = min(len(items), 8 * spark.sparkContext.defaultParallelism)
     # only the leaf keys that may be in the source cross into Spark
     bloom = source_filter(keyed, job.on)
+    pairs = None
+    if metrics is not None:
+        metrics.filter_bytes += 0 if bloom is None else len(bloom.bits)
+        pairs = metrics.pairs
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "PySpark does not yet fully", FutureWarning)
         keys = spark.range(len(items), numPartitions=tasks).mapInArrow(
