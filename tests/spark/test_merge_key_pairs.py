@@ -67,3 +67,13 @@ def test_a_join_routed_merge_reads_only_the_leaf_keys_that_may_be_source_keys(
     assert _rows(spark_root) == _rows(python_root)
     # the 2,000 leaf keys were read; only the 5 source keys (and false positives) were sent
     assert 5 <= merge.key_pairs < 100
+
+
+@pytest.mark.spark
+def test_a_source_without_rows_builds_a_filter_no_key_passes(spark: SparkSession) -> None:
+    from lance_partitioned.spark.merge_bloom import source_filter
+
+    empty = spark.createDataFrame([], "id long, name string")
+    keys = source_filter(empty, ["id", "name"])
+    assert keys is not None
+    assert not keys.may_contain([pa.array([1, 2]), pa.array(["a", "b"])]).any()

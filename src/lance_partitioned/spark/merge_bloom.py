@@ -99,10 +99,6 @@ def _bits(columns: Sequence[pa.Array | pa.ChunkedArray], log2: int) -> bytes:
     return np.packbits(flags, bitorder="little").tobytes()
 
 
-def _or(a: bytes, b: bytes) -> bytes:
-    return np.bitwise_or(np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8)).tobytes()
-
-
 def hashable(types: Sequence[pa.DataType]) -> bool:
     """Whether keys of these Arrow types can be filtered (hashed by
     :func:`~lance_partitioned.spec.hashing.hash_array`)."""
@@ -129,12 +125,20 @@ def source_filter(source: DataFrame, on: Sequence[str]) -> KeyFilter | None:
             bits = _bits([table.column(k) for k in names], log2)
             yield pa.RecordBatch.from_pydict({"bits": [bits]})
 
-    found: list[bytes] = []
+    def merge(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        every = np.zeros((1 << log2) // 8, dtype=np.uint8)
+        for batch in batches:
+            for bits in batch.column(0).to_pylist():
+                every |= np.frombuffer(bits, dtype=np.uint8)
+        yield pa.RecordBatch.from_pydict({"bits": [every.tobytes()]})
+
     with warnings.catch_warnings():
         # mapInArrow checks the pandas version and warns for pandas 3, which it never uses
         warnings.filterwarnings("ignore", "PySpark does not yet fully", FutureWarning)
-        parts = keys.mapInArrow(build, "bits binary").rdd.map(lambda r: (0, bytes(r[0])))
-        # OR-ed on executors (one reduce task): one array reaches the driver, however many
-        # partitions the source has
-        found = parts.reduceByKey(_or, numPartitions=1).values().collect()
-    return KeyFilter(found[0] if found else bytes((1 << log2) // 8), log2)
+        parts = keys.mapInArrow(build, "bits binary")
+        # OR-ed on executors (one task, after a shuffle of the partitions' arrays): one
+        # array reaches the driver, however many partitions the source has
+        found = parts.repartition(1).mapInArrow(merge, "bits binary").toArrow()
+    if not found.num_rows:  # (an empty source: no key passes)
+        return KeyFilter(bytes((1 << log2) // 8), log2)
+    return KeyFilter(found.column(0)[0].as_py(), log2)
