@@ -140,7 +140,7 @@ def address_filter(values: np.ndarray) -> str:
     >>> address_filter(np.array([3, 4294967296], dtype=np.uint64))
     '_rowaddr IN (3, 4294967296)'
     """
-    return f"{ROW_ADDRESS} IN ({', '.join(str(int(v)) for v in values)})"
+    return f"{ROW_ADDRESS} IN ({', '.join(map(str, values.tolist()))})"
 
 
 @dataclass

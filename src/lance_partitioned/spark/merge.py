@@ -49,7 +49,7 @@ from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.spark.dml import TASK_THREADS, LeafJob, TaskHook, job_for, remove_unused
 from lance_partitioned.spark.merge_replan import _LEAF, _ROW, Replanner, _LeafResult
-from lance_partitioned.spark.merge_route import route_kinds, routed
+from lance_partitioned.spark.merge_route import RouteMetrics, route_kinds, routed
 from lance_partitioned.spark.staging import StagingJournal, data_files
 from lance_partitioned.spark.workers import freeze_worker_heap
 from lance_partitioned.transaction import (
@@ -166,6 +166,10 @@ class SparkMergeBuilder:
         self._on, self._null_safe, self._hook = on, null_safe, hook
         self.replanned: list[str] = []  # the leaves merged again at the commit (moved)
         self.routed = 0  # the source rows the leaves' tasks searched (a row once per leaf)
+        # a join route: the (key, leaf) pairs the leaves' key reads sent to the join, and the
+        # bytes of the Bloom filter of the source keys that selected them
+        self.key_pairs = 0
+        self.filter_bytes = 0
 
     def when_matched_update_all(self, condition: str | None = None) -> SparkMergeBuilder:
         """Replace each matched target row by its source row (see the Python merge)."""
@@ -307,7 +311,9 @@ class SparkMergeBuilder:
     ) -> list[tuple[Any, str | None]]:
         from pyspark.sql import functions as F
 
-        routes = routed(self._spark, job, keyed)
+        metrics = RouteMetrics(self._spark.sparkContext.accumulator(0))
+        routes = routed(self._spark, job, keyed, None, metrics)
+        self.filter_bytes = metrics.filter_bytes
         index = {o: i for i, o in enumerate(job.leaves)}
         markers = [index[o] for o, r in residuals.items() if not isinstance(r, AlwaysFalse)]
         if markers:
@@ -325,6 +331,7 @@ class SparkMergeBuilder:
         merged = merged.persist()
         try:
             out = [pickle.loads(r.payload) for r in merged.where("kind = 'leaf'").collect()]
+            self.key_pairs = metrics.pairs.value
             if job.insert:
                 matched = merged.where("kind = 'matched'").select(F.col("row").alias(_ROW))
                 new = keyed.join(matched, on=_ROW, how="left_anti")

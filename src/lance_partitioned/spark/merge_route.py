@@ -12,7 +12,9 @@ version (:func:`route_kinds`):
     The keys determine no partition field (``on="id"`` into ``day`` partitions): executors
     read each leaf's key columns (one task per few leaves, each leaf's distinct keys) and
     Spark joins the source with those (key, leaf) pairs. A source row then goes only to the
-    leaves holding its key (a row matching nothing goes to none), once each.
+    leaves holding its key (a row matching nothing goes to none), once each. Only the
+    leaf keys that pass a Bloom filter of the source's keys (built on executors,
+    :mod:`.merge_bloom`) are sent to the join.
 ``"every"``
     Neither is possible (a key whose source and namespace types cannot be compared exactly
     in Spark): every source row goes to every leaf of the spec.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,16 +38,18 @@ from lance_partitioned.dml.merge import _source_groups
 from lance_partitioned.dml.plan import matched_rows
 from lance_partitioned.manifest import ManifestSnapshot
 from lance_partitioned.scan import ScanTask
+from lance_partitioned.spark.merge_bloom import KeyFilter, source_filter
 from lance_partitioned.spark.merge_replan import _LEAF
 from lance_partitioned.spark.workers import freeze_worker_heap
 from lance_partitioned.spec.multicolumn import sources_of
 
 if TYPE_CHECKING:
+    from pyspark.accumulators import Accumulator
     from pyspark.sql import DataFrame, SparkSession
 
     from lance_partitioned.spark.merge import _MergeJob
 
-__all__ = ["route_kinds", "routed"]
+__all__ = ["RouteMetrics", "route_kinds", "routed"]
 
 _TARGET = "__lp_t_"  # a leaf key column, in the join
 
@@ -61,6 +66,16 @@ def _comparable(namespace: pa.DataType, source: pa.DataType) -> bool:
         return True
     binaries = (pa.types.is_binary, pa.types.is_large_binary)
     return any(f(namespace) for f in binaries) and any(f(source) for f in binaries)
+
+
+@dataclass
+class RouteMetrics:
+    """What a join route sent: ``pairs`` counts the (key, leaf) pairs the leaves' key reads
+    sent to the join (a Spark accumulator, read once the job ran); ``filter_bytes``, the
+    size of the Bloom filter of the source keys the driver received and sent the tasks."""
+
+    pairs: Accumulator[int]
+    filter_bytes: int = 0
 
 
 def route_kinds(
@@ -86,10 +101,12 @@ def routed(
     job: _MergeJob,
     keyed: DataFrame,
     reads: Mapping[str, Sequence[ScanTask]] | None = None,
+    metrics: RouteMetrics | None = None,
 ) -> DataFrame:
     """``keyed`` with one row per (source row, target leaf its keys can match), the leaf's
     index in ``_LEAF``. ``reads``: the leaves routed by a join, each with the versions whose
-    keys to read (None: every such leaf at the pinned snapshot)."""
+    keys to read (None: every such leaf at the pinned snapshot); ``metrics``: what the
+    join route sent (see :class:`RouteMetrics`)."""
     from pyspark.sql.types import IntegerType, StructField, StructType
 
     schema = StructType([*keyed.schema.fields, StructField(_LEAF, IntegerType())])
@@ -101,7 +118,7 @@ def routed(
         reads = {o: [job.tasks[o][0]] for o in joined}
     wanted = sorted((o, list(reads[o])) for o in joined if o in reads)
     if wanted:
-        parts.append(_joined(spark, job, keyed, wanted))
+        parts.append(_joined(spark, job, keyed, wanted, metrics))
     if not parts:
         return spark.createDataFrame([], schema)
     out = parts[0]
@@ -111,9 +128,14 @@ def routed(
 
 
 def _joined(
-    spark: SparkSession, job: _MergeJob, keyed: DataFrame, reads: list[tuple[str, list[ScanTask]]]
+    spark: SparkSession,
+    job: _MergeJob,
+    keyed: DataFrame,
+    reads: list[tuple[str, list[ScanTask]]],
+    metrics: RouteMetrics | None,
 ) -> DataFrame:
-    """The source rows joined with the distinct keys of the ``reads`` leaves."""
+    """The source rows joined with the distinct keys of the ``reads`` leaves that may be
+    source keys (:func:`.merge_bloom.source_filter`)."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_type
     from pyspark.sql.types import IntegerType, StructField, StructType
@@ -125,10 +147,16 @@ def _joined(
     schema = StructType([*fields, StructField(_LEAF, IntegerType(), False)])
     types = [to_arrow_type(f.dataType) for f in fields]
     tasks = min(len(items), 8 * spark.sparkContext.defaultParallelism)
+    # only the leaf keys that may be in the source cross into Spark
+    bloom = source_filter(keyed, job.on)
+    pairs = None
+    if metrics is not None:
+        metrics.filter_bytes += 0 if bloom is None else len(bloom.bits)
+        pairs = metrics.pairs
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "PySpark does not yet fully", FutureWarning)
         keys = spark.range(len(items), numPartitions=tasks).mapInArrow(
-            lambda it: _leaf_keys(job, items, types, it), schema
+            lambda it: _leaf_keys(job, items, types, bloom, pairs, it), schema
         )
     safe = job.safe
     condition = [
@@ -146,9 +174,12 @@ def _leaf_keys(
     job: _MergeJob,
     items: list[tuple[int, list[ScanTask]]],
     types: list[pa.DataType],
+    bloom: KeyFilter | None,
+    pairs: Accumulator[int] | None,
     batches: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
-    """Executor: each leaf's distinct keys (at each version asked), in the source's types."""
+    """Executor: each leaf's distinct keys (at each version asked), in the source's types,
+    those that may be source keys (``bloom``; None: every key)."""
     freeze_worker_heap()
     schema = job.leaf.snapshot().metadata.schema
     on = list(job.on)
@@ -157,16 +188,20 @@ def _leaf_keys(
         for i in batch.column(0).to_pylist():
             leaf, tasks = items[i]
             tables = [matched_rows(t.open(), t, schema, on).select(on) for t in tasks]
-            keys = pa.concat_tables(tables).group_by(on, use_threads=False).aggregate([])
+            keys = pa.concat_tables(tables)
             for k in on:
                 if k not in job.safe:
                     keys = keys.filter(keys.column(k).is_valid())
-            columns = [
-                keys.column(k).cast(t, safe=False).combine_chunks()
-                for k, t in zip(on, types, strict=True)
-            ]
-            columns.append(pa.array(np.full(keys.num_rows, leaf, dtype=np.int32)))
-            out = pa.Table.from_arrays(columns, names=[*names, _LEAF])
+            keys = pa.Table.from_arrays(
+                [keys.column(k).cast(t, safe=False) for k, t in zip(on, types, strict=True)],
+                names=names,
+            )
+            if bloom is not None:
+                keys = keys.filter(pa.array(bloom.may_contain(keys.columns)))
+            keys = keys.group_by(names, use_threads=False).aggregate([]).combine_chunks()
+            if pairs is not None:
+                pairs.add(keys.num_rows)
+            out = keys.append_column(_LEAF, pa.array(np.full(keys.num_rows, leaf, np.int32)))
             yield from out.to_batches(max_chunksize=1 << 16)
 
 
