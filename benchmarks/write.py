@@ -3,6 +3,9 @@
 For each partition spec, the same in-memory table is written by
 
 * ``ours``: ``PartitionedNamespace.create(...)`` + ``ns.write(table)``;
+* ``floor``: pylance alone, one ``lance.write_dataset`` per partition on a thread pool as wide
+  as ours, of the table split by partition before the timed section (``_floor.py``): what one
+  Lance table per partition costs without any code of ours (issue 31);
 * ``naive``: one ``lance.write_dataset`` per partition value (``group_by`` + ``filter``);
 * ``delta``: ``deltalake.write_deltalake(..., partition_by=[...])``;
 * ``iceberg``: PyIceberg with a SQLite catalog, ``tbl.append(table)`` under an Iceberg
@@ -56,9 +59,10 @@ import pyarrow.dataset as pads
 # baseline included, uses the same Lance CPU pool (lance_partitioned sizes it on small machines).
 import lance_partitioned  # noqa: F401
 from _data import make_events, stream_events
+from _floor import Floor, split_by
 from _versions import package_version
 
-WRITERS = ("ours", "naive", "delta", "iceberg", "hive")
+WRITERS = ("ours", "floor", "naive", "delta", "iceberg", "hive")
 RSS_TARGET_GB = 1.5
 
 
@@ -145,6 +149,27 @@ def write_ours(table: pa.Table, spec: Spec, root: str) -> int:
     return int(result.partitions_created)
 
 
+# The floor's input, split by partition outside the timed section (run() fills it): the
+# floor times only what pylance does per leaf.
+_SPLIT: dict[str, dict[str, pa.Table]] = {}
+
+
+def split_for_floor(table: pa.Table, spec: Spec) -> None:
+    """Split ``table`` by ``spec``'s partition values for :func:`write_floor` (untimed)."""
+    keyed = _with_columns(table, spec)
+    _SPLIT[spec.key] = split_by(table, [keyed[c] for c in spec.columns])
+
+
+def write_floor(table: pa.Table, spec: Spec, root: str) -> int:
+    """pylance alone: one ``write_dataset`` per partition on a pool as wide as ours (issue
+    31's floor: the Lance operations one table per partition needs, no code of ours)."""
+    from lance_partitioned.runtime import max_workers
+
+    parts = _SPLIT[spec.key]
+    Floor(root, workers=max_workers()).write_parts(parts)
+    return len(parts)
+
+
 def write_naive(table: pa.Table, spec: Spec, root: str) -> int:
     import lance
 
@@ -222,6 +247,7 @@ def write_hive(table: pa.Table, spec: Spec, root: str) -> int:
 
 WRITE = {
     "ours": write_ours,
+    "floor": write_floor,
     "naive": write_naive,
     "delta": write_delta,
     "iceberg": write_iceberg,
@@ -331,6 +357,9 @@ def run(rows: int, repeat: int, writers: list[str], specs: list[Spec], directory
         f"{time.perf_counter() - started:.1f} s",
         file=sys.stderr,
     )
+    if "floor" in writers:
+        for spec in specs:
+            split_for_floor(table, spec)
     baseline = Cell([])
     cells = {(s.key, w): Cell([]) for s in specs for w in writers}
     outputs = Outputs(directory)
