@@ -13,7 +13,7 @@ from tests.benchmarks.helpers import available, load, run
 
 @pytest.mark.slow
 def test_write_benchmark_runs_prints_its_table_and_cleans_up(tmp_path: Path) -> None:
-    writers = available("ours", "naive", "delta", "hive")
+    writers = available("ours", "floor", "naive", "delta", "hive")
     args = ["--rows", "20000", "--repeat", "2", "--only", ",".join(writers), "--dir", str(tmp_path)]
     done = run("write.py", *args)
     assert "| none | lance (unpartitioned) |" in done.stdout, done.stdout
