@@ -45,6 +45,8 @@ from typing import Any
 import numpy as np
 from lance import LanceDataset
 
+from lance_partitioned.search import kept
+
 __all__ = [
     "MAX_BYTES",
     "MODE_KEY",
@@ -278,6 +280,7 @@ def _index_codes(ds: LanceDataset, source: str, storage_options: dict[str, str])
         while total > MAX_BYTES and len(_kept) > 1:
             _, dropped = _kept.popitem(last=False)
             total -= dropped.nbytes
+            kept.dropped()
     return codes
 
 
@@ -424,3 +427,4 @@ def clear() -> None:
         _kept.clear()
         _versions.clear()
         _combined.clear()
+    kept.dropped()
