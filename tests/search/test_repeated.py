@@ -163,3 +163,13 @@ def test_a_write_is_seen_by_the_next_search(
     else:
         assert all(i >= 20_000 for i in got)
     assert after.equals(_fresh(ns.uri, query), check_metadata=True)
+
+
+@pytest.mark.parametrize("width", [4, 8, 12, 16, 64])
+def test_adc_row_sums_are_numpys_bit_for_bit(width: int) -> None:
+    """The IVF_PQ pass adds each row's looked-up distances column by column, in the order
+    numpy's ``sum(axis=1)`` adds them: the same float32 distances."""
+    values = np.random.default_rng(width).standard_exponential((3000, width)) ** 3
+    values = values.astype(np.float32)
+    want = values.sum(axis=1, dtype=np.float32)
+    assert np.array_equal(ivfpq._row_sums(values), want)
