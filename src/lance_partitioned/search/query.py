@@ -656,9 +656,13 @@ def _materialise(keys: list[_Keys], tables: list[pa.Table], k: int, width: int) 
     )
     first = ranked[0].schema
     top = _merge([t if t.schema == first else t.cast(first) for t in ranked], "_distance", False, k)
-    kept = top.column(_ORD)
-    wanted = [(item.leaf, top.filter(pc.equal(kept, item.leaf.rank))) for item in keys]
-    wanted = [(leaf, chosen) for leaf, chosen in wanted if chosen.num_rows]
+    kept = top.column(_ORD).to_numpy()
+    leaves = {item.leaf.rank: item.leaf for item in keys}
+    wanted = [
+        (leaves[int(rank)], top.take(pa.array(np.flatnonzero(kept == rank))))
+        for rank in np.unique(kept)
+        if int(rank) in leaves  # (else a leaf Lance searched: its rows already read)
+    ]
     # rows kept in memory (.rows) read in this thread, the others one read per leaf
     here = [pair for pair in wanted if pair[0].in_memory()]
     wanted = [pair for pair in wanted if not pair[0].in_memory()]
