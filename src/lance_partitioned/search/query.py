@@ -23,9 +23,14 @@
    the small unindexed leaves (under the index's ``min_rows``) are searched as leaves of the
    same index, their vectors encoded under its model (:mod:`lance_partitioned.search.encode`),
    as one table's index holds every row; ``lance-partitioned.ivf_pq.small`` counts them.
+   That classification of the kept leaves depends on their versions only: it is kept per
+   scan plan (:mod:`lance_partitioned.search.prepared`), so a search repeated on the same
+   snapshot opens and classifies no leaf.
 3. The per-leaf top-k lists are merged exactly: rows are ordered by ``_distance`` (ascending)
    or ``_score`` (descending), ties by leaf object id, then by row id in the leaf, and the
-   first k are kept; ``_partition`` is made for those k only. Among rows tied at the k-th
+   first k are kept; ``_partition`` is made for those k only. The winners' columns are
+   read from memory once a leaf version's have been read twice
+   (:mod:`lance_partitioned.search.rows`). Among rows tied at the k-th
    distance inside one leaf, which ones Lance returns is Lance's choice.
 
 Full-text scores are namespace-wide BM25 (:mod:`lance_partitioned.search.bm25`): the term
