@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 from lance import LanceDataset
 
+from lance_partitioned.search import kept
 from lance_partitioned.search.flat import FlatVectors, squared_l2
 from lance_partitioned.search.ivfpq import LeafCodes
 
@@ -172,6 +173,7 @@ def encoded(
         while _bytes > MAX_BYTES and len(_kept) > 1:
             _, dropped = _kept.popitem(last=False)
             _bytes -= 0 if dropped is None else dropped.nbytes
+            kept.dropped()
     return codes
 
 
@@ -188,3 +190,4 @@ def clear() -> None:
     with _lock:
         _kept.clear()
         _bytes = 0
+    kept.dropped()

@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 from lance import LanceDataset
 
 from lance_partitioned.runtime.leaf_cache import leaf_schema
+from lance_partitioned.search import kept
 
 __all__ = [
     "MAX_BYTES",
@@ -133,6 +134,7 @@ def flat_vectors(dataset: LanceDataset, column: str, dim: int) -> FlatVectors | 
         while _bytes > MAX_BYTES:
             _, (_, dropped) = _kept.popitem(last=False)
             _bytes -= 0 if dropped is None else dropped.nbytes
+            kept.dropped()
     return flat
 
 
@@ -287,3 +289,4 @@ def clear() -> None:
         _groups.clear()
         _asked.clear()
         _bytes = 0
+    kept.dropped()

@@ -45,6 +45,8 @@ from typing import Any
 import numpy as np
 from lance import LanceDataset
 
+from lance_partitioned.search import kept
+
 __all__ = [
     "MAX_BYTES",
     "MODE_KEY",
@@ -278,6 +280,7 @@ def _index_codes(ds: LanceDataset, source: str, storage_options: dict[str, str])
         while total > MAX_BYTES and len(_kept) > 1:
             _, dropped = _kept.popitem(last=False)
             total -= dropped.nbytes
+            kept.dropped()
     return codes
 
 
@@ -372,11 +375,48 @@ def _score(
         - 2.0 * np.einsum("pjs,jcs->pjc", residuals, book)
         + np.einsum("jcs,jcs->jc", book, book)[None]
     ).astype(np.float32)
-    which = np.repeat(np.arange(len(probed)), [b - a for a, b in spans])
+    which = np.repeat(np.arange(len(probed), dtype=np.intp), [b - a for a, b in spans])
     flat = tables.reshape(-1)
-    base = (which * (subs * 256))[:, None] + (np.arange(subs) * 256)[None, :]
-    distances = flat[base + codes.codes[rows]].sum(axis=1, dtype=np.float32)
-    return distances, rows
+    index = codes.codes[rows].astype(np.intp)
+    index += (which * (subs * 256))[:, None]
+    index += (np.arange(subs, dtype=np.intp) * 256)[None, :]
+    return _row_sums(flat.take(index)), rows
+
+
+def _pairwise(values: np.ndarray) -> np.ndarray:
+    """The sum of each row of ``values`` (float32, 8 to 128 columns) added up as numpy's
+    ``sum(axis=1)`` does (eight running sums, paired, then the rest in turn), column by
+    column: one vector addition per column instead of one reduction per row."""
+    width = values.shape[1]
+    lanes = [values[:, j].copy() for j in range(8)]
+    full = width - width % 8
+    for start in range(8, full, 8):
+        for j in range(8):
+            lanes[j] += values[:, start + j]
+    total: np.ndarray = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + (
+        (lanes[4] + lanes[5]) + (lanes[6] + lanes[7])
+    )
+    for j in range(full, width):
+        total += values[:, j]
+    return total
+
+
+_same_order: dict[int, bool] = {}
+
+
+def _row_sums(values: np.ndarray) -> np.ndarray:
+    """``values.sum(axis=1, dtype=float32)`` bit for bit, by :func:`_pairwise` when it gives
+    numpy's sums (checked once per width on random rows of every magnitude)."""
+    width = values.shape[1]
+    same = _same_order.get(width)
+    if same is None:
+        sample = np.random.default_rng(width).standard_exponential((4096, width))
+        sample = (sample**4).astype(np.float32)
+        same = 8 <= width <= 128 and np.array_equal(
+            _pairwise(sample), sample.sum(axis=1, dtype=np.float32)
+        )
+        _same_order[width] = same
+    return _pairwise(values) if same else values.sum(axis=1, dtype=np.float32)
 
 
 def namespace_nearest(
@@ -424,3 +464,4 @@ def clear() -> None:
         _kept.clear()
         _versions.clear()
         _combined.clear()
+    kept.dropped()

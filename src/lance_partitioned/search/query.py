@@ -23,9 +23,14 @@
    the small unindexed leaves (under the index's ``min_rows``) are searched as leaves of the
    same index, their vectors encoded under its model (:mod:`lance_partitioned.search.encode`),
    as one table's index holds every row; ``lance-partitioned.ivf_pq.small`` counts them.
+   That classification of the kept leaves depends on their versions only: it is kept per
+   scan plan (:mod:`lance_partitioned.search.prepared`), so a search repeated on the same
+   snapshot opens and classifies no leaf.
 3. The per-leaf top-k lists are merged exactly: rows are ordered by ``_distance`` (ascending)
    or ``_score`` (descending), ties by leaf object id, then by row id in the leaf, and the
-   first k are kept; ``_partition`` is made for those k only. Among rows tied at the k-th
+   first k are kept; ``_partition`` is made for those k only. The winners' columns are
+   read from memory once a leaf version's have been read twice
+   (:mod:`lance_partitioned.search.rows`). Among rows tied at the k-th
    distance inside one leaf, which ones Lance returns is Lance's choice.
 
 Full-text scores are namespace-wide BM25 (:mod:`lance_partitioned.search.bm25`): the term
@@ -61,7 +66,7 @@ from lance_partitioned.scan import (
     residual_fields,
 )
 from lance_partitioned.scan.plans import planned
-from lance_partitioned.search import bm25, encode, ivfpq
+from lance_partitioned.search import bm25, encode, ivfpq, kept, prepared, rows
 from lance_partitioned.search.definitions import VECTOR_TYPES, IndexDefinition, load_definitions
 from lance_partitioned.search.flat import FlatVectors, flat_vectors, nearest_many, squared_l2
 from lance_partitioned.search.flat import nearest as flat_nearest
@@ -166,14 +171,23 @@ class _Leaf:
         )
 
     def take(self, keys: pa.Table) -> pa.Table:
-        """The rows of ``keys`` (``_distance``, ``_rowid``) read from the leaf, conformed."""
+        """The rows of ``keys`` (``_distance``, ``_rowid``) read from the leaf, conformed
+        (a fixed version's columns read from memory once kept: :mod:`.rows`)."""
         table = keys.select(["_distance", _ROWID])
         if self.columns:
-            taken = self.ds._take_rows(keys.column(_ROWID).to_pylist(), columns=self.columns)
+            ids = keys.column(_ROWID).to_numpy()
+            if self.flat:
+                taken = rows.taken(self.ds, self.columns, ids)
+            else:
+                taken = self.ds._take_rows(ids.tolist(), columns=self.columns)
             for name in table.column_names:
                 taken = taken.append_column(name, table.column(name))
             table = taken
         return self.conform(table, ["_distance", _ROWID])
+
+    def in_memory(self) -> bool:
+        """Whether :meth:`take` reads from memory (:func:`.rows.in_memory`)."""
+        return not self.columns or (self.flat and rows.in_memory(self.ds, self.columns))
 
     def conform(self, table: pa.Table, extra: Sequence[str]) -> pa.Table:
         """``table`` (leaf columns plus ``extra``) in the output fields plus ``extra``,
@@ -260,50 +274,76 @@ def _coded_leaf(leaf: _Leaf, column: pa.Field, nearest: dict[str, Any]) -> _Code
     return None if found is None else _Coded(leaf, source.name, found)
 
 
+class _Arranged:
+    """The kept leaves of a vector search classified (query-independent, kept per plan by
+    :mod:`.prepared`): ``lance`` the leaves Lance searches, ``done`` the leaves with no
+    neighbour, ``flats`` the small leaves searched exactly in numpy together, ``group`` the
+    coded leaves of the model most share (one IVF_PQ search), ``others`` the coded leaves of
+    another model (Lance searches each), ``small`` how many of ``group`` are small leaves
+    encoded."""
+
+    def __init__(
+        self,
+        lance: list[_Leaf],
+        found: list[_Keys | _Flat | _Coded],
+        small_rows: int | None,
+    ) -> None:
+        self.lance = lance
+        flats = [item for item in found if isinstance(item, _Flat)]
+        coded = [item for item in found if isinstance(item, _Coded)]
+        self.done = [item for item in found if isinstance(item, _Keys)]
+        if coded and flats and small_rows is not None:  # approximate: small leaves by codes
+            flats, small = _encoded_flats(flats, coded, small_rows)
+            coded = [*coded, *small]
+        self.flats = flats
+        self.flat_ranks = [item.leaf.rank for item in flats]
+        self.group: list[_Coded] = []
+        self.others: list[_Coded] = []
+        if coded:
+            models = [item.codes.model for item in coded]
+            model = max(set(models), key=models.count)
+            self.group = [item for item in coded if item.codes.model == model]
+            self.others = [item for item in coded if item.codes.model != model]
+        self.group_codes = [item.codes for item in self.group]
+        self.group_ranks = [item.leaf.rank for item in self.group]
+        self.small = sum(item.flat is not None for item in self.group)
+
+
 def _grouped_pass(
-    found: list[pa.Table | _Keys | _Flat | _Coded | None],
+    arranged: _Arranged,
+    searched: list[pa.Table | _Keys | _Flat | None],
     search_leaf: Any,
     query: np.ndarray,
     k: int,
     nearest: dict[str, Any],
-    small_rows: int | None = None,
 ) -> tuple[list[pa.Table | _Keys | _Flat | None], int, int]:
     """The small unindexed leaves searched in one numpy pass (:func:`.flat.nearest_many`),
     and the coded leaves of the model most of them share as one IVF_PQ search
     (:func:`.ivfpq.namespace_nearest`; with a ``refine_factor``, the ``k * refine_factor``
     best of each leaf reranked on their vectors, squared L2 as Lance computes it, as Lance
     refines a leaf); the other coded leaves searched by ``search_leaf`` (Lance), each.
-    With ``small_rows`` (the index's ``min_rows``), the small unindexed leaves (fewer rows)
-    are searched as leaves of that IVF_PQ index, their codes encoded under its model
-    (:mod:`.encode`), refined on their vectors kept in memory.
-    Returns the leaves' hits, how many leaves were searched as one IVF_PQ index, and how
-    many of them were small leaves encoded."""
-    flats = [item for item in found if isinstance(item, _Flat)]
-    coded = [item for item in found if isinstance(item, _Coded)]
-    out: list[pa.Table | _Keys | _Flat | None] = [
-        i for i in found if not isinstance(i, (_Flat, _Coded))
-    ]
-    if coded and flats and small_rows is not None:  # approximate: small leaves by their codes
-        flats, small = _encoded_flats(flats, coded, small_rows)
-        coded += small
+    The small unindexed leaves under the index's ``min_rows`` are searched as leaves of that
+    IVF_PQ index (:class:`_Arranged`), their codes encoded under its model
+    (:mod:`.encode`), refined on their vectors kept in memory. ``searched``: the hits of the
+    leaves Lance searched. Returns the leaves' hits, how many leaves were searched as one
+    IVF_PQ index, and how many of them were small leaves encoded."""
+    flats = arranged.flats
+    out: list[pa.Table | _Keys | _Flat | None] = [*searched, *arranged.done]
     if flats:
-        ranks = [item.leaf.rank for item in flats]
-        many = nearest_many([item.vectors for item in flats], ranks, query, k)
+        many = nearest_many([item.vectors for item in flats], arranged.flat_ranks, query, k)
         if many is None:  # not kept together: each leaf on its own
             out += [_Keys(i.leaf, *flat_nearest(i.vectors, query, k)) for i in flats]
         else:
             out += [_Keys(flats[at].leaf, dist, ids) for at, dist, ids in many]
-    if not coded:
+    group = arranged.group
+    if not group:
         return out, 0, 0
-    models = [item.codes.model for item in coded]
-    model = max(set(models), key=models.count)
-    group = [item for item in coded if item.codes.model == model]
-    out += [search_leaf(item.leaf) for item in coded if item.codes.model != model]
+    out += [search_leaf(item.leaf) for item in arranged.others]
     refine = nearest.get("refine_factor")
     wanted = k * int(refine) if refine else k
     hits = ivfpq.namespace_nearest(
-        [item.codes for item in group],
-        [item.leaf.rank for item in group],
+        arranged.group_codes,
+        arranged.group_ranks,
         query,
         wanted,
         int(nearest["nprobes"]),
@@ -320,7 +360,7 @@ def _grouped_pass(
             matrix = np.asarray(vectors.values.to_numpy(zero_copy_only=False), np.float32)
             distances = squared_l2(matrix.reshape(-1, dim), query)
         out.append(_Keys(item.leaf, distances.astype(np.float32), row_ids))
-    return out, len(group), sum(item.flat is not None for item in group)
+    return out, len(group), arranged.small
 
 
 def _encoded_flats(
@@ -549,23 +589,32 @@ def search(
             leaf = _Leaf(task, schema, fields, ranks[task.object_id])
             return leaf, _in_memory(leaf, vector_target, nearest, fast_search)
 
-        # leaves opened from the leaf cache: classified in this thread (no dispatch per
-        # leaf); only the leaves Lance searches go to the pool
-        cached = all(_cached(task) for task in tasks)
-        if cached or len(tasks) <= 1:
-            prepared = [prepare(task) for task in tasks]
-        else:
-            with leaf_pool(width) as pool:
-                prepared = list(pool.map(prepare, tasks))
-        rest = [leaf for leaf, done in prepared if done is None]
+        small_rows = _small_rows(definitions, schema.field_id(vector_target.name))
+        # the leaves classified once per plan (prepared.py): a repeated search on the same
+        # snapshot opens and classifies nothing
+        parameters = (vector_target.name, nearest["metric"], nprobes is None, fast_search)
+        arranged = prepared.found(tasks, parameters)
+        if not isinstance(arranged, _Arranged):
+            made_at = kept.generation()
+            # leaves opened from the leaf cache: classified in this thread (no dispatch per
+            # leaf); only the leaves Lance searches go to the pool
+            cached = all(_cached(task) for task in tasks)
+            if cached or len(tasks) <= 1:
+                classified = [prepare(task) for task in tasks]
+            else:
+                with leaf_pool(width) as pool:
+                    classified = list(pool.map(prepare, tasks))
+            rest = [leaf for leaf, done in classified if done is None]
+            arranged = _Arranged(rest, [d for _, d in classified if d is not None], small_rows)
+            if cached and (filter is None or isinstance(filter, str)):
+                prepared.keep(tasks, parameters, arranged, made_at)
+        rest = arranged.lance
         if len(rest) <= 1:
             found = [by_lance(leaf) for leaf in rest]
         else:
             with leaf_pool(min(width, len(rest))) as pool:
                 found = list(pool.map(by_lance, rest))
-        found += [done for _, done in prepared if done is not None]
-        small_rows = _small_rows(definitions, schema.field_id(vector_target.name))
-        searched, as_one, small = _grouped_pass(found, by_lance, query, k, nearest, small_rows)
+        searched, as_one, small = _grouped_pass(arranged, found, by_lance, query, k, nearest)
         vector_hits = _collect(searched, fields, "_distance", False, k, by_rank, width)
         ivf_mode = ivfpq.NAMESPACE if as_one else ivfpq.PER_LEAF
     if text_target is not None and text is not None:
@@ -612,13 +661,21 @@ def _materialise(keys: list[_Keys], tables: list[pa.Table], k: int, width: int) 
     )
     first = ranked[0].schema
     top = _merge([t if t.schema == first else t.cast(first) for t in ranked], "_distance", False, k)
-    kept = top.column(_ORD)
-    wanted = [(item.leaf, top.filter(pc.equal(kept, item.leaf.rank))) for item in keys]
-    wanted = [(leaf, chosen) for leaf, chosen in wanted if chosen.num_rows]
+    kept = top.column(_ORD).to_numpy()
+    leaves = {item.leaf.rank: item.leaf for item in keys}
+    wanted = [
+        (leaves[int(rank)], top.take(pa.array(np.flatnonzero(kept == rank))))
+        for rank in np.unique(kept)
+        if int(rank) in leaves  # (else a leaf Lance searched: its rows already read)
+    ]
+    # rows kept in memory (.rows) read in this thread, the others one read per leaf
+    here = [pair for pair in wanted if pair[0].in_memory()]
+    wanted = [pair for pair in wanted if not pair[0].in_memory()]
+    out = [leaf.take(chosen) for leaf, chosen in here]
     if len(wanted) <= 1:
-        return [leaf.take(chosen) for leaf, chosen in wanted]
-    with leaf_pool(min(len(wanted), width)) as pool:  # one read per leaf, in parallel
-        return list(pool.map(lambda pair: pair[0].take(pair[1]), wanted))
+        return out + [leaf.take(chosen) for leaf, chosen in wanted]
+    with leaf_pool(min(len(wanted), width)) as pool:  # in parallel
+        return out + list(pool.map(lambda pair: pair[0].take(pair[1]), wanted))
 
 
 def _collect(
