@@ -14,8 +14,12 @@
    leaf merged again at the commit replaces its own result only) and prepares the leaf's
    Lance delete; it returns those (pickled metadata) and the ids of the source rows that
    matched.
-3. The source rows that matched no target row (an anti-join on the ids) are staged on
-   executors when the merge inserts.
+3. The source rows that matched no target row are staged on executors when the merge
+   inserts. When every spec version is routed by a join, the routing join is a left outer
+   one: the rows no leaf key joins come out with no leaf and are staged by the tasks of 2
+   (one shuffle of the source for both; the rows a leaf key joined that matched nothing
+   there, rare, are found by an anti-join of their ids only). Otherwise, an anti-join of the
+   source with the matched ids finds them.
 
 The driver collects only the prepared operations and fragment metadata (never the source)
 and publishes every leaf in one :func:`lance_partitioned.transaction.commit_changes`. A leaf
