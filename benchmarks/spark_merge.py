@@ -17,7 +17,7 @@ Each runs on a fresh copy of its table (copied untimed). The driver's peak RSS i
 ``/proc`` (``VmHWM``, reset before each run through ``clear_refs``): the driver's Python
 process and, apart, its JVM (with ``local[N]`` the JVM also runs the executors' tasks; their
 Python workers are other processes and not counted). Every result is checked: row count and
-``sum(amount)`` equal across the three.
+``sum(amount)`` (in cents, exactly) equal across the three.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ class MergeBench:
     def __init__(self, spark: SparkSession, work: str, rows: int) -> None:
         self.spark, self.work, self.rows = spark, Path(work), rows
         self.results: list[tuple[int, str, float, int, int, int]] = []
-        self.checks: dict[int, dict[str, tuple[int, float]]] = {}
+        self.checks: dict[int, dict[str, tuple[int, int]]] = {}
 
     def prepare(self) -> None:
         """The target, twice: our namespace (``lp.write``, ``partition_by="day"``) and a Hive
@@ -196,8 +196,11 @@ class MergeBench:
     ) -> None:
         seconds, python_mib, jvm_mib, start_mib = measured(self.spark, action)
         self.results.append((size, way, seconds, python_mib, jvm_mib, start_mib))
-        row = load().agg(F.count("*"), F.sum("amount")).collect()[0]
-        self.checks.setdefault(size, {})[way] = (int(row[0]), float(row[1]))
+        # sum(amount) exactly: every amount is a multiple of 0.01 (a float sum's last digits
+        # depend on the order of addition, which differs between the ways)
+        cents = F.sum(F.round(F.col("amount") * 100).cast("long"))
+        row = load().agg(F.count("*"), cents).collect()[0]
+        self.checks.setdefault(size, {})[way] = (int(row[0]), int(row[1]))
         _log(
             f"{size:,} source rows, {way}: {seconds:.2f} s, driver peak RSS Python "
             f"{python_mib:,} MiB (from {start_mib:,}), JVM {jvm_mib:,} MiB, "
@@ -219,9 +222,8 @@ class MergeBench:
         for size, found in self.checks.items():
             expected = self.rows + size - size // 2
             counts = {count for count, _ in found.values()}
-            sums = [total for _, total in found.values()]
-            spread = max(sums) - min(sums)  # (float sums: the order of addition differs)
-            if counts != {expected} or spread > 1e-9 * max(1.0, max(abs(t) for t in sums)):
+            sums = {total for _, total in found.values()}
+            if counts != {expected} or len(sums) != 1:
                 lines.append(f"RESULTS DIFFER for {size:,} source rows: {found}")
         return lines
 

@@ -14,8 +14,12 @@
    leaf merged again at the commit replaces its own result only) and prepares the leaf's
    Lance delete; it returns those (pickled metadata) and the ids of the source rows that
    matched.
-3. The source rows that matched no target row (an anti-join on the ids) are staged on
-   executors when the merge inserts.
+3. The source rows that matched no target row are staged on executors when the merge
+   inserts. When every spec version is routed by a join, the routing join is a left outer
+   one: the rows no leaf key joins come out with no leaf and are staged by the tasks of 2
+   (one shuffle of the source for both; the rows a leaf key joined that matched nothing
+   there, rare, are found by an anti-join of their ids only). Otherwise, an anti-join of the
+   source with the matched ids finds them.
 
 The driver collects only the prepared operations and fragment metadata (never the source)
 and publishes every leaf in one :func:`lance_partitioned.transaction.commit_changes`. A leaf
@@ -35,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from lance import LanceDataset
 from pyspark import TaskContext
 
@@ -61,7 +66,7 @@ from lance_partitioned.transaction import (
 from lance_partitioned.transaction.write import Tally, merge_pending
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["SparkMergeBuilder", "keys_of"]
 
@@ -312,7 +317,11 @@ class SparkMergeBuilder:
         from pyspark.sql import functions as F
 
         metrics = RouteMetrics(self._spark.sparkContext.accumulator(0))
-        routes = routed(self._spark, job, keyed, None, metrics)
+        # when every spec version is routed by a join, one left outer join routes the
+        # matching rows and hands the others (NULL leaf) to the same tasks, which insert
+        # them: no second shuffle of the source (an anti-join on the row ids)
+        outer = job.insert and bool(job.leaves) and set(job.routes.values()) == {"join"}
+        routes = routed(self._spark, job, keyed, None, metrics, outer=outer)
         self.filter_bytes = metrics.filter_bytes
         index = {o: i for i, o in enumerate(job.leaves)}
         markers = [index[o] for o, r in residuals.items() if not isinstance(r, AlwaysFalse)]
@@ -325,16 +334,26 @@ class SparkMergeBuilder:
         # spark.sql.shuffle.partitions' (mostly empty) tasks
         cores = self._spark.sparkContext.defaultParallelism
         count = max(1, min(len(job.leaves), 4 * cores))
-        merged = routes.repartition(count, _LEAF).mapInArrow(
-            lambda it: _merge(job, it), _RESULT_SCHEMA
+        by: Column = F.col(_LEAF)
+        if outer:  # the rows no leaf key joins (NULL leaf): spread over the tasks
+            by = F.coalesce(by, -1 - F.pmod(F.col(_ROW), F.lit(count)))
+        merged = routes.repartition(count, by).mapInArrow(
+            lambda it: _merge(job, it, outer), _RESULT_SCHEMA
         )
         merged = merged.persist()
         try:
-            out = [pickle.loads(r.payload) for r in merged.where("kind = 'leaf'").collect()]
+            found = merged.where("kind IN ('leaf', 'missed')").collect()
+            out = [pickle.loads(r.payload) for r in found if r.kind == "leaf"]
+            missed = sum(pickle.loads(r.payload) for r in found if r.kind == "missed")
             self.key_pairs = metrics.pairs.value
-            if job.insert:
+            if job.insert and (missed or not outer):
                 matched = merged.where("kind = 'matched'").select(F.col("row").alias(_ROW))
-                new = keyed.join(matched, on=_ROW, how="left_anti")
+                if outer:  # (rows a leaf key joined that matched no row there: rare)
+                    unmatched = merged.where("kind = 'unmatched'").select(F.col("row").alias(_ROW))
+                    ids = unmatched.join(matched, on=_ROW, how="left_anti").distinct()
+                    new = keyed.join(ids, on=_ROW, how="left_semi")
+                else:
+                    new = keyed.join(matched, on=_ROW, how="left_anti")
                 staged = new.mapInArrow(lambda it: _insert(job, it), _RESULT_SCHEMA)
                 out += [pickle.loads(r.payload) for r in staged.collect()]
         finally:
@@ -412,8 +431,12 @@ def _prepare(found: _LeafResult, count: DeleteCount) -> Any:
     return prepare
 
 
-def _merge(job: _MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Executor: merge each leaf's slice of the source into that leaf."""
+def _merge(
+    job: _MergeJob, batches: Iterator[pa.RecordBatch], outer: bool = False
+) -> Iterator[pa.RecordBatch]:
+    """Executor: merge each leaf's slice of the source into that leaf. ``outer`` (a left
+    outer routing join): stage the rows without a leaf (they match none) as inserts, and
+    return the ids of the rows a leaf's key joined that matched no row there."""
     freeze_worker_heap()
     manifest = job.leaf.manifest()
     snapshot = job.leaf.snapshot()
@@ -429,7 +452,17 @@ def _merge(job: _MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Rec
     everything = pa.concat_tables(tables).combine_chunks()
     results: list[tuple[Any, str | None]] = []
     matched_ids: list[np.ndarray] = []
+    missed_ids: list[np.ndarray] = []
     staged_all: list[PendingWrite] = []
+    if outer:
+        routed_ = everything.column(_LEAF).is_valid()
+        new = everything.filter(pc.invert(routed_))
+        everything = everything.filter(routed_)
+        if new.num_rows and job.insert:
+            inserted, count = _new_rows(job, manifest, snapshot, new)
+            if inserted is not None:
+                staged_all.append(inserted)
+                results += [(inserted, None), (count, None)]
     for leaf, positions in _leaf_slices(everything):
         object_id = job.leaves[leaf]
         slice_ = everything.take(pa.array(positions))
@@ -440,6 +473,10 @@ def _merge(job: _MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Rec
         source = builder._source(schema, slice_.select(list(job.columns)))
         found = builder._search(ds, task, schema, source, deleting, safe)
         matched_ids.append(ids[found.matched])
+        if outer:
+            hit = np.zeros(len(ids), dtype=bool)
+            hit[found.matched] = True
+            missed_ids.append(ids[~hit])
         rows = builder._new_rows(source, [found], read)
         staged = None
         if rows.num_rows:
@@ -454,14 +491,19 @@ def _merge(job: _MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Rec
     for result, _ in results:
         yield _payload("leaf", (result, name))
         name = None  # (the journal is used once the first result is)
-    matched = np.concatenate(matched_ids) if matched_ids else np.zeros(0, np.int64)
-    if len(matched):
+    yield from _ids("matched", matched_ids)
+    missed = sum(len(m) for m in missed_ids)
+    if missed:
+        yield _payload("missed", missed)
+        yield from _ids("unmatched", missed_ids)
+
+
+def _ids(kind: str, ids: list[np.ndarray]) -> Iterator[pa.RecordBatch]:
+    """Rows of ``kind`` with these source row ids (none if there are none)."""
+    every = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+    if len(every):
         yield pa.RecordBatch.from_pydict(
-            {
-                "kind": ["matched"] * len(matched),
-                "payload": [b""] * len(matched),
-                "row": matched.tolist(),
-            },
+            {"kind": [kind] * len(every), "payload": [b""] * len(every), "row": every.tolist()},
             schema=pa.schema(
                 [("kind", pa.string()), ("payload", pa.binary()), ("row", pa.int64())]
             ),
@@ -482,21 +524,32 @@ def _insert(job: _MergeJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Re
     freeze_worker_heap()
     manifest = job.leaf.manifest()
     snapshot = job.leaf.snapshot()
-    schema = snapshot.metadata.schema
-    builder = job.builder(manifest)
-    builder._update = (False, None)
     tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
     if not tables:
         return
-    source = builder._source(schema, pa.concat_tables(tables).select(list(job.columns)))
+    staged, count = _new_rows(job, manifest, snapshot, pa.concat_tables(tables))
+    if staged is None:
+        return
+    name = _journal(job.leaf, [staged])
+    _hook(job.leaf)
+    yield _payload("leaf", (staged, name))
+    yield _payload("leaf", (count, None))
+
+
+def _new_rows(
+    job: _MergeJob, manifest: Manifest, snapshot: ManifestSnapshot, table: pa.Table
+) -> tuple[PendingWrite | None, int]:
+    """Stage ``table``'s source rows (they match no target row) under the current spec:
+    the staged write (None: no row) and its row count."""
+    schema = snapshot.metadata.schema
+    builder = job.builder(manifest)
+    builder._update = (False, None)
+    source = builder._source(schema, table.select(list(job.columns)))
     rows = builder._new_rows(source, [], schema.read_schema())
     if not rows.num_rows:
-        return
+        return None, 0
     options = WriteOptions(threads=TASK_THREADS)
     staged = stage(
         manifest, snapshot, rows, mode="append", target=leaf_schema(schema), options=options
     )
-    name = _journal(job.leaf, [staged])
-    _hook(job.leaf)
-    yield _payload("leaf", (staged, name))
-    yield _payload("leaf", (int(rows.num_rows), None))
+    return staged, int(rows.num_rows)

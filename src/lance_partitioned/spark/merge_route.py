@@ -102,11 +102,16 @@ def routed(
     keyed: DataFrame,
     reads: Mapping[str, Sequence[ScanTask]] | None = None,
     metrics: RouteMetrics | None = None,
+    *,
+    outer: bool = False,
 ) -> DataFrame:
     """``keyed`` with one row per (source row, target leaf its keys can match), the leaf's
     index in ``_LEAF``. ``reads``: the leaves routed by a join, each with the versions whose
     keys to read (None: every such leaf at the pinned snapshot); ``metrics``: what the
-    join route sent (see :class:`RouteMetrics`)."""
+    join route sent (see :class:`RouteMetrics`). ``outer`` (only when every spec version
+    is routed by a join): the join is a left outer one, so a source row that no leaf key
+    joins comes out once, with a NULL ``_LEAF`` (it matches no target row: the merge
+    inserts it without a second pass over the source)."""
     from pyspark.sql.types import IntegerType, StructField, StructType
 
     schema = StructType([*keyed.schema.fields, StructField(_LEAF, IntegerType())])
@@ -118,7 +123,7 @@ def routed(
         reads = {o: [job.tasks[o][0]] for o in joined}
     wanted = sorted((o, list(reads[o])) for o in joined if o in reads)
     if wanted:
-        parts.append(_joined(spark, job, keyed, wanted, metrics))
+        parts.append(_joined(spark, job, keyed, wanted, metrics, outer=outer))
     if not parts:
         return spark.createDataFrame([], schema)
     out = parts[0]
@@ -133,9 +138,12 @@ def _joined(
     keyed: DataFrame,
     reads: list[tuple[str, list[ScanTask]]],
     metrics: RouteMetrics | None,
+    *,
+    outer: bool = False,
 ) -> DataFrame:
     """The source rows joined with the distinct keys of the ``reads`` leaves that may be
-    source keys (:func:`.merge_bloom.source_filter`)."""
+    source keys (:func:`.merge_bloom.source_filter`); ``outer``: a left outer join (the
+    rows no key joins with a NULL ``_LEAF``)."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_type
     from pyspark.sql.types import IntegerType, StructField, StructType
@@ -166,7 +174,7 @@ def _joined(
     # a sort-merge join: Spark sizes the keys (a mapInArrow over a range of leaf indexes)
     # as the range's few rows and would broadcast them, collecting every key of the
     # namespace into the driver's JVM to build the broadcast (10M keys: a minute, GiBs)
-    joined = keyed.join(keys.hint("merge"), on=condition, how="inner")
+    joined = keyed.join(keys.hint("merge"), on=condition, how="left" if outer else "inner")
     return joined.select(*[keyed[c] for c in keyed.columns], F.col(_LEAF))
 
 
