@@ -78,8 +78,10 @@ class SharedModel:
     ivf_centroids : numpy.ndarray
         ``(num_partitions, dim)``.
     pq_codebook : numpy.ndarray or None
-        ``(2 ** num_bits, dim)`` (the sub-vector codebooks side by side, as Lance lays them
-        out); None for ``IVF_FLAT`` and ``IVF_HNSW_SQ``.
+        Shaped ``(2 ** num_bits, dim)``, but in Lance's layout: flattened, its values are
+        sub-vector major (``num_sub_vectors x 2 ** num_bits x dim / num_sub_vectors``: the
+        codebook of the first sub-vector, then the next), so a row is not one codeword of
+        every sub-vector; None for ``IVF_FLAT`` and ``IVF_HNSW_SQ``.
     path : str
         The file under the namespace root it is stored in ("" until saved).
     """
