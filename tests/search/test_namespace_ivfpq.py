@@ -15,7 +15,7 @@ import pytest
 
 import lance_partitioned as lp
 from lance_partitioned.search.definitions import INDICES_KEY
-from tests.search.training_helpers import shared_model_copy
+from tests.search.training_helpers import integer_rows, shared_model_copy
 
 try:
     from lance_partitioned.search import ivfpq
@@ -33,18 +33,7 @@ SMALL = b"lance-partitioned.ivf_pq.small"
 
 
 def _rows(sizes: dict[str, int], first_id: int = 0, seed: int = 0) -> pa.Table:
-    rng = np.random.default_rng(seed)
-    n = sum(sizes.values())
-    # small integers: exact float32 distances in the refine
-    vectors = rng.integers(-8, 9, size=(n, DIM)).astype(np.float32)
-    return pa.table(
-        {
-            "id": np.arange(first_id, first_id + n),
-            "tenant": [t for t, size in sizes.items() for _ in range(size)],
-            "v": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIM),
-        },
-        schema=SCHEMA,
-    )
+    return integer_rows(sizes, DIM, first_id, seed)
 
 
 def _namespace(root: Path) -> lp.PartitionedNamespace:

@@ -20,6 +20,7 @@ import pytest
 import lance_partitioned as lp
 from lance_partitioned.runtime import leaf_cache
 from lance_partitioned.search import encode, flat, ivfpq
+from tests.search.training_helpers import integer_rows
 
 DIM = 16
 SCHEMA = pa.schema(
@@ -31,17 +32,7 @@ MODE = b"lance-partitioned.ivf_pq"
 
 
 def _rows(sizes: dict[str, int], first_id: int = 0, seed: int = 0) -> pa.Table:
-    rng = np.random.default_rng(seed)
-    n = sum(sizes.values())
-    vectors = rng.integers(-8, 9, size=(n, DIM)).astype(np.float32)
-    return pa.table(
-        {
-            "id": np.arange(first_id, first_id + n),
-            "tenant": [t for t, size in sizes.items() for _ in range(size)],
-            "v": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIM),
-        },
-        schema=SCHEMA,
-    )
+    return integer_rows(sizes, DIM, first_id, seed)
 
 
 @pytest.fixture(scope="module")

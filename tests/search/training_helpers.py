@@ -90,3 +90,23 @@ def shared_model_copy(ns: lp.PartitionedNamespace, ds: lance.LanceDataset) -> la
         )
         _COPIES[key] = lance.dataset(copy.uri)
     return _COPIES[key]
+
+
+def integer_rows(sizes: dict[str, int], dim: int, first_id: int = 0, seed: int = 0) -> pa.Table:
+    """``sizes[t]`` rows of each tenant ``t`` (in that order), ids from ``first_id``, ``dim``-d
+    vectors of small integers (exact float32 distances in a refine), in the schema
+    ``id int64, tenant string, v fixed_size_list<float32>[dim]``."""
+    rng = np.random.default_rng(seed)
+    n = sum(sizes.values())
+    vectors = rng.integers(-8, 9, size=(n, dim)).astype(np.float32)
+    schema = pa.schema(
+        [("id", pa.int64()), ("tenant", pa.string()), ("v", pa.list_(pa.float32(), dim))]
+    )
+    return pa.table(
+        {
+            "id": np.arange(first_id, first_id + n),
+            "tenant": [t for t, size in sizes.items() for _ in range(size)],
+            "v": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dim),
+        },
+        schema=schema,
+    )
