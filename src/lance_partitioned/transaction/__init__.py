@@ -607,8 +607,13 @@ def commit_changes(
                 except _StaleSnapshot:
                     outdated.append(oid)
             if outdated:
+                # A leaf commit conflicted after the __manifest moved on: another writer
+                # published meanwhile (progress was made), so re-read at once, as after a lost
+                # compare-and-swap. An exponential wait here let a writer committing to the
+                # same leaf many times a second grow the __manifest by hundreds of commits
+                # per wait, each re-read slower than the last, until every attempt lost.
                 log.info("leaf commit conflicts on attempt %d: re-reading", attempt + 1)
-                backoff.sleep(attempt)
+                backoff.sleep_briefly()
                 continue
             versions = {
                 oid: commit.version for oid, (_, commit) in states.items() if commit is not None
