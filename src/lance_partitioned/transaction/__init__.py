@@ -67,8 +67,10 @@ open leaves at the ``read_version`` of the manifest version they read.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -547,7 +549,12 @@ def commit_changes(
     last: _Planned | None = None  # the last attempt's plan, to rebase the next one on
     _pause("staged")
     with ThreadPoolExecutor(max_workers=max(1, leaf_threads or manifest.max_workers)) as pool:
-        for attempt in range(backoff.attempts):
+        counted = 0  # the attempts that use up backoff.attempts (see the stale leaf commits)
+        stale_until: float | None = None
+        for attempt in itertools.count():
+            if counted >= backoff.attempts:
+                break
+            counted += 1
             snapshot = manifest.snapshot()
             if txn is not None:
                 done = WriterTransactions.version_of(snapshot, txn[0])
@@ -614,6 +621,12 @@ def commit_changes(
                 # per wait, each re-read slower than the last, until every attempt lost.
                 log.info("leaf commit conflicts on attempt %d: re-reading", attempt + 1)
                 backoff.sleep_briefly()
+                # such retries do not use up the attempts for STALE_SECONDS (about what the
+                # exponential waits of the attempts added up to)
+                now = time.monotonic()
+                stale_until = now + STALE_SECONDS if stale_until is None else stale_until
+                if now < stale_until:
+                    counted -= 1
                 continue
             versions = {
                 oid: commit.version for oid, (_, commit) in states.items() if commit is not None
@@ -633,12 +646,25 @@ def commit_changes(
             except CommitConflict as exc:
                 log.info("manifest commit conflict on attempt %d: %s", attempt + 1, exc)
                 backoff.sleep_briefly()  # the next attempt mostly re-commits rows only
+                # another writer published: as after a stale leaf commit
+                now = time.monotonic()
+                stale_until = now + STALE_SECONDS if stale_until is None else stale_until
+                if now < stale_until:
+                    counted -= 1
                 continue
             return _result(snapshot, current, pending, states, version, attempt + 1)
     raise errors.ConcurrentModificationError(
         f"the __manifest at {manifest.root!r} kept changing under this operation: gave up "
         f"after {backoff.attempts} commit attempts (nothing of it is visible)"
     )
+
+
+STALE_SECONDS = 20.0
+"""For how long :func:`commit_changes` retries an attempt that lost to another writer's
+publication (a lost ``__manifest`` compare-and-swap, or a leaf commit that conflicted after the
+``__manifest`` moved on: progress was made) without counting it against
+:attr:`Backoff.attempts`: a writer that commits to the same leaf many times a second otherwise
+wins 16 times in a row within a second."""
 
 
 @dataclass
