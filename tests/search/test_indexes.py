@@ -7,6 +7,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 
 import lance_partitioned as lp
 from lance_partitioned.search import RRF_K, IndexBuildProgress
+from lance_partitioned.search.build import new_definition, prepare_leaf_index
 from lance_partitioned.search.definitions import INDICES_KEY
 from lance_partitioned.transaction import pause_at
 
@@ -212,3 +214,41 @@ def test_result_types_are_exported_from_the_package() -> None:
     for name in ("IndexBuildResult", "IndexBuildProgress", "IndexStats", "LeafIndexStats"):
         assert name in lp.__all__
         assert getattr(lp, name) is getattr(search, name)
+
+
+@pytest.mark.parametrize("index_type", ["BTREE", "INVERTED"])
+def test_a_leaf_build_does_not_hold_the_shared_leaf(tmp_path: Path, index_type: str) -> None:
+    """pylance holds a dataset object exclusively while it builds an index on it: a build on
+    the leaf cache's object failed a scan or a commit of the same leaf in another thread
+    (``RuntimeError: Already mutably borrowed``; CI, a build racing an append)."""
+    ns = namespace(tmp_path / "ns", sizes={"a": 2000})
+    [task] = ns.plan_scan()
+    shared = task.open()  # what every read and commit of this leaf version is handed
+    assert task.open() is shared
+    column = "grp" if index_type == "BTREE" else "txt"
+    definition = new_definition(ns.snapshot, column, index_type, None, None, False, {})
+    failures: list[BaseException] = []
+    reads = 0
+    done = threading.Event()
+
+    def read() -> None:
+        nonlocal reads
+        while not done.is_set():
+            try:
+                assert shared.version == task.read_version
+                reads += 1
+            except RuntimeError as exc:
+                failures.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for _ in range(5):
+            built = prepare_leaf_index(shared, definition, ns.namespace_schema)
+            assert built is not None
+            assert built.new_indices
+    finally:
+        done.set()
+        reader.join()
+    assert reads > 0
+    assert failures == []

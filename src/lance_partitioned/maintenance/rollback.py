@@ -47,6 +47,7 @@ from lance.commit import CommitConflictError
 from lance_partitioned import errors
 from lance_partitioned.maintenance.versions import utc
 from lance_partitioned.manifest import TABLE, Manifest, open_leaf
+from lance_partitioned.runtime.leaf_cache import exclusive
 from lance_partitioned.transaction.leaves import restore_leaf
 
 __all__ = ["Unpublished", "find_unpublished", "naming_versions", "roll_back"]
@@ -103,7 +104,8 @@ def _restored_to(dataset: LanceDataset, version: int) -> bool:
     """Whether the latest version of ``dataset`` is a Lance ``Restore`` of ``version``: it
     then has that version's content (a rollback, or a writer stopped after its restore)."""
     try:
-        transaction = dataset.read_transaction(dataset.version)
+        # exclusive: pylance holds the object while it reads, and it may be the leaf cache's
+        transaction = exclusive(dataset).read_transaction(dataset.version)
     except (OSError, ValueError):
         return False
     operation = getattr(transaction, "operation", None)

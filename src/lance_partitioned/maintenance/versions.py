@@ -23,7 +23,7 @@ from lance import LanceDataset
 from lance_partitioned import errors
 from lance_partitioned.maintenance.files import StoredFile
 from lance_partitioned.manifest import open_leaf
-from lance_partitioned.runtime.leaf_cache import cached_leaf
+from lance_partitioned.runtime.leaf_cache import cached_leaf, exclusive
 
 __all__ = [
     "DatasetHistory",
@@ -374,7 +374,7 @@ def predict_removal(
 
 def _transaction(ds: LanceDataset, version: int) -> Any:
     try:
-        return ds.read_transaction(version)
+        return exclusive(ds).read_transaction(version)  # ds may be the leaf cache's
     except (OSError, ValueError):
         return None
 

@@ -25,6 +25,10 @@ for 1,616 requests, 1,482 of them those). :func:`known_leaf` hands it to the nex
 on that version, which Lance then makes without listing the versions and reading the
 manifest again (an append to a leaf: 3 requests instead of 5).
 
+:func:`exclusive` is a handle of the same leaf version for a call that pylance runs with the
+dataset held exclusively (an index build, ``read_transaction``): another thread using the
+shared object meanwhile would fail with ``RuntimeError: Already mutably borrowed``.
+
 :func:`leaf_schema` is a dataset's Arrow schema, converted once per ``LanceDataset`` object
 (pylance converts it again at each ``.schema``: as long as Lance's count of a point query
 answered by a ``BTREE``).
@@ -32,6 +36,7 @@ answered by a ``BTREE``).
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 import weakref
@@ -43,7 +48,15 @@ from lance import LanceDataset
 
 from lance_partitioned.manifest import local_path
 
-__all__ = ["MAX_LEAVES", "cached_leaf", "clear", "known_leaf", "leaf_schema", "remember_leaf"]
+__all__ = [
+    "MAX_LEAVES",
+    "cached_leaf",
+    "clear",
+    "exclusive",
+    "known_leaf",
+    "leaf_schema",
+    "remember_leaf",
+]
 
 #: Leaf versions kept opened (least recently used dropped first).
 MAX_LEAVES = 1024
@@ -133,6 +146,25 @@ def _keep(key: _Key, dataset: LanceDataset, stamp: tuple[int, int, int] | None) 
         _opened.move_to_end(key)
         while len(_opened) > MAX_LEAVES:
             _opened.popitem(last=False)
+
+
+def exclusive(dataset: LanceDataset) -> LanceDataset:
+    """A handle of ``dataset``'s version that no other thread holds, made without I/O.
+
+    pylance holds its dataset object exclusively while it builds an index
+    (``create_index_uncommitted``, ``merge_existing_index_segments``) or reads a transaction
+    (``read_transaction``); a scan, a count or even ``.version`` of the same object in another
+    thread meanwhile fails with ``RuntimeError: Already mutably borrowed``. The objects of this
+    cache are shared by every read and commit of the process, so such calls go through a copy
+    (a new handle of the same opened version, a microsecond).
+
+    >>> import tempfile, lance, pyarrow as pa
+    >>> ds = lance.write_dataset(pa.table({"x": [1, 2]}), tempfile.mkdtemp())
+    >>> mine = exclusive(ds)
+    >>> mine is not ds, mine.version == ds.version, mine.count_rows()
+    (True, True, 2)
+    """
+    return copy.copy(dataset)
 
 
 _schemas: weakref.WeakKeyDictionary[LanceDataset, pa.Schema] = weakref.WeakKeyDictionary()

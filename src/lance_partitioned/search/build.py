@@ -43,6 +43,7 @@ from lance_partitioned import errors
 from lance_partitioned.consistency import leaf_field
 from lance_partitioned.manifest import CommitConflict, Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
+from lance_partitioned.runtime.leaf_cache import exclusive
 from lance_partitioned.scan import plan_scan
 from lance_partitioned.search.definitions import (
     INDEX_TYPES,
@@ -192,8 +193,10 @@ def build_leaf(
     field = ds.schema.field(column)
     dim = field.type.list_size if pa.types.is_fixed_size_list(field.type) else None
     params = _sized(definition, rows, dim, model)
+    # the build holds its dataset object exclusively: not the leaf cache's shared one
+    own = exclusive(ds)
     try:
-        built = ds.create_index_uncommitted(
+        built = own.create_index_uncommitted(
             column,
             definition.index_type,
             name=definition.name,
@@ -202,7 +205,7 @@ def build_leaf(
             **params,
         )
         if definition.index_type == "INVERTED":  # its segment is staged until merged
-            built = ds.merge_existing_index_segments([built])
+            built = own.merge_existing_index_segments([built])
     except (OSError, ValueError, TypeError, RuntimeError) as exc:
         raise errors.InvalidInputError(
             f"cannot build index {definition.name!r} ({definition.index_type}) on column "
