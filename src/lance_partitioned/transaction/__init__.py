@@ -550,7 +550,16 @@ def commit_changes(
     _pause("staged")
     with ThreadPoolExecutor(max_workers=max(1, leaf_threads or manifest.max_workers)) as pool:
         counted = 0  # the attempts that use up backoff.attempts (see the stale leaf commits)
-        stale_until: float | None = None
+        lost_since: float | None = None  # when an attempt first lost to another writer
+
+        def free_retry() -> bool:
+            # after losing to another writer's publication: the retry uses up no attempt
+            # within STALE_SECONDS of the first such loss
+            nonlocal lost_since
+            now = time.monotonic()
+            lost_since = now if lost_since is None else lost_since
+            return now - lost_since < STALE_SECONDS
+
         for attempt in itertools.count():
             if counted >= backoff.attempts:
                 break
@@ -621,11 +630,7 @@ def commit_changes(
                 # per wait, each re-read slower than the last, until every attempt lost.
                 log.info("leaf commit conflicts on attempt %d: re-reading", attempt + 1)
                 backoff.sleep_briefly()
-                # such retries do not use up the attempts for STALE_SECONDS (about what the
-                # exponential waits of the attempts added up to)
-                now = time.monotonic()
-                stale_until = now + STALE_SECONDS if stale_until is None else stale_until
-                if now < stale_until:
+                if free_retry():
                     counted -= 1
                 continue
             versions = {
@@ -646,10 +651,7 @@ def commit_changes(
             except CommitConflict as exc:
                 log.info("manifest commit conflict on attempt %d: %s", attempt + 1, exc)
                 backoff.sleep_briefly()  # the next attempt mostly re-commits rows only
-                # another writer published: as after a stale leaf commit
-                now = time.monotonic()
-                stale_until = now + STALE_SECONDS if stale_until is None else stale_until
-                if now < stale_until:
+                if free_retry():  # another writer published: as after a stale leaf commit
                     counted -= 1
                 continue
             return _result(snapshot, current, pending, states, version, attempt + 1)
