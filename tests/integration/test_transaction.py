@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing as mp
 import os
+import time
 from typing import Any
 
 import lance
@@ -109,9 +110,36 @@ def test_commit_gives_up_with_a_typed_error(
         commit_write(
             ns._manifest,
             _pending(ns),
-            backoff=transaction.Backoff(attempts=3, base=0.001),
+            backoff=transaction.Backoff(attempts=3, base=0.001, free_seconds=0.0),
         )
     assert lp.PartitionedNamespace.open(ns.uri).partitions().num_rows == 0
+
+
+def test_losses_to_other_writers_are_free_for_a_while(
+    tmp_path: os.PathLike[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lost compare-and-swap means another writer published: within
+    ``Backoff.free_seconds`` of the first loss it uses up no attempt."""
+    ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="k")
+    from lance_partitioned import manifest
+
+    calls = 0
+
+    def always_conflict(self: Any, *args: Any, **kwargs: Any) -> int:
+        nonlocal calls
+        calls += 1
+        raise manifest.CommitConflict("someone else always wins")
+
+    monkeypatch.setattr(manifest.Manifest, "commit_rows", always_conflict)
+    started = time.monotonic()
+    with pytest.raises(errors.ConcurrentModificationError, match="gave up"):
+        commit_write(
+            ns._manifest,
+            _pending(ns),
+            backoff=transaction.Backoff(attempts=3, base=0.001, free_seconds=0.3),
+        )
+    assert time.monotonic() - started >= 0.3
+    assert calls > 3
 
 
 def _pending(ns: lp.PartitionedNamespace) -> transaction.PendingWrite:

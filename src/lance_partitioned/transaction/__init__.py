@@ -554,11 +554,11 @@ def commit_changes(
 
         def free_retry() -> bool:
             # after losing to another writer's publication: the retry uses up no attempt
-            # within STALE_SECONDS of the first such loss
+            # within backoff.free_seconds of the first such loss
             nonlocal lost_since
             now = time.monotonic()
             lost_since = now if lost_since is None else lost_since
-            return now - lost_since < STALE_SECONDS
+            return now - lost_since < backoff.free_seconds
 
         for attempt in itertools.count():
             if counted >= backoff.attempts:
@@ -659,14 +659,6 @@ def commit_changes(
         f"the __manifest at {manifest.root!r} kept changing under this operation: gave up "
         f"after {backoff.attempts} commit attempts (nothing of it is visible)"
     )
-
-
-STALE_SECONDS = 20.0
-"""For how long :func:`commit_changes` retries an attempt that lost to another writer's
-publication (a lost ``__manifest`` compare-and-swap, or a leaf commit that conflicted after the
-``__manifest`` moved on: progress was made) without counting it against
-:attr:`Backoff.attempts`: a writer that commits to the same leaf many times a second otherwise
-wins 16 times in a row within a second."""
 
 
 @dataclass

@@ -133,11 +133,18 @@ class Backoff:
 
     The default waits at most about 21 s in all: four writers appending to the same partitions
     of a namespace on S3 at once used up to 8 attempts (``tests/objectstore``).
+
+    ``free_seconds``: for how long after its first loss to another writer's publication (a
+    lost ``__manifest`` compare-and-swap, or a leaf commit that conflicted after the
+    ``__manifest`` moved on: progress was made) a commit retries such a loss without counting
+    it against ``attempts`` (20 s, about the exponential waits' total): a writer that commits
+    to the same leaf many times a second otherwise wins 16 times in a row within a second.
     """
 
     attempts: int = 16
     base: float = 0.05
     cap: float = 2.0
+    free_seconds: float = 20.0
     _rng: random.Random = field(default_factory=random.Random)
 
     def sleep(self, attempt: int) -> None:
