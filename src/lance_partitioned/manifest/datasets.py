@@ -81,6 +81,7 @@ def open_leaf(
     action: str = "open",
     branch: str | None = None,
     tag: str | None = None,
+    block_size: int | None = None,
 ) -> LanceDataset:
     """The Lance table at ``uri``, at ``version`` (None: its latest).
 
@@ -88,7 +89,8 @@ def open_leaf(
     that a published-dialect ``__manifest`` row pins to a ref opens at it: ``tag`` (the
     version it names; ``version`` is then ignored), or ``branch`` at ``version`` (None: the
     branch's latest), as the published text's ``read_tag`` / ``read_branch`` +
-    ``read_version`` say; never its main branch.
+    ``read_version`` say; never its main branch. ``block_size``: Lance's smallest read, in
+    bytes (None: Lance's default, 64 KiB on an object store).
 
     Raises
     ------
@@ -114,11 +116,17 @@ def open_leaf(
                 f"{uri!r}: the path {blocked!r} on the way is a file, not a directory (os error 20)"
             )
         if tag is not None:
-            return lance.dataset(uri, version=tag, storage_options=options, session=session)
+            return lance.dataset(
+                uri, version=tag, storage_options=options, session=session, block_size=block_size
+            )
         if branch is not None:
-            main = lance.dataset(uri, storage_options=options, session=session)
+            main = lance.dataset(
+                uri, storage_options=options, session=session, block_size=block_size
+            )
             return main.checkout_version((branch, version))
-        return lance.dataset(uri, version=version, storage_options=options, session=session)
+        return lance.dataset(
+            uri, version=version, storage_options=options, session=session, block_size=block_size
+        )
     except (OSError, ValueError) as exc:
         typed = errors.storage_error(exc, uri, action)
         if typed is not None:

@@ -59,6 +59,11 @@ _CREATE = Operation("create").counted()
 _ROW_ADDRESS = "_rowaddr"
 _OFFSET_BITS = np.uint64(32)  # a Lance row address is fragment id << 32 | row offset
 
+#: Lance's smallest read of the ``__manifest`` on an object store (its default: 64 KiB). The
+#: ``__manifest`` is always read whole, and its data file of 731 leaves (76 KB) took three
+#: round trips at 64 KiB, one at 1 MiB: an open + plan at 20 ms per request, 7 -> 5 requests.
+MANIFEST_BLOCK_SIZE = 1 << 20
+
 
 @dataclass(frozen=True)
 class ManifestCompaction:
@@ -119,7 +124,12 @@ class Manifest:
             self._session = Session()
         try:
             return open_leaf(
-                self.uri, version, self.storage_options, session=self._session, action="read"
+                self.uri,
+                version,
+                self.storage_options,
+                session=self._session,
+                action="read",
+                block_size=None if local_path(self.uri) else MANIFEST_BLOCK_SIZE,
             )
         except (errors.TableNotFoundError, errors.StorageError) as exc:
             if not isinstance(exc.__cause__, ValueError):
