@@ -90,3 +90,39 @@ def test_a_cleanup_does_not_read_the_leaf_versions_this_process_committed(
     assert _leaf_versions(requests, "GET") == [], requests
     assert _leaf_versions(requests, "HEAD") == [], requests
     assert namespace.count_rows() == 12
+
+
+def _leaf_version_listings(requests: list[tuple[str, str]]) -> list[str]:
+    """Listings of a leaf's ``_versions/``."""
+    return [p for p in _leaf_listings(requests) if unquote(p).endswith("$dataset/_versions/")]
+
+
+def test_a_cleanup_reads_the_old_versions_this_process_committed_only_in_lance(
+    proxy: Any, namespace: lp.PartitionedNamespace
+) -> None:
+    namespace.write(pa.table({"k": list(KEYS), "v": [20, 21, 22]}))
+    proxy.reset()
+    result = namespace.cleanup(dt.timedelta(0))
+    requests = proxy.requests()
+    assert (result.leaf_versions.count, result.kept_leaf_versions) == (len(KEYS), len(KEYS))
+    # Lance's cleanup of the old version lists the versions twice and reads both manifests;
+    # ours neither lists nor reads them (this process opened both versions of each leaf)
+    assert len(_leaf_version_listings(requests)) == 2 * len(KEYS), requests
+    reads = [p for p in _leaf_versions(requests, "GET") if ".manifest" in p]
+    assert len(reads) == 2 * len(KEYS), requests
+    assert _leaf_versions(requests, "HEAD") == [], requests
+    assert namespace.count_rows() == 15
+
+
+def test_a_cleanup_takes_dropped_leaf_directories_from_the_root_listing(
+    proxy: Any, namespace: lp.PartitionedNamespace
+) -> None:
+    namespace.write(pa.table({"k": ["z"], "v": [9]}), mode="overwrite")
+    proxy.reset()
+    result = namespace.cleanup(dt.timedelta(0))
+    requests = proxy.requests()
+    assert result.leaf_directories.count == len(KEYS)
+    assert _leaf_listings(requests) == [], requests
+    roots = [p for m, p in requests if "delimiter=" in p and unquote(p).endswith("/ns/")]
+    assert roots == [], requests  # no listing of the root's directories either
+    assert namespace.to_table().column("k").to_pylist() == ["z"]
