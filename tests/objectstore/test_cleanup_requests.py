@@ -13,6 +13,7 @@ import pytest
 
 import lance_partitioned as lp
 from lance_partitioned.runtime import leaf_cache
+from tests.conftest import BUCKET, s3_client
 from tests.objectstore.conftest import KEYS
 
 pytestmark = pytest.mark.s3
@@ -126,3 +127,27 @@ def test_a_cleanup_takes_dropped_leaf_directories_from_the_root_listing(
     roots = [p for m, p in requests if "delimiter=" in p and unquote(p).endswith("/ns/")]
     assert roots == [], requests  # no listing of the root's directories either
     assert namespace.to_table().column("k").to_pylist() == ["z"]
+
+
+def test_a_cleanup_takes_journals_and_models_from_the_root_listing(
+    proxy: Any, namespace: lp.PartitionedNamespace, s3_uri: str, s3_endpoint: str
+) -> None:
+    client = s3_client(s3_endpoint)  # behind the proxy's back
+    prefix = s3_uri.split(f"s3://{BUCKET}/", 1)[1]
+    stray = ("_spark_staging/job-1/0-0.json", "_index_models/stale.model", "notes/readme.txt")
+    for key in stray:
+        client.put_object(Bucket=BUCKET, Key=f"{prefix}/{key}", Body=b"{}")
+    proxy.reset()
+    result = namespace.cleanup(dt.timedelta(0))
+    requests = proxy.requests()
+    assert result.staged_files.count == 2  # the journal's file and the model
+    listed = client.list_objects_v2(Bucket=BUCKET, Prefix=prefix)["Contents"]
+    left = {item["Key"][len(prefix) + 1 :] for item in listed}
+    assert set(stray) & left == {"notes/readme.txt"}  # not a leaf: never touched
+    listings = [
+        unquote(p)
+        for m, p in requests
+        if "list-type=2" in p and "/__manifest/" not in unquote(p) and "$dataset" not in unquote(p)
+    ]
+    assert len(listings) == 1, listings  # the root's, once
+    assert namespace.count_rows() == 12

@@ -688,14 +688,19 @@ def cleanup(
     store = Store(manifest.root, options)
     totals = _Totals()
 
-    manifest_history = history(manifest.uri, options)
-    if manifest_history is None:
-        raise errors.NamespaceNotFoundError(
-            f"no partitioned namespace at {manifest.root!r}: {manifest.uri!r} holds no table"
-        )
-    expired = expired_versions(manifest_history.times, manifest_history.tagged, cutoff)
-    kept = sorted(set(manifest_history.times) - expired)
-    refs, published = _references(manifest, kept)
+    # the root is listed (on an object store) while the __manifest's versions are read, not
+    # after: each is a round of requests on the way to the leaves
+    with ThreadPoolExecutor(1) as lister:
+        listed = lister.submit(_list_root, store)
+        manifest_history = history(manifest.uri, options)
+        if manifest_history is None:
+            raise errors.NamespaceNotFoundError(
+                f"no partitioned namespace at {manifest.root!r}: {manifest.uri!r} holds no table"
+            )
+        expired = expired_versions(manifest_history.times, manifest_history.tagged, cutoff)
+        kept = sorted(set(manifest_history.times) - expired)
+        refs, published = _references(manifest, kept)
+        listings = listed.result()
 
     # 1. expired __manifest versions first: leaf versions only they pin go next, so every
     # __manifest version that still exists stays readable whatever step a crash stops at.
@@ -710,7 +715,6 @@ def cleanup(
     }
     leaves = sorted(refs.items())
     width = max(1, min(threads or manifest.max_workers, len(leaves) or 1))
-    listings = _list_root(store)
     with ThreadPoolExecutor(1) as first, ThreadPoolExecutor(width) as pool:
         step_one = first.submit(
             _clean_manifest, store, manifest_history, expired, cutoff, dry_run, totals, listings
@@ -743,7 +747,9 @@ def cleanup(
             pool.shutdown(wait=True, cancel_futures=True)
             raise
     _clean_journals(store, cutoff, dry_run, totals, listings)
-    models = unreferenced_models(manifest, store, kept, cutoff)
+    models = unreferenced_models(
+        manifest, store, kept, cutoff, None if listings is None else listings.get(MODELS_DIR, [])
+    )
     if models:
         totals.staged_files += _delete(store, models, dry_run)
         if not dry_run:
