@@ -93,26 +93,38 @@ def test_a_cleanup_does_not_read_the_leaf_versions_this_process_committed(
     assert namespace.count_rows() == 12
 
 
-def _leaf_version_listings(requests: list[tuple[str, str]]) -> list[str]:
-    """Listings of a leaf's ``_versions/``."""
-    return [p for p in _leaf_listings(requests) if unquote(p).endswith("$dataset/_versions/")]
+def _leaf_objects(endpoint: str, uri: str) -> dict[str, int]:
+    """The objects inside leaf directories under ``uri`` (key -> size), behind the proxy."""
+    prefix = uri.split(f"s3://{BUCKET}/", 1)[1]
+    found = s3_client(endpoint).list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
+    return {o["Key"]: int(o["Size"]) for o in found if "$dataset/" in o["Key"]}
 
 
-def test_a_cleanup_reads_the_old_versions_this_process_committed_only_in_lance(
-    proxy: Any, namespace: lp.PartitionedNamespace
+def test_a_cleanup_removes_the_old_versions_this_process_committed_without_listing_them(
+    proxy: Any, namespace: lp.PartitionedNamespace, s3_uri: str, s3_endpoint: str
 ) -> None:
     namespace.write(pa.table({"k": list(KEYS), "v": [20, 21, 22]}))
+    before = _leaf_objects(s3_endpoint, s3_uri)
     proxy.reset()
     result = namespace.cleanup(dt.timedelta(0))
     requests = proxy.requests()
+    after = _leaf_objects(s3_endpoint, s3_uri)
     assert (result.leaf_versions.count, result.kept_leaf_versions) == (len(KEYS), len(KEYS))
-    # Lance's cleanup of the old version lists the versions twice and reads both manifests;
-    # ours neither lists nor reads them (this process opened both versions of each leaf)
-    assert len(_leaf_version_listings(requests)) == 2 * len(KEYS), requests
+    # this process opened both versions of each leaf, and the root's listing has their files:
+    # nothing is listed inside a leaf (Lance's cleanup lists 10 prefixes of each), and only
+    # the old version's manifest is read, for its transaction file
+    assert _leaf_listings(requests) == [], requests
     reads = [p for p in _leaf_versions(requests, "GET") if ".manifest" in p]
-    assert len(reads) == 2 * len(KEYS), requests
-    assert _leaf_versions(requests, "HEAD") == [], requests
+    assert len(reads) == len(KEYS), requests
+    gone = set(before) - set(after)
+    assert result.leaf_versions.files == len(gone) == 2 * len(KEYS)  # a manifest, its .txn
+    assert result.leaf_versions.bytes == sum(before[key] for key in gone)
+    assert sorted(key.rsplit("/", 2)[1] for key in gone) == sorted(
+        ["_transactions", "_versions"] * 3
+    )
     assert namespace.count_rows() == 15
+    again = lp.PartitionedNamespace.open(s3_uri, storage_options=namespace.storage_options)
+    assert again.to_table().num_rows == 15
 
 
 def test_a_cleanup_takes_dropped_leaf_directories_from_the_root_listing(

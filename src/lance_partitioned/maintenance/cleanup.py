@@ -68,6 +68,7 @@ from typing import Any
 
 from lance_partitioned import errors
 from lance_partitioned.maintenance.files import Store, StoredFile
+from lance_partitioned.maintenance.removal import remove_known
 from lance_partitioned.maintenance.rollback import find_unpublished, roll_back
 from lance_partitioned.maintenance.versions import (
     DatasetHistory,
@@ -342,7 +343,8 @@ def _clean_dataset(
 
     def finish() -> None:
         _step("manifest_versions" if is_manifest else "leaf_versions", versions.uri)
-        removed = remove_versions(versions, remove)
+        known = None if is_manifest else remove_known(versions, remove, local, store, prefix)
+        removed = remove_versions(versions, remove) if known is None else known
         if is_manifest:
             totals.manifest_versions += removed
         else:

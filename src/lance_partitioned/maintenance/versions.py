@@ -34,6 +34,7 @@ __all__ = [
     "predict_removal",
     "remove_versions",
     "staged_files",
+    "transaction_file",
     "utc",
 ]
 
@@ -137,6 +138,15 @@ class DatasetHistory:
         if version not in self._files:
             self._files[version] = self._read_files(version)
         return self._files[version]
+
+    def every_version_opened(self) -> bool:
+        """Whether every version's files are known without reading (the leaf cache holds
+        each version: :func:`history` with ``cache_key``)."""
+        return bool(self._opened) and set(self.times) <= set(self._opened)
+
+    def opened(self, version: int) -> LanceDataset:
+        """The dataset at ``version`` when this process holds it opened, else the latest."""
+        return self._opened.get(version, self.dataset)
 
     def _read_every_version(self) -> None:
         """Read the files of every version with Lance's ``tracked_files`` (those it does not
@@ -402,6 +412,15 @@ def predict_removal(
             doomed.add(f"_transactions/{transaction.read_version}-{transaction.uuid}.txn")
     present = [path for path in doomed if path in sizes]
     return Removed(len(remove), len(present), sum(sizes[p] for p in present))
+
+
+def transaction_file(hist: DatasetHistory, version: int) -> str | None:
+    """The transaction file (relative to the dataset) that committed ``version``, read
+    through the version's own opened object when there is one; None when unreadable."""
+    transaction = _transaction(hist.opened(version), version)
+    if transaction is None:
+        return None
+    return f"_transactions/{transaction.read_version}-{transaction.uuid}.txn"
 
 
 def _transaction(ds: LanceDataset, version: int) -> Any:
