@@ -20,7 +20,7 @@ from lance_partitioned.maintenance.versions import (
     remove_versions,
 )
 from lance_partitioned.runtime import leaf_cache
-from tests.maintenance.helpers import files
+from tests.maintenance.helpers import age, files
 
 
 def _dataset(uri: str) -> None:
@@ -49,10 +49,30 @@ def _opened_history(uri: str) -> DatasetHistory:
     return hist
 
 
-@pytest.mark.parametrize("remove", [{1, 2, 3, 4, 5}, {1, 3, 5}, {4}])
-def test_it_deletes_what_lances_cleanup_deletes(tmp_path: Path, remove: set[int]) -> None:
+def _leftovers(uri: str) -> None:
+    """A data file and a transaction file no version names, 8 days old (Lance's cleanup
+    deletes them), and a data file no version names, 1 day old (it keeps that one)."""
+    for name, days in (
+        ("data/old.lance", 8),
+        ("_transactions/9-old.txn", 8),
+        ("data/new.lance", 1),
+    ):
+        path = Path(uri) / name
+        path.write_bytes(b"x" * 10)
+        age(path, days)
+
+
+@pytest.mark.parametrize(
+    ("remove", "leftovers"),
+    [({1, 2, 3, 4, 5}, False), ({1, 3, 5}, False), ({4}, False), ({1, 3, 5}, True)],
+)
+def test_it_deletes_what_lances_cleanup_deletes(
+    tmp_path: Path, remove: set[int], leftovers: bool
+) -> None:
     ours, lances = str(tmp_path / "ours"), str(tmp_path / "lance")
     _dataset(ours)
+    if leftovers:
+        _leftovers(ours)
     shutil.copytree(ours, lances)
     expected = {v: _rows(ours, v) for v in range(1, 7)}
     before = files(ours)
@@ -66,6 +86,9 @@ def test_it_deletes_what_lances_cleanup_deletes(tmp_path: Path, remove: set[int]
     by_lance = remove_versions(hist, remove)
 
     assert set(files(ours)) == set(files(lances))
+    if leftovers:
+        assert {"data/old.lance", "_transactions/9-old.txn"} <= set(before) - set(files(ours))
+        assert "data/new.lance" in files(ours)
     assert removed == by_lance
     gone = set(before) - set(files(ours))
     assert removed is not None

@@ -340,10 +340,12 @@ def _clean_dataset(
             totals.leaf_versions += predicted
         return None
     versions = hist
+    gone = {f.path for f in staged}
+    left = [f for f in local if f.path not in gone]  # what the listing holds still
 
     def finish() -> None:
         _step("manifest_versions" if is_manifest else "leaf_versions", versions.uri)
-        known = None if is_manifest else remove_known(versions, remove, local, store, prefix)
+        known = None if is_manifest else remove_known(versions, remove, left, store, prefix)
         removed = remove_versions(versions, remove) if known is None else known
         if is_manifest:
             totals.manifest_versions += removed

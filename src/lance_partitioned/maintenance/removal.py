@@ -8,7 +8,8 @@ the cleanup already holds all of that, the listing of the leaf made at its start
 listed version opened by this process (:func:`~.versions.history` through the leaf cache),
 it deletes what Lance would itself (what :func:`~.versions.predict_removal` predicts): the
 removed versions' manifests and transaction files, and the data and deletion files that only
-they read. The manifests go first, so that a crash leaves no version that still exists
+they read, and, as Lance does, the data, deletion and transaction files that no version reads
+once 7 days old. The manifests go first, so that a crash leaves no version that still exists
 pointing at a deleted file.
 
 Only a leaf of the plainest shape goes this way: its files all under ``_versions/``,
@@ -19,6 +20,7 @@ version's transaction readable; any other goes through Lance's cleanup as before
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Collection, Sequence
 
 from lance_partitioned.maintenance.files import Store, StoredFile
@@ -32,6 +34,9 @@ from lance_partitioned.maintenance.versions import (
 __all__ = ["remove_known"]
 
 _KNOWN_DIRS = ("_versions/", "data/", "_deletions/", "_transactions/")
+_STAGED_DIRS = ("data/", "_deletions/")
+#: Lance's cleanup also deletes the files no version reads once they are this old.
+UNVERIFIED_AGE = dt.timedelta(days=7)
 #: Files of those directories that are not a version's, and that Lance's cleanup keeps.
 _KEPT_FILES = frozenset({"_versions/latest_version_hint.json"})
 
@@ -66,10 +71,39 @@ def doomed_files(
         if name is None:
             return None
         transactions.append(name)
+    unverified = _unverified(hist, remove, listing, set(transactions))
+    if unverified is None:
+        return None
     ordered = [manifests[version] for version in sorted(remove)]
     ordered += [by_path[p] for p in transactions if p in by_path]
-    ordered += [by_path[p] for p in sorted(read_only_by_removed) if p in by_path]
+    ordered += [by_path[p] for p in sorted(read_only_by_removed | unverified) if p in by_path]
     return ordered
+
+
+def _unverified(
+    hist: DatasetHistory,
+    remove: Collection[int],
+    listing: Sequence[StoredFile],
+    removed_transactions: set[str],
+) -> set[str] | None:
+    """The data, deletion and transaction files that no version reads and that are older
+    than :data:`UNVERIFIED_AGE`, which Lance's cleanup deletes too (a writer that never
+    committed); None when a remaining version's transaction file cannot be read."""
+    oldest = dt.datetime.now(dt.timezone.utc) - UNVERIFIED_AGE
+    old = {f.path for f in listing if f.mtime is not None and f.mtime < oldest}
+    read: set[str] = set()
+    for version in hist.times:
+        read |= hist.files(version)
+    out = {p for p in old if p.startswith(_STAGED_DIRS) and p not in read}
+    transactions = {p for p in old if p.startswith("_transactions/")} - removed_transactions
+    if transactions:
+        for version in set(hist.times) - set(remove):
+            name = transaction_file(hist, version)
+            if name is None:
+                return None
+            transactions.discard(name)
+        out |= transactions
+    return out
 
 
 def remove_known(
