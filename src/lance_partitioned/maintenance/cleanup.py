@@ -18,7 +18,9 @@ second run finishes the job):
    and never committed) whose files are all older than the cutoff, then the leaf versions
    that no retained version pins, older than the cutoff (Lance's cleanup with an explicit
    list of versions, which keeps every file a remaining version reads, and removes the index
-   files only the removed versions read; the latest leaf version always stays);
+   files only the removed versions read; or, for a leaf whose every file and version the
+   cleanup knows already, the same deletions without Lance's listings:
+   :mod:`~lance_partitioned.maintenance.removal`; the latest leaf version always stays);
 3. leaf directories that no retained version lists (leaves dropped by ``overwrite``, leaves a
    crashed writer created, another client's unpublished table) whose newest file is older
    than the cutoff: the files listed are deleted, not the directory as such, so a writer

@@ -6,7 +6,9 @@ deletes each listed version's manifest and transaction files and every data, del
 index file that no remaining version references (its current version and tagged versions are
 never removed). Lance also deletes, on any cleanup, the files that no version references and
 that are more than 7 days old (a writer that never committed); the cleanup removes younger
-ones itself (:func:`staged_files`) when its retention is shorter.
+ones itself (:func:`staged_files`) when its retention is shorter. A leaf whose files and
+versions the cleanup knows already has the same files deleted without Lance's cleanup
+(:mod:`~lance_partitioned.maintenance.removal`).
 """
 
 from __future__ import annotations
