@@ -13,6 +13,7 @@ import pytest
 
 import lance_partitioned as lp
 from lance_partitioned.runtime import leaf_cache
+from tests.conftest import BUCKET, s3_client
 from tests.objectstore.conftest import KEYS
 
 pytestmark = pytest.mark.s3
@@ -89,4 +90,76 @@ def test_a_cleanup_does_not_read_the_leaf_versions_this_process_committed(
     assert result.kept_leaf_versions == len(KEYS)
     assert _leaf_versions(requests, "GET") == [], requests
     assert _leaf_versions(requests, "HEAD") == [], requests
+    assert namespace.count_rows() == 12
+
+
+def _leaf_objects(endpoint: str, uri: str) -> dict[str, int]:
+    """The objects inside leaf directories under ``uri`` (key -> size), behind the proxy."""
+    prefix = uri.split(f"s3://{BUCKET}/", 1)[1]
+    found = s3_client(endpoint).list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
+    return {o["Key"]: int(o["Size"]) for o in found if "$dataset/" in o["Key"]}
+
+
+def test_a_cleanup_removes_the_old_versions_this_process_committed_without_listing_them(
+    proxy: Any, namespace: lp.PartitionedNamespace, s3_uri: str, s3_endpoint: str
+) -> None:
+    namespace.write(pa.table({"k": list(KEYS), "v": [20, 21, 22]}))
+    before = _leaf_objects(s3_endpoint, s3_uri)
+    proxy.reset()
+    result = namespace.cleanup(dt.timedelta(0))
+    requests = proxy.requests()
+    after = _leaf_objects(s3_endpoint, s3_uri)
+    assert (result.leaf_versions.count, result.kept_leaf_versions) == (len(KEYS), len(KEYS))
+    # this process opened both versions of each leaf, and the root's listing has their files:
+    # nothing is listed inside a leaf (Lance's cleanup lists 10 prefixes of each), and only
+    # the old version's manifest is read, for its transaction file
+    assert _leaf_listings(requests) == [], requests
+    reads = [p for p in _leaf_versions(requests, "GET") if ".manifest" in p]
+    assert len(reads) == len(KEYS), requests
+    gone = set(before) - set(after)
+    assert result.leaf_versions.files == len(gone) == 2 * len(KEYS)  # a manifest, its .txn
+    assert result.leaf_versions.bytes == sum(before[key] for key in gone)
+    assert sorted(key.rsplit("/", 2)[1] for key in gone) == sorted(
+        ["_transactions", "_versions"] * 3
+    )
+    assert namespace.count_rows() == 15
+    again = lp.PartitionedNamespace.open(s3_uri, storage_options=namespace.storage_options)
+    assert again.to_table().num_rows == 15
+
+
+def test_a_cleanup_takes_dropped_leaf_directories_from_the_root_listing(
+    proxy: Any, namespace: lp.PartitionedNamespace
+) -> None:
+    namespace.write(pa.table({"k": ["z"], "v": [9]}), mode="overwrite")
+    proxy.reset()
+    result = namespace.cleanup(dt.timedelta(0))
+    requests = proxy.requests()
+    assert result.leaf_directories.count == len(KEYS)
+    assert _leaf_listings(requests) == [], requests
+    roots = [p for m, p in requests if "delimiter=" in p and unquote(p).endswith("/ns/")]
+    assert roots == [], requests  # no listing of the root's directories either
+    assert namespace.to_table().column("k").to_pylist() == ["z"]
+
+
+def test_a_cleanup_takes_journals_and_models_from_the_root_listing(
+    proxy: Any, namespace: lp.PartitionedNamespace, s3_uri: str, s3_endpoint: str
+) -> None:
+    client = s3_client(s3_endpoint)  # behind the proxy's back
+    prefix = s3_uri.split(f"s3://{BUCKET}/", 1)[1]
+    stray = ("_spark_staging/job-1/0-0.json", "_index_models/stale.model", "notes/readme.txt")
+    for key in stray:
+        client.put_object(Bucket=BUCKET, Key=f"{prefix}/{key}", Body=b"{}")
+    proxy.reset()
+    result = namespace.cleanup(dt.timedelta(0))
+    requests = proxy.requests()
+    assert result.staged_files.count == 2  # the journal's file and the model
+    listed = client.list_objects_v2(Bucket=BUCKET, Prefix=prefix)["Contents"]
+    left = {item["Key"][len(prefix) + 1 :] for item in listed}
+    assert set(stray) & left == {"notes/readme.txt"}  # not a leaf: never touched
+    listings = [
+        unquote(p)
+        for m, p in requests
+        if "list-type=2" in p and "/__manifest/" not in unquote(p) and "$dataset" not in unquote(p)
+    ]
+    assert len(listings) == 1, listings  # the root's, once
     assert namespace.count_rows() == 12

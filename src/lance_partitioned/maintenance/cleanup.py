@@ -18,7 +18,9 @@ second run finishes the job):
    and never committed) whose files are all older than the cutoff, then the leaf versions
    that no retained version pins, older than the cutoff (Lance's cleanup with an explicit
    list of versions, which keeps every file a remaining version reads, and removes the index
-   files only the removed versions read; the latest leaf version always stays);
+   files only the removed versions read; or, for a leaf whose every file and version the
+   cleanup knows already, the same deletions without Lance's listings:
+   :mod:`~lance_partitioned.maintenance.removal`; the latest leaf version always stays);
 3. leaf directories that no retained version lists (leaves dropped by ``overwrite``, leaves a
    crashed writer created, another client's unpublished table) whose newest file is older
    than the cutoff: the files listed are deleted, not the directory as such, so a writer
@@ -68,6 +70,7 @@ from typing import Any
 
 from lance_partitioned import errors
 from lance_partitioned.maintenance.files import Store, StoredFile
+from lance_partitioned.maintenance.removal import remove_known
 from lance_partitioned.maintenance.rollback import find_unpublished, roll_back
 from lance_partitioned.maintenance.versions import (
     DatasetHistory,
@@ -339,10 +342,13 @@ def _clean_dataset(
             totals.leaf_versions += predicted
         return None
     versions = hist
+    gone = {f.path for f in staged}
+    left = [f for f in local if f.path not in gone]  # what the listing holds still
 
     def finish() -> None:
         _step("manifest_versions" if is_manifest else "leaf_versions", versions.uri)
-        removed = remove_versions(versions, remove)
+        known = None if is_manifest else remove_known(versions, remove, left, store, prefix)
+        removed = remove_versions(versions, remove) if known is None else known
         if is_manifest:
             totals.manifest_versions += removed
         else:
@@ -358,10 +364,20 @@ def _clean_manifest(
     cutoff: dt.datetime,
     dry_run: bool,
     totals: _Totals,
+    listings: Mapping[str, list[StoredFile]] | None = None,
 ) -> None:
     """Step 1: the ``__manifest``'s staged files and expired versions."""
+    listing = None if listings is None else _listed(store, MANIFEST_DIR, listings)
     finish = _clean_dataset(
-        store, MANIFEST_DIR, hist, expired, cutoff, dry_run, totals, is_manifest=True
+        store,
+        MANIFEST_DIR,
+        hist,
+        expired,
+        cutoff,
+        dry_run,
+        totals,
+        is_manifest=True,
+        listing=listing,
     )
     if finish is not None:
         finish()
@@ -534,13 +550,62 @@ def _newest(files: Sequence[StoredFile]) -> dt.datetime | None:
     return max(t for t in times if t is not None)
 
 
+def _listed(
+    store: Store, prefix: str, listings: Mapping[str, list[StoredFile]] | None
+) -> list[StoredFile]:
+    """The files under ``prefix``: from the listing of the root made at the start
+    (:func:`_list_root`, object stores), else listed now."""
+    if listings is None:
+        return store.files(prefix)
+    return [f for f in listings.get(prefix.split("/", 1)[0], ()) if f.path.startswith(prefix + "/")]
+
+
+def _subdirectories(
+    store: Store, prefix: str, listings: Mapping[str, list[StoredFile]] | None
+) -> list[str]:
+    """The names of the directories directly under ``prefix`` (the root when empty)."""
+    if listings is None:
+        return store.directories(prefix)
+    if not prefix:
+        return sorted(name for name, files in listings.items() if any("/" in f.path for f in files))
+    cut = len(prefix) + 1
+    return sorted(
+        {
+            f.path[cut:].split("/", 1)[0]
+            for f in _listed(store, prefix, listings)
+            if "/" in f.path[cut:]
+        }
+    )
+
+
+def _remove_directory(
+    store: Store, name: str, files: Sequence[StoredFile], dry_run: bool
+) -> Removed:
+    _step("leaf_directory", name)
+    removed = _delete(store, files, dry_run)
+    if not dry_run:
+        store.prune_empty(name)
+    return Removed(1, removed.files, removed.bytes)
+
+
 def _clean_directories(
-    store: Store, referenced: set[str], cutoff: dt.datetime, dry_run: bool, totals: _Totals
+    store: Store,
+    referenced: set[str],
+    cutoff: dt.datetime,
+    dry_run: bool,
+    totals: _Totals,
+    *,
+    listings: Mapping[str, list[StoredFile]] | None = None,
+    pool: ThreadPoolExecutor | None = None,
 ) -> None:
-    for name in store.directories():
+    """Step 3; with ``listings`` (an object store), from the listing of the root made at the
+    start (a directory created since is not in it, so not touched), the directories removed
+    in parallel on ``pool``."""
+    doomed: list[tuple[str, list[StoredFile]]] = []
+    for name in _subdirectories(store, "", listings):
         if name in _NOT_LEAVES or name in referenced:
             continue
-        files = store.files(name)
+        files = _listed(store, name, listings)
         if not _is_leaf_directory(name, files, name):
             continue
         newest = _newest(files)
@@ -548,17 +613,28 @@ def _clean_directories(
             continue
         if any(f.path.startswith(f"{name}/_refs/") for f in files):
             continue  # a Lance tag someone set on it by hand
-        _step("leaf_directory", name)
-        removed = _delete(store, files, dry_run)
-        if not dry_run:
-            store.prune_empty(name)
-        totals.leaf_directories += Removed(1, removed.files, removed.bytes)
+        doomed.append((name, files))
+    if pool is None:
+        for name, files in doomed:
+            totals.leaf_directories += _remove_directory(store, name, files, dry_run)
+        return
+    futures = [
+        pool.submit(_remove_directory, store, name, files, dry_run) for name, files in doomed
+    ]
+    for future in futures:
+        totals.leaf_directories += future.result()
 
 
-def _clean_journals(store: Store, cutoff: dt.datetime, dry_run: bool, totals: _Totals) -> None:
-    for job in store.directories(SPARK_STAGING):
+def _clean_journals(
+    store: Store,
+    cutoff: dt.datetime,
+    dry_run: bool,
+    totals: _Totals,
+    listings: Mapping[str, list[StoredFile]] | None = None,
+) -> None:
+    for job in _subdirectories(store, SPARK_STAGING, listings):
         prefix = f"{SPARK_STAGING}/{job}"
-        files = store.files(prefix)
+        files = _listed(store, prefix, listings)
         newest = _newest(files)
         if not files or newest is None or newest >= cutoff:
             continue
@@ -566,7 +642,7 @@ def _clean_journals(store: Store, cutoff: dt.datetime, dry_run: bool, totals: _T
         totals.staged_files += _delete(store, files, dry_run)
         if not dry_run:
             store.prune_empty(prefix)
-    if not dry_run and not store.files(SPARK_STAGING):
+    if not dry_run and store.local and not store.files(SPARK_STAGING):
         store.prune_empty(SPARK_STAGING)
 
 
@@ -618,14 +694,19 @@ def cleanup(
     store = Store(manifest.root, options)
     totals = _Totals()
 
-    manifest_history = history(manifest.uri, options)
-    if manifest_history is None:
-        raise errors.NamespaceNotFoundError(
-            f"no partitioned namespace at {manifest.root!r}: {manifest.uri!r} holds no table"
-        )
-    expired = expired_versions(manifest_history.times, manifest_history.tagged, cutoff)
-    kept = sorted(set(manifest_history.times) - expired)
-    refs, published = _references(manifest, kept)
+    # the root is listed (on an object store) while the __manifest's versions are read, not
+    # after: each is a round of requests on the way to the leaves
+    with ThreadPoolExecutor(1) as lister:
+        listed = lister.submit(_list_root, store)
+        manifest_history = history(manifest.uri, options)
+        if manifest_history is None:
+            raise errors.NamespaceNotFoundError(
+                f"no partitioned namespace at {manifest.root!r}: {manifest.uri!r} holds no table"
+            )
+        expired = expired_versions(manifest_history.times, manifest_history.tagged, cutoff)
+        kept = sorted(set(manifest_history.times) - expired)
+        refs, published = _references(manifest, kept)
+        listings = listed.result()
 
     # 1. expired __manifest versions first: leaf versions only they pin go next, so every
     # __manifest version that still exists stays readable whatever step a crash stops at.
@@ -642,7 +723,7 @@ def cleanup(
     width = max(1, min(threads or manifest.max_workers, len(leaves) or 1))
     with ThreadPoolExecutor(1) as first, ThreadPoolExecutor(width) as pool:
         step_one = first.submit(
-            _clean_manifest, store, manifest_history, expired, cutoff, dry_run, totals
+            _clean_manifest, store, manifest_history, expired, cutoff, dry_run, totals, listings
         )
         clean = functools.partial(
             _clean_leaf,
@@ -652,20 +733,29 @@ def cleanup(
             cutoff=cutoff,
             read=kept[-1],
             dry_run=dry_run,
-            listings=_list_root(store),
+            listings=listings,
         )
         try:
             per_leaf = _clean_leaves(pool, step_one, clean, leaves, progress)
+            for leaf_totals in per_leaf:
+                totals.absorb(leaf_totals)
+            # 3. leaf directories no retained version lists; 4. Spark journals
+            _clean_directories(
+                store,
+                referenced_dirs,
+                cutoff,
+                dry_run,
+                totals,
+                listings=listings,
+                pool=None if listings is None else pool,
+            )
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
-    for leaf_totals in per_leaf:
-        totals.absorb(leaf_totals)
-
-    # 3. leaf directories no retained version lists; 4. Spark journals
-    _clean_directories(store, referenced_dirs, cutoff, dry_run, totals)
-    _clean_journals(store, cutoff, dry_run, totals)
-    models = unreferenced_models(manifest, store, kept, cutoff)
+    _clean_journals(store, cutoff, dry_run, totals, listings)
+    models = unreferenced_models(
+        manifest, store, kept, cutoff, None if listings is None else listings.get(MODELS_DIR, [])
+    )
     if models:
         totals.staged_files += _delete(store, models, dry_run)
         if not dry_run:

@@ -6,7 +6,9 @@ deletes each listed version's manifest and transaction files and every data, del
 index file that no remaining version references (its current version and tagged versions are
 never removed). Lance also deletes, on any cleanup, the files that no version references and
 that are more than 7 days old (a writer that never committed); the cleanup removes younger
-ones itself (:func:`staged_files`) when its retention is shorter.
+ones itself (:func:`staged_files`) when its retention is shorter. A leaf whose files and
+versions the cleanup knows already has the same files deleted without Lance's cleanup
+(:mod:`~lance_partitioned.maintenance.removal`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from lance import LanceDataset
 from lance_partitioned import errors
 from lance_partitioned.maintenance.files import StoredFile
 from lance_partitioned.manifest import open_leaf
-from lance_partitioned.runtime.leaf_cache import cached_leaf, exclusive
+from lance_partitioned.runtime.leaf_cache import cached_leaf, exclusive, known_leaf
 
 __all__ = [
     "DatasetHistory",
@@ -34,6 +36,7 @@ __all__ = [
     "predict_removal",
     "remove_versions",
     "staged_files",
+    "transaction_file",
     "utc",
 ]
 
@@ -119,6 +122,7 @@ class DatasetHistory:
     tagged: set[int]
     _files: dict[int, set[str]] = field(default_factory=dict, repr=False)
     _checkouts: int = field(default=0, repr=False)  # versions read one by one
+    _opened: dict[int, LanceDataset] = field(default_factory=dict, repr=False)  # no I/O
 
     def files(self, version: int) -> set[str]:
         """The data and deletion files (relative to the dataset) that ``version`` reads.
@@ -126,14 +130,25 @@ class DatasetHistory:
         The latest version's come from the open dataset; a few more versions are read one by
         one, then every version's at once (one Lance call that reads every manifest, rather
         than a checkout and Python objects per fragment of each version: a ``__manifest``
-        holds hundreds of versions, a leaf a few)."""
-        if version not in self._files and version != self.dataset.version:
+        holds hundreds of versions, a leaf a few). A version this process has opened (the
+        leaf cache) is read from that object."""
+        opened = version == self.dataset.version or version in self._opened
+        if version not in self._files and not opened:
             if self._checkouts == _CHECKOUTS:
                 self._read_every_version()
             self._checkouts += 1
         if version not in self._files:
             self._files[version] = self._read_files(version)
         return self._files[version]
+
+    def every_version_opened(self) -> bool:
+        """Whether every version's files are known without reading (the leaf cache holds
+        each version: :func:`history` with ``cache_key``)."""
+        return bool(self._opened) and set(self.times) <= set(self._opened)
+
+    def opened(self, version: int) -> LanceDataset:
+        """The dataset at ``version`` when this process holds it opened, else the latest."""
+        return self._opened.get(version, self.dataset)
 
     def _read_every_version(self) -> None:
         """Read the files of every version with Lance's ``tracked_files`` (those it does not
@@ -182,7 +197,10 @@ class DatasetHistory:
     def _read_files(self, version: int) -> set[str]:
         # the latest version is open already: a checkout would read its manifest again
         ds = self.dataset
-        at = ds if version == ds.version else ds.checkout_version(version)
+        if version in self._opened:
+            at = self._opened[version]
+        else:
+            at = ds if version == ds.version else ds.checkout_version(version)
         out: set[str] = set()
         for fragment in at.get_fragments():
             meta = fragment.metadata
@@ -226,15 +244,15 @@ def history(
     only the version the dataset opens at (a leaf's usual state after a cleanup), its commit
     time comes from the manifest just read instead of a second listing and read of every
     manifest (two requests per leaf on an object store). ``cache_key`` (the storage options
-    as the leaf cache keys them): that one version is opened through the leaf cache
+    as the leaf cache keys them): the newest listed version is opened through the leaf cache
     (:mod:`lance_partitioned.runtime.leaf_cache`), so a leaf version this process committed
-    or read is not opened again."""
-    only = set(listed) if listed is not None else set()
-    if cache_key is not None and len(only) == 1 and not tags:
-        ds = _cached_version(uri, only.pop(), options, cache_key)
-        if ds is not None:
-            moment = utc(_moment(ds.get_version()["timestamp"]))
-            return DatasetHistory(uri, ds, {int(ds.version): moment}, int(ds.version), set())
+    or read is not opened again, and when this process has every other listed version
+    opened too (a leaf it wrote, deleted from and optimized), their commit times and files
+    come from those objects: no request at all."""
+    if cache_key is not None and listed and not tags:
+        found = _listed_history(uri, set(listed), options, cache_key)
+        if found is not None:
+            return found
     try:
         ds = open_leaf(uri, storage_options=options, action="read the versions of a table")
         if listed is not None and set(listed) == {int(ds.version)}:
@@ -252,6 +270,32 @@ def history(
     latest = int(ds.version)
     times.setdefault(latest, utc(_moment(ds.get_version()["timestamp"])))
     return DatasetHistory(uri, ds, times, latest, tagged)
+
+
+def _listed_history(
+    uri: str,
+    listed: set[int],
+    options: Mapping[str, str] | None,
+    cache_key: tuple[tuple[str, str], ...],
+) -> DatasetHistory | None:
+    """The history of a dataset whose listing found the versions ``listed``, without listing
+    or reading every manifest again: the newest listed version through the leaf cache (read
+    when this process has not opened it), and the commit times of the others from the
+    versions this process has opened (a leaf it wrote, deleted from or optimized); None when
+    one of those is not in the cache (the caller reads every version then)."""
+    latest = max(listed)
+    opened: dict[int, LanceDataset] = {}
+    for version in sorted(listed - {latest}):
+        known = known_leaf(uri, version, cache_key)
+        if known is None:
+            return None
+        opened[version] = known
+    ds = _cached_version(uri, latest, options, cache_key)
+    if ds is None or int(ds.version) != latest:
+        return None
+    opened[latest] = ds
+    times = {v: utc(_moment(at.get_version()["timestamp"])) for v, at in opened.items()}
+    return DatasetHistory(uri, ds, times, latest, set(), _opened=opened)
 
 
 def _cached_version(
@@ -372,6 +416,15 @@ def predict_removal(
     return Removed(len(remove), len(present), sum(sizes[p] for p in present))
 
 
+def transaction_file(hist: DatasetHistory, version: int) -> str | None:
+    """The transaction file (relative to the dataset) that committed ``version``, read
+    through the version's own opened object when there is one; None when unreadable."""
+    transaction = _transaction(hist.opened(version), version)
+    if transaction is None:
+        return None
+    return f"_transactions/{transaction.read_version}-{transaction.uuid}.txn"
+
+
 def _transaction(ds: LanceDataset, version: int) -> Any:
     try:
         return exclusive(ds).read_transaction(version)  # ds may be the leaf cache's
@@ -385,7 +438,7 @@ def remove_versions(hist: DatasetHistory, remove: Collection[int]) -> Removed:
     if not versions:
         return Removed()
     try:
-        stats = hist.dataset.cleanup_old_versions(
+        stats = exclusive(hist.dataset).cleanup_old_versions(  # it may be the leaf cache's
             versions=versions, error_if_tagged_old_versions=False, delete_unverified=False
         )
     except (OSError, ValueError) as exc:

@@ -245,12 +245,16 @@ def _load(root: str, options: tuple[tuple[str, str], ...], path: str) -> SharedM
 
 
 def unreferenced_models(
-    manifest: Manifest, store: Store, versions: Sequence[int], cutoff: dt.datetime
+    manifest: Manifest,
+    store: Store,
+    versions: Sequence[int],
+    cutoff: dt.datetime,
+    listed: Sequence[StoredFile] | None = None,
 ) -> list[StoredFile]:
     """The model files under :data:`MODELS_DIR` that no index definition of the
     ``__manifest`` ``versions`` names, older than ``cutoff`` (a build in progress writes its
-    model before it records the definition)."""
-    files = store.files(MODELS_DIR)
+    model before it records the definition). ``listed``: those files, listed already."""
+    files = store.files(MODELS_DIR) if listed is None else list(listed)
     if not files:
         return []
     named: set[str] = set()

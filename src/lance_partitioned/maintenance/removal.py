@@ -1,0 +1,123 @@
+"""Removing versions of a leaf whose every file the cleanup knows, without Lance's cleanup.
+
+Lance's ``cleanup_old_versions`` lists and reads the dataset again before it deletes anything:
+on an object store 12-14 requests per leaf (two listings of ``_refs/``, two of ``_versions/``,
+a read of each version's manifest, six listings of the dataset's directories;
+``benchmarks/objectstore.py``: 1,219 of the 1,556 requests of a cleanup of 731 leaves). When
+the cleanup already holds all of that, the listing of the leaf made at its start and every
+listed version opened by this process (:func:`~.versions.history` through the leaf cache),
+it deletes what Lance would itself (what :func:`~.versions.predict_removal` predicts): the
+removed versions' manifests and transaction files, and the data and deletion files that only
+they read, and, as Lance does, the data, deletion and transaction files that no version reads
+once 7 days old. The manifests go first, so that a crash leaves no version that still exists
+pointing at a deleted file.
+
+Only a leaf of the plainest shape goes this way: its files all under ``_versions/``,
+``data/``, ``_deletions/`` and ``_transactions/`` (no index, no tag or branch, no blob, nothing
+newer Lance may write), its listed manifests the versions of its history, and each removed
+version's transaction readable; any other goes through Lance's cleanup as before.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Collection, Sequence
+
+from lance_partitioned.maintenance.files import Store, StoredFile
+from lance_partitioned.maintenance.versions import (
+    DatasetHistory,
+    Removed,
+    listed_versions,
+    transaction_file,
+)
+
+__all__ = ["remove_known"]
+
+_KNOWN_DIRS = ("_versions/", "data/", "_deletions/", "_transactions/")
+_STAGED_DIRS = ("data/", "_deletions/")
+#: Lance's cleanup also deletes the files no version reads once they are this old.
+UNVERIFIED_AGE = dt.timedelta(days=7)
+#: Files of those directories that are not a version's, and that Lance's cleanup keeps.
+_KEPT_FILES = frozenset({"_versions/latest_version_hint.json"})
+
+
+def doomed_files(
+    hist: DatasetHistory, remove: Collection[int], listing: Sequence[StoredFile]
+) -> list[StoredFile] | None:
+    """The files (paths relative to the dataset) that removing ``remove`` deletes, manifests
+    first; None when the leaf is not of the plainest shape or a version is not known without
+    reading it (Lance's cleanup then)."""
+    if not remove or not hist.every_version_opened():
+        return None
+    if any(not f.path.startswith(_KNOWN_DIRS) for f in listing):
+        return None
+    manifests = listed_versions(listing)
+    in_versions = [
+        f for f in listing if f.path.startswith("_versions/") and f.path not in _KEPT_FILES
+    ]
+    if len(in_versions) != len(manifests) or set(manifests) != set(hist.times):
+        return None  # a file Lance may know and we do not, or versions moved since the listing
+    if hist.latest in remove or not set(remove) <= set(hist.times):
+        return None
+    by_path = {f.path: f for f in listing}
+    read_only_by_removed: set[str] = set()
+    for version in remove:
+        read_only_by_removed |= hist.files(version)
+    for version in set(hist.times) - set(remove):
+        read_only_by_removed -= hist.files(version)
+    transactions: list[str] = []
+    for version in sorted(remove):
+        name = transaction_file(hist, version)
+        if name is None:
+            return None
+        transactions.append(name)
+    unverified = _unverified(hist, remove, listing, set(transactions))
+    if unverified is None:
+        return None
+    ordered = [manifests[version] for version in sorted(remove)]
+    ordered += [by_path[p] for p in transactions if p in by_path]
+    ordered += [by_path[p] for p in sorted(read_only_by_removed | unverified) if p in by_path]
+    return ordered
+
+
+def _unverified(
+    hist: DatasetHistory,
+    remove: Collection[int],
+    listing: Sequence[StoredFile],
+    removed_transactions: set[str],
+) -> set[str] | None:
+    """The data, deletion and transaction files that no version reads and that are older
+    than :data:`UNVERIFIED_AGE`, which Lance's cleanup deletes too (a writer that never
+    committed); None when a remaining version's transaction file cannot be read."""
+    oldest = dt.datetime.now(dt.timezone.utc) - UNVERIFIED_AGE
+    old = {f.path for f in listing if f.mtime is not None and f.mtime < oldest}
+    read: set[str] = set()
+    for version in hist.times:
+        read |= hist.files(version)
+    out = {p for p in old if p.startswith(_STAGED_DIRS) and p not in read}
+    transactions = {p for p in old if p.startswith("_transactions/")} - removed_transactions
+    if transactions:
+        for version in set(hist.times) - set(remove):
+            name = transaction_file(hist, version)
+            if name is None:
+                return None
+            transactions.discard(name)
+        out |= transactions
+    return out
+
+
+def remove_known(
+    hist: DatasetHistory,
+    remove: Collection[int],
+    listing: Sequence[StoredFile],
+    store: Store,
+    prefix: str,
+) -> Removed | None:
+    """Remove ``remove`` from the leaf of ``hist`` (its files ``listing``, relative to it, at
+    ``prefix`` in ``store``) by deleting :func:`doomed_files`; None, with nothing deleted,
+    when they are not known (the caller uses Lance's cleanup then)."""
+    doomed = doomed_files(hist, remove, listing)
+    if doomed is None:
+        return None
+    store.delete(f"{prefix}/{f.path}" if prefix else f.path for f in doomed)
+    return Removed(len(remove), len(doomed), sum(f.size for f in doomed))

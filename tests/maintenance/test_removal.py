@@ -1,0 +1,111 @@
+"""Removing a leaf's versions without Lance's cleanup (``maintenance/removal.py``) deletes
+exactly what Lance's ``cleanup_old_versions(versions=[...])`` deletes, on two copies of the
+same dataset, and leaves a leaf of any other shape to Lance."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import lance
+import pyarrow as pa
+import pytest
+
+from lance_partitioned.maintenance.files import Store
+from lance_partitioned.maintenance.removal import doomed_files, remove_known
+from lance_partitioned.maintenance.versions import (
+    DatasetHistory,
+    history,
+    listed_versions,
+    remove_versions,
+)
+from lance_partitioned.runtime import leaf_cache
+from tests.maintenance.helpers import age, files
+
+
+def _dataset(uri: str) -> None:
+    """Versions 1-3 append, 4 deletes a row (a deletion file), 5 overwrites, 6 appends."""
+    ds = lance.write_dataset(pa.table({"a": [1, 2]}), uri)
+    for value in (3, 4):
+        ds = lance.write_dataset(pa.table({"a": [value]}), uri, mode="append")
+    ds.delete("a = 2")
+    lance.write_dataset(pa.table({"a": [10]}), uri, mode="overwrite")
+    lance.write_dataset(pa.table({"a": [11]}), uri, mode="append")
+
+
+def _rows(uri: str, version: int) -> list[int]:
+    return sorted(lance.dataset(uri, version=version).to_table().column("a").to_pylist())
+
+
+def _opened_history(uri: str) -> DatasetHistory:
+    """The history of ``uri`` with every version opened through the leaf cache, as a cleanup
+    sees a leaf whose versions this process committed."""
+    listed = listed_versions(Store(uri).files())
+    for version in listed:
+        leaf_cache.cached_leaf(uri, version, (), lambda v=version: lance.dataset(uri, version=v))
+    hist = history(uri, None, tags=False, listed=listed, cache_key=())
+    assert hist is not None
+    assert hist.every_version_opened()
+    return hist
+
+
+def _leftovers(uri: str) -> None:
+    """A data file and a transaction file no version names, 8 days old (Lance's cleanup
+    deletes them), and a data file no version names, 1 day old (it keeps that one)."""
+    for name, days in (
+        ("data/old.lance", 8),
+        ("_transactions/9-old.txn", 8),
+        ("data/new.lance", 1),
+    ):
+        path = Path(uri) / name
+        path.write_bytes(b"x" * 10)
+        age(path, days)
+
+
+@pytest.mark.parametrize(
+    ("remove", "leftovers"),
+    [({1, 2, 3, 4, 5}, False), ({1, 3, 5}, False), ({4}, False), ({1, 3, 5}, True)],
+)
+def test_it_deletes_what_lances_cleanup_deletes(
+    tmp_path: Path, remove: set[int], leftovers: bool
+) -> None:
+    ours, lances = str(tmp_path / "ours"), str(tmp_path / "lance")
+    _dataset(ours)
+    if leftovers:
+        _leftovers(ours)
+    shutil.copytree(ours, lances)
+    expected = {v: _rows(ours, v) for v in range(1, 7)}
+    before = files(ours)
+    leaf_cache.clear()
+    try:
+        removed = remove_known(_opened_history(ours), remove, Store(ours).files(), Store(ours), "")
+    finally:
+        leaf_cache.clear()
+    hist = history(lances, None)
+    assert hist is not None
+    by_lance = remove_versions(hist, remove)
+
+    assert set(files(ours)) == set(files(lances))
+    if leftovers:
+        assert {"data/old.lance", "_transactions/9-old.txn"} <= set(before) - set(files(ours))
+        assert "data/new.lance" in files(ours)
+    assert removed == by_lance
+    gone = set(before) - set(files(ours))
+    assert removed is not None
+    assert removed.files == len(gone)
+    assert removed.bytes == sum(before[p] for p in gone)
+    for version in set(range(1, 7)) - remove:
+        assert _rows(ours, version) == expected[version]
+
+
+def test_a_leaf_with_an_index_or_a_tag_goes_to_lance(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    _dataset(uri)
+    leaf_cache.clear()
+    try:
+        lance.dataset(uri).create_scalar_index("a", "BTREE")
+        with_index = _opened_history(uri)
+        assert doomed_files(with_index, {1}, Store(uri).files()) is None
+    finally:
+        leaf_cache.clear()
+    assert _rows(uri, 1) == [1, 2]  # nothing deleted
