@@ -208,7 +208,7 @@ class _Stager:
         # the leaf directory (its latest version may be an orphan of any schema): the commit
         # maps them to the ids of the leaf version it commits on
         mode = "overwrite" if self.snapshot.has(part.object_id) else "create"
-        if local_path(uri) is None and uri not in self.formats:
+        if uri not in self.formats:
             self.formats[uri] = file_version(
                 uri,
                 None if mode == "create" else self.snapshot.read_version(part.object_id),
