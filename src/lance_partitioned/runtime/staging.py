@@ -32,16 +32,23 @@ __all__ = ["file_version", "stage_fragment"]
 _Template = tuple[list[int], list[int], int, int]
 _templates: dict[tuple[bytes, str | None], _Template] = {}
 _lock = threading.Lock()
+# the template last found, with its schema object and version: a write asks for the same
+# one once per leaf
+_last: tuple[pa.Schema, str | None, _Template] | None = None
 
 
 def _template(schema: pa.Schema, first: pa.Table, version: str | None) -> _Template:
     """Field ids, column indices and file format version of a fragment that
     ``write_fragments`` stages for a new dataset of ``schema`` (``version``: the format
     version, None for Lance's default): it writes ``first`` (one row) to memory once."""
+    last = _last
+    if last is not None and last[0] is schema and last[1] == version:
+        return last[2]  # (a schema object never changes: the write's leaves share it)
     key = (schema.serialize().to_pybytes(), version)
     with _lock:
         found = _templates.get(key)
     if found is not None:
+        _remember(schema, version, found)
         return found
     (fragment,) = lance.fragment.write_fragments(
         first,
@@ -59,7 +66,13 @@ def _template(schema: pa.Schema, first: pa.Table, version: str | None) -> _Templ
     )
     with _lock:
         _templates[key] = found
+    _remember(schema, version, found)
     return found
+
+
+def _remember(schema: pa.Schema, version: str | None, found: _Template) -> None:
+    global _last
+    _last = (schema, version, found)
 
 
 def file_version(
