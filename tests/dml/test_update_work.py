@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import lance.fragment
 import pyarrow as pa
 import pytest
 
@@ -78,3 +79,29 @@ def test_an_in_place_update_stages_each_leafs_rows_back_without_partitioning_the
     assert ns.to_table("country = 'US'").num_rows == 0
     moved = sorted(r["id"] for r in want.to_pylist() if r["country"] in ("US", "FR"))
     assert sorted(ns.to_table("country = 'FR'").column("id").to_pylist()) == moved
+
+
+def test_an_update_stages_each_leafs_rows_without_opening_the_leaf_again(
+    tmp_path: Path, data: pa.Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The planner opened each leaf at its read_version: its new rows are written as a data
+    file of that leaf's format at once (``runtime.staging``), not by ``write_fragments``,
+    which lists the leaf's versions and reads its manifest again, per leaf."""
+    ns = create(tmp_path / "ns", "bucket(4, user_id)", data)
+    written: list[str] = []
+    original = lance.fragment.write_fragments
+
+    def looked(data: Any, uri: Any, *args: Any, **kwargs: Any) -> Any:
+        if not str(uri).startswith("memory://"):  # (a schema's template, once)
+            written.append(str(uri))
+        return original(data, uri, *args, **kwargs)
+
+    monkeypatch.setattr(lance.fragment, "write_fragments", looked)
+    result = ns.update("id % 3 = 0", set={"amount": "amount + 1"})
+    assert result.leaves_read >= 2
+    assert written == []
+    want = oracle(
+        data,
+        "SELECT * REPLACE (CASE WHEN id % 3 = 0 THEN amount + 1 ELSE amount END AS amount) FROM t",
+    )
+    assert contents(ns) == expected(want)

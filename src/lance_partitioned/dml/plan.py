@@ -77,7 +77,8 @@ def pushdown(ds: LanceDataset, task: ScanTask, schema: NamespaceSchema) -> str |
         return "true"
     read = schema.read_schema()
     fields = scan.residual_fields(task.residual, read)
-    sources = [leaf_field(ds.schema, f) for f in fields]
+    leaf = ds.schema  # (converted from Lance's at each access)
+    sources = [leaf_field(leaf, f) for f in fields]
     return scan.leaf_filter(ds, task.residual, fields, sources)
 
 
@@ -95,7 +96,8 @@ def matched_rows(
     filtered = [] if is_whole_leaf(task) else scan.residual_fields(residual, read)
     names = {f.name for f in wanted}
     needed = pa.schema([*wanted, *(f for f in filtered if f.name not in names)])
-    sources = [leaf_field(ds.schema, f) for f in needed]
+    leaf = ds.schema  # (converted from Lance's at each access)
+    sources = [leaf_field(leaf, f) for f in needed]
     sql = pushdown(ds, task, schema)
     small = task.row_count is not None and task.row_count <= EARLY_ROWS
     scanner = ds.scanner(

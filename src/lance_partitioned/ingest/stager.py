@@ -82,7 +82,7 @@ class _Stager:
         # buffers handed to the pool and not yet written, with their sizes
         self.in_flight: collections.deque[tuple[Future[list[Any]], int]] = collections.deque()
         self.staging = 0
-        # by leaf URI on an object store: the file format to stage in without looking at the
+        # by leaf URI: the file format to stage in without looking at the
         # leaf (False: unknown, staged by write_fragments; runtime.staging.file_version)
         self.formats: dict[str, str | Literal[False] | None] = {}
 
@@ -208,7 +208,7 @@ class _Stager:
         # the leaf directory (its latest version may be an orphan of any schema): the commit
         # maps them to the ids of the leaf version it commits on
         mode = "overwrite" if self.snapshot.has(part.object_id) else "create"
-        if local_path(uri) is None and uri not in self.formats:
+        if uri not in self.formats:
             self.formats[uri] = file_version(
                 uri,
                 None if mode == "create" else self.snapshot.read_version(part.object_id),
@@ -259,7 +259,7 @@ class _Stager:
             and data.num_rows <= self.options.max_rows_per_file
             and data.schema.equals(self.target)
         ):
-            # one file, on an object store: written without looking at the leaf first
+            # one file: written without looking at the leaf first
             whole = merged if merged is not None else data  # aligned either way
             fragment = stage_fragment(
                 whole,

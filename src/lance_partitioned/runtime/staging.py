@@ -1,4 +1,4 @@
-"""Staging a leaf's fragments on an object store without asking it anything first (issue 31).
+"""Staging a leaf's fragments without asking the leaf anything first (issue 31).
 
 ``lance.fragment.write_fragments`` first looks for a dataset at the leaf's URI (on S3 a
 ``LIST`` of ``_versions/``, and for an existing leaf a ``GET`` of its manifest too), only to
@@ -9,6 +9,9 @@ commits on), so :func:`stage_fragment` writes the one data file with
 :class:`lance.file.LanceFileWriter` (one ``PUT``) and describes it like ``write_fragments``
 would: the field ids and column indices of a new dataset of that schema, computed once per
 schema and format version by ``write_fragments`` of one row to ``memory://`` (no request).
+On a local disk too: there ``write_fragments`` lists the leaf's versions and reads its
+manifest per leaf staged (an update of 500 leaves: 500 listings and manifest reads more than
+pylance's own ``update`` makes).
 
 Whatever is really at the leaf's URI (an orphan directory of a crashed writer, a table another
 writer created meanwhile) is for the leaf commit to find, as before: it never assumed more.
@@ -32,16 +35,23 @@ __all__ = ["file_version", "stage_fragment"]
 _Template = tuple[list[int], list[int], int, int]
 _templates: dict[tuple[bytes, str | None], _Template] = {}
 _lock = threading.Lock()
+# the template last found, with its schema object and version: a write asks for the same
+# one once per leaf
+_last: tuple[pa.Schema, str | None, _Template] | None = None
 
 
 def _template(schema: pa.Schema, first: pa.Table, version: str | None) -> _Template:
     """Field ids, column indices and file format version of a fragment that
     ``write_fragments`` stages for a new dataset of ``schema`` (``version``: the format
     version, None for Lance's default): it writes ``first`` (one row) to memory once."""
+    last = _last
+    if last is not None and last[0] is schema and last[1] == version:
+        return last[2]  # (a schema object never changes: the write's leaves share it)
     key = (schema.serialize().to_pybytes(), version)
     with _lock:
         found = _templates.get(key)
     if found is not None:
+        _remember(schema, version, found)
         return found
     (fragment,) = lance.fragment.write_fragments(
         first,
@@ -59,7 +69,13 @@ def _template(schema: pa.Schema, first: pa.Table, version: str | None) -> _Templ
     )
     with _lock:
         _templates[key] = found
+    _remember(schema, version, found)
     return found
+
+
+def _remember(schema: pa.Schema, version: str | None, found: _Template) -> None:
+    global _last
+    _last = (schema, version, found)
 
 
 def file_version(
