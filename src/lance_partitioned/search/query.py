@@ -28,7 +28,9 @@
    snapshot opens and classifies no leaf.
 3. The per-leaf top-k lists are merged exactly: rows are ordered by ``_distance`` (ascending)
    or ``_score`` (descending), ties by leaf object id, then by row id in the leaf, and the
-   first k are kept; ``_partition`` is made for those k only. The winners' columns are
+   first k are kept; ``_partition`` is made for those k only (when every kept leaf was
+   searched in numpy, the k are chosen there and only their rows read:
+   :mod:`lance_partitioned.search.winners`). The winners' columns are
    read from memory once a leaf version's have been read twice
    (:mod:`lance_partitioned.search.rows`). Among rows tied at the k-th
    distance inside one leaf, which ones Lance returns is Lance's choice.
