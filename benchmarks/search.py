@@ -176,7 +176,7 @@ def main() -> None:
         from lancedb.index import IvfPq
 
         db = lancedb.connect(str(root / "db"))
-        if "t" in db.table_names():
+        if (root / "db" / "t.lance").exists():  # (a local directory)
             ldb = db.open_table("t")
         else:
             ldb = db.create_table("t", table)
