@@ -1,7 +1,7 @@
 """A point filter no partition prunes (issue 29's ``user_id = 4242``): how each leaf is read
 (its columns mapped, the residual translated to Lance SQL) is worked out once per leaf version
-(scan/recipes.py), and the leaves are dealt to the leaf threads in chunks, one in the calling
-thread (scan/read.py ``each_leaf``): no per-leaf work of ours beyond Lance's count."""
+(scan/recipes.py), and the calling thread and the leaf threads each take the next leaf
+(scan/read.py ``each_leaf``): no per-leaf work of ours beyond Lance's count."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def test_a_repeated_point_query_translates_no_filter_again(
     assert older.count_rows("grp = 3") == expected
 
 
-def test_a_count_deals_its_leaves_in_chunks_one_to_the_calling_thread(
+def test_a_count_runs_leaves_in_the_calling_thread_too(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ns = namespace(tmp_path / "ns", sizes=SIZES)
@@ -71,15 +71,27 @@ def test_a_count_deals_its_leaves_in_chunks_one_to_the_calling_thread(
     assert len(set(counted.threads)) <= min(ns.max_workers, len(SIZES))
 
 
-def test_each_leaf_keeps_the_task_order() -> None:
+def test_each_leaf_runs_every_task_once_in_task_order() -> None:
     callers: list[int] = []
+    done: list[int] = []
 
     def work(task: Any) -> Any:
         callers.append(threading.get_ident())
+        done.append(task)
         return task * 10
 
     tasks: Any = list(range(11))
     for width in (1, 2, 3, 4, 11, 20):
+        done.clear()
         assert scan_read.each_leaf(tasks, width, work) == [t * 10 for t in tasks]
+        assert sorted(done) == tasks
     assert scan_read.each_leaf([], 3, work) == []
     assert threading.get_ident() in callers
+
+    def fails(task: Any) -> Any:
+        if task == 5:
+            raise lp.errors.InvalidInputError("leaf 5")
+        return task
+
+    with pytest.raises(lp.errors.InvalidInputError, match="leaf 5"):
+        scan_read.each_leaf(tasks, 3, fails)
