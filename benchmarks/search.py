@@ -28,6 +28,11 @@ Usage::
     .venv/bin/python benchmarks/search.py                            # 1M rows: long
     .venv/bin/python benchmarks/search.py --rows 100000 --queries 20  # small
     .venv/bin/python benchmarks/search.py --btree-demo               # ``user_id = 4242``
+    .venv/bin/python benchmarks/search.py --root /tmp/r1m  # built once, then reused
+
+``--root DIR`` builds the namespace, the one table and the LanceDB table in ``DIR`` (or reuses
+them when an earlier run, or ``search_cpu.py --root``, built them with the same arguments) and
+skips the full-text and ``BTREE`` sections, which build indexes on that data.
 
 ``--btree-demo`` runs only the issue's ``user_id = 4242`` case on the demo's namespace
 (``--rows`` events in the first batch, default 2,000,000, as the demo; or ``--demo-uri`` of one
@@ -107,6 +112,10 @@ def recall(
     return float(np.mean(hits))
 
 
+def _seconds(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -126,6 +135,12 @@ def main() -> None:
         "--demo-uri", help="--btree-demo: a namespace written by the demo (default: generate one)"
     )
     parser.add_argument("--repeats", type=int, default=7, help="--btree-demo: runs per timing")
+    parser.add_argument(
+        "--root",
+        help="build the namespace, one table and LanceDB table here, or reuse them when there "
+        "(as search_cpu.py --root); the full-text and BTREE sections, which build indexes on "
+        "the data, are then skipped",
+    )
     args = parser.parse_args()
     if args.btree_demo:
         _btree_demo.run(args.rows or 2_000_000, args.repeats, args.seed, args.demo_uri)
@@ -134,32 +149,43 @@ def main() -> None:
     sub_vectors = max(1, args.dim // 16)
     table, vectors = make_data(args.rows, args.dim, args.tenants, args.seed)
     tenants = table.column("tenant").to_numpy(zero_copy_only=False)
-    root = Path(tempfile.mkdtemp())
+    root = Path(args.root or tempfile.mkdtemp())
+    reused = args.root is not None and (root / "one.lance").exists()
     rng = np.random.default_rng(args.seed + 1)
-
-    ns = lp.PartitionedNamespace.create(
-        str(root / "ns"), schema=table.schema, partition_by="tenant"
-    )
-    ns.write(table)
-    build_ours = timed(lambda: ns.create_index("emb", "IVF_PQ", num_sub_vectors=sub_vectors))
-    one = lance.write_dataset(table, str(root / "one.lance"))
     partitions = int(math.sqrt(args.rows))
-    build_one = timed(
-        lambda: one.create_index(
-            "emb", "IVF_PQ", num_partitions=partitions, num_sub_vectors=sub_vectors
+    build_ours: float | None = None
+    build_one: float | None = None
+    build_ldb: float | None = None
+    if reused:  # built by an earlier run (or search_cpu.py) with the same arguments
+        ns = lp.PartitionedNamespace.open(str(root / "ns"))
+    else:
+        ns = lp.PartitionedNamespace.create(
+            str(root / "ns"), schema=table.schema, partition_by="tenant"
         )
-    )
+        ns.write(table)
+        build_ours = timed(lambda: ns.create_index("emb", "IVF_PQ", num_sub_vectors=sub_vectors))
+        made = lance.write_dataset(table, str(root / "one.lance"))
+        build_one = timed(
+            lambda: made.create_index(
+                "emb", "IVF_PQ", num_partitions=partitions, num_sub_vectors=sub_vectors
+            )
+        )
     one = lance.dataset(str(root / "one.lance"))
     try:
         import lancedb
         from lancedb.index import IvfPq
 
         db = lancedb.connect(str(root / "db"))
-        ldb = db.create_table("t", table)
-        ivf_pq = IvfPq(distance_type="l2", num_partitions=partitions, num_sub_vectors=sub_vectors)
-        build_ldb: float | None = timed(lambda: ldb.create_index("emb", config=ivf_pq))
+        if (root / "db" / "t.lance").exists():  # (a local directory)
+            ldb = db.open_table("t")
+        else:
+            ldb = db.create_table("t", table)
+            ivf_pq = IvfPq(
+                distance_type="l2", num_partitions=partitions, num_sub_vectors=sub_vectors
+            )
+            build_ldb = timed(lambda: ldb.create_index("emb", config=ivf_pq))
     except ImportError:
-        ldb, build_ldb = None, None
+        ldb = None
 
     names, counts = np.unique(tenants, return_counts=True)
     order = np.argsort(counts)
@@ -181,8 +207,8 @@ def main() -> None:
         f"lancedb {package_version('lancedb')}\n"
     )
     print(
-        f"index build (s): ours {build_ours:.1f}, one table {build_one:.1f}, lancedb "
-        f"{'n/a' if build_ldb is None else f'{build_ldb:.1f}'}\n"
+        f"index build (s): ours {_seconds(build_ours)}, one table {_seconds(build_one)}, "
+        f"lancedb {_seconds(build_ldb)}{' (data reused from --root)' if reused else ''}\n"
     )
     print("| query | system | recall@10 | QPS (1 thread) | QPS (2 threads) |")
     print("| --- | --- | --- | --- | --- |")
@@ -232,6 +258,9 @@ def main() -> None:
                 f"{qps(search, queries, 1):.0f} | {qps(search, queries, 2):.0f} |"
             )
 
+    if args.root is not None:
+        print(f"\n(--root {args.root}: the full-text and BTREE sections are skipped)")
+        return
     build_fts_ours = timed(lambda: ns.create_index("body", "INVERTED"))
     build_fts_one = timed(lambda: one.create_scalar_index("body", "INVERTED"))
     one = lance.dataset(str(root / "one.lance"))

@@ -28,7 +28,9 @@
    snapshot opens and classifies no leaf.
 3. The per-leaf top-k lists are merged exactly: rows are ordered by ``_distance`` (ascending)
    or ``_score`` (descending), ties by leaf object id, then by row id in the leaf, and the
-   first k are kept; ``_partition`` is made for those k only. The winners' columns are
+   first k are kept; ``_partition`` is made for those k only (when every kept leaf was
+   searched in numpy, the k are chosen there and only their rows read:
+   :mod:`lance_partitioned.search.winners`). The winners' columns are
    read from memory once a leaf version's have been read twice
    (:mod:`lance_partitioned.search.rows`). Among rows tied at the k-th
    distance inside one leaf, which ones Lance returns is Lance's choice.
@@ -53,7 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_partitioned import errors
-from lance_partitioned.consistency import conform_batch, leaf_field
+from lance_partitioned.consistency import conform_batch, conform_for_read, leaf_field
 from lance_partitioned.expressions import AlwaysTrue, Predicate
 from lance_partitioned.manifest import Manifest, ManifestSnapshot, local_path
 from lance_partitioned.runtime.leaf_cache import leaf_schema
@@ -66,7 +68,7 @@ from lance_partitioned.scan import (
     residual_fields,
 )
 from lance_partitioned.scan.plans import planned
-from lance_partitioned.search import bm25, encode, ivfpq, kept, prepared, rows
+from lance_partitioned.search import bm25, encode, ivfpq, kept, prepared, rows, winners
 from lance_partitioned.search.definitions import VECTOR_TYPES, IndexDefinition, load_definitions
 from lance_partitioned.search.flat import FlatVectors, flat_vectors, nearest_many, squared_l2
 from lance_partitioned.search.flat import nearest as flat_nearest
@@ -184,6 +186,27 @@ class _Leaf:
                 taken = taken.append_column(name, table.column(name))
             table = taken
         return self.conform(table, ["_distance", _ROWID])
+
+    def read(self, row_ids: np.ndarray) -> pa.Table:
+        """The output columns of the rows ``row_ids``, conformed, in that order (a leaf
+        without an in-memory residual: :attr:`exact_filter`; :mod:`.winners`)."""
+        count = len(row_ids)
+        if not self.columns:
+            taken = None
+        elif self.flat:
+            taken = rows.taken(self.ds, self.columns, row_ids)
+        else:
+            taken = self.ds._take_rows(row_ids.tolist(), columns=self.columns)
+        arrays = [
+            conform_for_read(
+                None if taken is None or source is None else taken.column(source.name),
+                source,
+                target,
+                count,
+            )
+            for source, target in zip(self.sources[: len(self.fields)], self.fields, strict=True)
+        ]
+        return pa.Table.from_arrays(arrays, schema=pa.schema(self.fields))
 
     def in_memory(self) -> bool:
         """Whether :meth:`take` reads from memory (:func:`.rows.in_memory`)."""
@@ -678,6 +701,23 @@ def _materialise(keys: list[_Keys], tables: list[pa.Table], k: int, width: int) 
         return out + list(pool.map(lambda pair: pair[0].take(pair[1]), wanted))
 
 
+def _read_many(wanted: list[tuple[winners.Winner, np.ndarray]], width: int) -> list[pa.Table]:
+    """Each leaf's rows of ``wanted`` read (:meth:`_Leaf.read`), in that order: the rows
+    kept in memory (:mod:`.rows`) in this thread, the others one read per leaf, in parallel."""
+    out: list[pa.Table | None] = [
+        leaf.read(ids) if leaf.in_memory() else None for leaf, ids in wanted
+    ]
+    rest = [at for at, table in enumerate(out) if table is None]
+    if len(rest) == 1:
+        out[rest[0]] = wanted[rest[0]][0].read(wanted[rest[0]][1])
+    elif rest:
+        with leaf_pool(min(len(rest), width)) as pool:
+            read = pool.map(lambda at: wanted[at][0].read(wanted[at][1]), rest)
+            for at, table in zip(rest, read, strict=True):
+                out[at] = table
+    return [table for table in out if table is not None]
+
+
 def _collect(
     found: Sequence[pa.Table | _Keys | None],
     fields: list[pa.Field],
@@ -691,6 +731,14 @@ def _collect(
     leaf ranked ``_ord`` in ``tasks``) added to the winners only."""
     keys = [item for item in found if isinstance(item, _Keys) and len(item.row_ids)]
     tables = [t for t in found if isinstance(t, pa.Table) and t.num_rows]
+    if keys and not tables and all(item.leaf.exact_filter for item in keys):
+        # every leaf searched in numpy: the k best keys chosen there, only their rows read
+        top, won = winners.top(keys, k, lambda wanted: _read_many(wanted, width))
+        chosen = [tasks[int(rank)] for rank in won]
+        top = top.append_column(_LEAF, pa.array([t.object_id for t in chosen], pa.utf8()))
+        return top.append_column(
+            "_partition", pa.array([_partition_text(t) for t in chosen], pa.utf8())
+        )
     if keys:
         tables += _materialise(keys, tables, k, width)
     order = [*(f.name for f in fields), key, _ROWID]
@@ -709,9 +757,9 @@ def _collect(
     first = tables[0].schema
     tables = [table if table.schema == first else table.cast(first) for table in tables]
     merged = _merge(tables, key, descending, k)
-    winners = [tasks[rank] for rank in merged.column(_ORD).to_pylist()]
+    chosen = [tasks[rank] for rank in merged.column(_ORD).to_pylist()]
     merged = merged.select(order)
-    merged = merged.append_column(_LEAF, pa.array([t.object_id for t in winners], pa.utf8()))
+    merged = merged.append_column(_LEAF, pa.array([t.object_id for t in chosen], pa.utf8()))
     return merged.append_column(
-        "_partition", pa.array([_partition_text(t) for t in winners], pa.utf8())
+        "_partition", pa.array([_partition_text(t) for t in chosen], pa.utf8())
     )
