@@ -49,8 +49,8 @@ class _Partition:
     object_id: str
     location: str
     # (rows, first row, row count): the partition's rows of a grouped input chunk that every
-    # partition of it shares, sliced only when staged (a pyarrow Table per slice costs about
-    # 3 KB: 28,000 of them, 80 MB, for 10M rows into 731 partitions)
+    # partition of it shares, sliced only when staged (a pyarrow Table per slice is about 3 KB,
+    # and 10M rows into 731 partitions make 28,000 slices)
     buffer: list[tuple[pa.Table, int, int]] = field(default_factory=list)
     buffered: int = 0
     rows: int = 0
