@@ -101,7 +101,7 @@ def stage(
                 row_bytes = grouped.rows.nbytes / max(1, grouped.rows.num_rows)
                 for g, part in enumerate(stager.partitions_of(grouped.keys, len(bounds) - 1)):
                     begin, length = bounds[g], bounds[g + 1] - bounds[g]
-                    stager.add(part, grouped.rows.slice(begin, length), int(length * row_bytes))
+                    stager.add(part, grouped.rows, int(length * row_bytes), begin, length)
                 stager.relieve()
                 rows += grouped.rows.num_rows
                 if progress is not None:

@@ -48,7 +48,10 @@ class _Partition:
     namespaces: list[tuple[str, dict[str, Any]]]
     object_id: str
     location: str
-    buffer: list[pa.Table] = field(default_factory=list)
+    # (rows, first row, row count): the partition's rows of a grouped input chunk that every
+    # partition of it shares, sliced only when staged (a pyarrow Table per slice is about 3 KB,
+    # and 10M rows into 731 partitions make 28,000 slices)
+    buffer: list[tuple[pa.Table, int, int]] = field(default_factory=list)
     buffered: int = 0
     rows: int = 0
     fragments: list[Any] = field(default_factory=list)
@@ -165,11 +168,21 @@ class _Stager:
             found.append(part)
         return found
 
-    def add(self, part: _Partition, rows: pa.Table, nbytes: int) -> None:
-        """Buffer ``rows`` (about ``nbytes``: a slice's exact size is costly to measure)."""
-        part.buffer.append(rows)
+    def add(
+        self,
+        part: _Partition,
+        rows: pa.Table,
+        nbytes: int,
+        begin: int = 0,
+        length: int | None = None,
+    ) -> None:
+        """Buffer ``length`` rows of ``rows`` from ``begin`` (default: all of them), about
+        ``nbytes`` (a slice's exact size is costly to measure). The slice is taken when the
+        buffer is staged."""
+        count = rows.num_rows - begin if length is None else length
+        part.buffer.append((rows, begin, count))
         part.buffered += nbytes
-        part.rows += rows.num_rows
+        part.rows += count
         self.buffered += nbytes
         if part.buffered >= self.options.flush_bytes:
             self.flush(part)
@@ -220,7 +233,9 @@ class _Stager:
         self.in_flight.append((future, nbytes))
         self.staging += nbytes
 
-    def _write(self, buffer: list[pa.Table], uri: str, mode: str, nbytes: int) -> list[Any]:
+    def _write(
+        self, buffer: list[tuple[pa.Table, int, int]], uri: str, mode: str, nbytes: int
+    ) -> list[Any]:
         # The buffer's slices are concatenated here, on the pool, not on the thread that reads
         # the input. A partition of many slices is merged lazily as Lance reads it, so one
         # merged batch is in memory at a time, not a second copy of the partition; a small one
@@ -229,7 +244,7 @@ class _Stager:
         # every slice (a leaf of a write of many leaves holds a slice of every input chunk,
         # and the check is Python code, run under the GIL).
         # Lance panics on a buffer not aligned for its type: aligned() copies those.
-        data = pa.concat_tables(buffer)
+        data = pa.concat_tables([rows.slice(begin, count) for rows, begin, count in buffer])
         rows = max(1, min(_BATCH_ROWS, _BATCH_BYTES * data.num_rows // max(1, nbytes)))
         merged = aligned(data.combine_chunks()) if data.num_rows <= rows else None
         if merged is None:
