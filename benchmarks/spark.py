@@ -34,10 +34,13 @@ Usage::
 
     .venv/bin/python benchmarks/spark.py [--rows 4000000] [--master local[2]] [--repeat 3]
     .venv/bin/python benchmarks/spark.py --merge [--rows 10000000] [--merge-factor 0.1] [--quick]
+        [--only spark,python,parquet] [--repeat 1]
 
 ``--merge`` runs the upsert benchmark instead (issue 30, :mod:`spark_merge`): ours on Spark
 against our Python merge and Parquet's dynamic partition overwrite, with the source at
-``rows * merge-factor`` and 5x that (``--quick``: the first only, for a smoke run).
+``rows * merge-factor`` and 5x that (``--quick``: the first only, for a smoke run; the
+second is skipped too when its matches do not fit in the touched days), each of the
+``--only`` ways ``--repeat`` times in turn.
 """
 
 from __future__ import annotations
@@ -241,8 +244,15 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="--merge: one source size, each way once (smoke)"
     )
+    parser.add_argument(
+        "--only",
+        default="spark,python,parquet",
+        help="--merge: the ways run, comma-separated (spark, python, parquet)",
+    )
     parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--repeat", type=int, default=3, help="interleaved runs; best shown")
+    parser.add_argument(
+        "--repeat", type=int, default=None, help="interleaved runs (3; 1 with --merge); best shown"
+    )
     args = parser.parse_args()
     builder = SparkSession.builder
     if args.quick:  # (a smoke run: tiny shuffles, not 200 mostly empty tasks each)
@@ -260,9 +270,10 @@ def main() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     lance_partitioned.spark.register(spark)
     if args.merge:
-        _merge(spark, args.rows or 10_000_000, args.merge_factor, args.master, args.quick)
+        _merge(spark, args, args.rows or 10_000_000)
         return
     args.rows = args.rows or 4_000_000
+    args.repeat = args.repeat or 3
     df = events(spark, args.rows).cache()
     df.count()
     work = tempfile.mkdtemp(prefix="bench-spark-")
@@ -296,19 +307,35 @@ def main() -> None:
     print("\n".join(bench.table()))
 
 
-def _merge(spark: SparkSession, rows: int, factor: float, master: str, quick: bool) -> None:
+def _merge(spark: SparkSession, args: argparse.Namespace, rows: int) -> None:
     import spark_merge
 
+    names = dict(zip(("spark", "python", "parquet"), spark_merge.WAYS, strict=True))
+    only = [w.strip() for w in args.only.split(",") if w.strip()]
+    if not only or set(only) - set(names):
+        raise SystemExit(f"--only: a comma-separated list of {', '.join(names)}, not {args.only!r}")
+    ways = tuple(names[w] for w in only)
+    master = args.master
     work = tempfile.mkdtemp(prefix="bench-spark-merge-")
+    load = os.getloadavg()
     try:
-        lines = spark_merge.main(spark, work, rows, factor, quick=quick)
+        lines = spark_merge.main(
+            spark,
+            work,
+            rows,
+            args.merge_factor,
+            quick=args.quick,
+            ways=ways,
+            repeat=args.repeat or 1,
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
         spark.stop()
     print(
         f"namespace rows: {rows:,}, master: {master}, pyspark {spark.version}, "
         f"lance-partitioned {lance_partitioned.__version__}, {os.cpu_count()} CPUs, load "
-        f"average {os.getloadavg()[0]:.1f}\n"
+        f"average {load[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end, repeats: "
+        f"{args.repeat or 1} (interleaved, each shown)\n"
     )
     print("\n".join(lines))
 

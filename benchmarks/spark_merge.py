@@ -145,7 +145,8 @@ class MergeBench:
         shutil.copytree(self.work / name, copy)
         return str(copy)
 
-    def run(self, size: int) -> None:
+    def run(self, size: int, ways: tuple[str, ...] = WAYS) -> None:
+        """Each of ``ways`` (default: all three) once, with a source of ``size`` rows."""
         spark, src = self.spark, source(self.spark, self.rows, size)
         ours = self._copy("ours")
 
@@ -158,9 +159,13 @@ class MergeBench:
                 .execute()
             )
 
-        self._record(
-            size, WAYS[0], spark_merge, lambda: spark.read.format("lance_partitioned").load(ours)
-        )
+        if WAYS[0] in ways:
+            self._record(
+                size,
+                WAYS[0],
+                spark_merge,
+                lambda: spark.read.format("lance_partitioned").load(ours),
+            )
         python = self._copy("ours")
 
         def python_merge() -> None:
@@ -170,9 +175,13 @@ class MergeBench:
                 arrow, on="id"
             ).when_matched_update_all().when_not_matched_insert_all().execute()
 
-        self._record(
-            size, WAYS[1], python_merge, lambda: spark.read.format("lance_partitioned").load(python)
-        )
+        if WAYS[1] in ways:
+            self._record(
+                size,
+                WAYS[1],
+                python_merge,
+                lambda: spark.read.format("lance_partitioned").load(python),
+            )
         parquet = self._copy("parquet")
 
         def parquet_merge() -> None:
@@ -187,7 +196,8 @@ class MergeBench:
                 .parquet(parquet)
             )
 
-        self._record(size, WAYS[2], parquet_merge, lambda: spark.read.parquet(parquet))
+        if WAYS[2] in ways:
+            self._record(size, WAYS[2], parquet_merge, lambda: spark.read.parquet(parquet))
         for name in ("ours-run", "parquet-run"):
             shutil.rmtree(self.work / name, ignore_errors=True)
 
@@ -229,10 +239,19 @@ class MergeBench:
 
 
 def main(
-    spark: SparkSession, work: str, rows: int, factor: float, *, quick: bool = False
+    spark: SparkSession,
+    work: str,
+    rows: int,
+    factor: float,
+    *,
+    quick: bool = False,
+    ways: tuple[str, ...] = WAYS,
+    repeat: int = 1,
 ) -> list[str]:
     """Run the merge benchmark; the lines of its table. ``quick``: the source at
-    ``rows * factor`` only (each way once), not also 5x that (a smoke run)."""
+    ``rows * factor`` only (each way once), not also 5x that (a smoke run); that second
+    size is skipped too when its matches do not fit in days 0-29. ``ways``: the ways run
+    (default all); ``repeat``: each size's ways run that many times, in turn."""
     size = max(2, int(rows * factor))
     if rows >= 100_000:  # (not worth it for a smoke run)
         warm = MergeBench(spark, f"{work}/warm", 2_000)
@@ -244,6 +263,8 @@ def main(
     _log(
         f"prepared {rows:,} target rows (ours and Parquet) in {time.perf_counter() - started:.1f} s"
     )
-    for n in (size,) if quick else (size, 5 * size):
-        bench.run(n)
+    sizes = [size] if quick or 5 * size // 2 > rows * TOUCHED // DAYS else [size, 5 * size]
+    for n in sizes:
+        for _ in range(repeat):
+            bench.run(n, ways)
     return bench.table()
