@@ -109,3 +109,19 @@ def tag(root: str, name: str, version: int) -> None:
 
 def table(ids: list[int], keys: list[str | None]) -> pa.Table:
     return pa.table({"id": pa.array(ids, pa.int64()), "k": pa.array(keys, pa.string())})
+
+
+def six_versions(uri: str) -> None:
+    """A Lance dataset at ``uri`` whose versions 1-3 append, 4 deletes a row (a deletion
+    file), 5 overwrites and 6 appends."""
+    ds = lance.write_dataset(pa.table({"a": [1, 2]}), uri)
+    for value in (3, 4):
+        ds = lance.write_dataset(pa.table({"a": [value]}), uri, mode="append")
+    ds.delete("a = 2")
+    lance.write_dataset(pa.table({"a": [10]}), uri, mode="overwrite")
+    lance.write_dataset(pa.table({"a": [11]}), uri, mode="append")
+
+
+def values_at(uri: str, version: int) -> list[int]:
+    """Column ``a`` of the dataset at ``uri``, ``version``, sorted."""
+    return sorted(lance.dataset(uri, version=version).to_table().column("a").to_pylist())

@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 
 import lance
-import pyarrow as pa
 import pytest
 
 from lance_partitioned.maintenance.files import Store
@@ -20,21 +19,7 @@ from lance_partitioned.maintenance.versions import (
     remove_versions,
 )
 from lance_partitioned.runtime import leaf_cache
-from tests.maintenance.helpers import age, files
-
-
-def _dataset(uri: str) -> None:
-    """Versions 1-3 append, 4 deletes a row (a deletion file), 5 overwrites, 6 appends."""
-    ds = lance.write_dataset(pa.table({"a": [1, 2]}), uri)
-    for value in (3, 4):
-        ds = lance.write_dataset(pa.table({"a": [value]}), uri, mode="append")
-    ds.delete("a = 2")
-    lance.write_dataset(pa.table({"a": [10]}), uri, mode="overwrite")
-    lance.write_dataset(pa.table({"a": [11]}), uri, mode="append")
-
-
-def _rows(uri: str, version: int) -> list[int]:
-    return sorted(lance.dataset(uri, version=version).to_table().column("a").to_pylist())
+from tests.maintenance.helpers import age, files, six_versions, values_at
 
 
 def _opened_history(uri: str) -> DatasetHistory:
@@ -70,11 +55,11 @@ def test_it_deletes_what_lances_cleanup_deletes(
     tmp_path: Path, remove: set[int], leftovers: bool
 ) -> None:
     ours, lances = str(tmp_path / "ours"), str(tmp_path / "lance")
-    _dataset(ours)
+    six_versions(ours)
     if leftovers:
         _leftovers(ours)
     shutil.copytree(ours, lances)
-    expected = {v: _rows(ours, v) for v in range(1, 7)}
+    expected = {v: values_at(ours, v) for v in range(1, 7)}
     before = files(ours)
     leaf_cache.clear()
     try:
@@ -95,12 +80,12 @@ def test_it_deletes_what_lances_cleanup_deletes(
     assert removed.files == len(gone)
     assert removed.bytes == sum(before[p] for p in gone)
     for version in set(range(1, 7)) - remove:
-        assert _rows(ours, version) == expected[version]
+        assert values_at(ours, version) == expected[version]
 
 
 def test_a_leaf_with_an_index_or_a_tag_goes_to_lance(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
-    _dataset(uri)
+    six_versions(uri)
     leaf_cache.clear()
     try:
         lance.dataset(uri).create_scalar_index("a", "BTREE")
@@ -108,4 +93,4 @@ def test_a_leaf_with_an_index_or_a_tag_goes_to_lance(tmp_path: Path) -> None:
         assert doomed_files(with_index, {1}, Store(uri).files()) is None
     finally:
         leaf_cache.clear()
-    assert _rows(uri, 1) == [1, 2]  # nothing deleted
+    assert values_at(uri, 1) == [1, 2]  # nothing deleted

@@ -18,27 +18,13 @@ from lance_partitioned.maintenance.versions import (
     remove_versions,
     staged_files,
 )
-from tests.maintenance.helpers import UTC, age, files, now
-
-
-def _dataset(uri: str) -> None:
-    """Versions 1-3 append, 4 deletes a row (a deletion file), 5 overwrites, 6 appends."""
-    ds = lance.write_dataset(pa.table({"a": [1, 2]}), uri)
-    for value in (3, 4):
-        ds = lance.write_dataset(pa.table({"a": [value]}), uri, mode="append")
-    ds.delete("a = 2")
-    lance.write_dataset(pa.table({"a": [10]}), uri, mode="overwrite")
-    lance.write_dataset(pa.table({"a": [11]}), uri, mode="append")
-
-
-def _rows(uri: str, version: int) -> list[int]:
-    return sorted(lance.dataset(uri, version=version).to_table().column("a").to_pylist())
+from tests.maintenance.helpers import UTC, age, files, now, six_versions, values_at
 
 
 def test_explicit_versions_go_and_every_other_version_still_reads(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
-    _dataset(uri)
-    expected = {v: _rows(uri, v) for v in range(1, 7)}
+    six_versions(uri)
+    expected = {v: values_at(uri, v) for v in range(1, 7)}
     lance.dataset(uri).tags.create("three", 3)
     hist = history(uri, None)
     assert hist is not None
@@ -50,7 +36,7 @@ def test_explicit_versions_go_and_every_other_version_still_reads(tmp_path: Path
     removed = remove_versions(hist, remove)  # the tagged 3 is skipped, not an error
     assert sorted(int(v["version"]) for v in lance.dataset(uri).versions()) == [3, 4, 6]
     for version in (3, 4, 6):
-        assert _rows(uri, version) == expected[version]
+        assert values_at(uri, version) == expected[version]
     gone = set(before) - set(files(uri))
     assert removed == predicted
     assert (removed.count, removed.files) == (3, len(gone))
@@ -59,7 +45,7 @@ def test_explicit_versions_go_and_every_other_version_still_reads(tmp_path: Path
 
 def test_the_prediction_counts_data_and_deletion_files(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
-    _dataset(uri)
+    six_versions(uri)
     hist = history(uri, None)
     assert hist is not None
     before = files(uri)
@@ -69,7 +55,7 @@ def test_the_prediction_counts_data_and_deletion_files(tmp_path: Path) -> None:
     gone = set(before) - set(files(uri))
     assert any(p.startswith("_deletions/") for p in gone)
     assert any(p.startswith("data/") for p in gone)  # the fragments only 1-4 read
-    assert _rows(uri, 6) == [10, 11]
+    assert values_at(uri, 6) == [10, 11]
     assert removed == predicted
 
 
@@ -79,7 +65,7 @@ def test_lance_removes_unreferenced_files_older_than_a_week_on_any_cleanup(
     """Why staged files are removed before versions: Lance deletes any unreferenced file more
     than 7 days old during a cleanup of other versions; files younger stay for us to judge."""
     uri = str(tmp_path / "t")
-    _dataset(uri)
+    six_versions(uri)
     old, young = (
         lance.fragment.write_fragments(pa.table({"a": [v]}), uri)[0].files[0].path for v in (98, 99)
     )

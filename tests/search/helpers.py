@@ -64,3 +64,21 @@ def distances_by_id(table: pa.Table, query: np.ndarray) -> dict[int, float]:
     vectors = np.asarray(table.column("v").combine_chunks().values, np.float32).reshape(-1, DIM)
     distances = ((vectors - query) ** 2).sum(axis=1)
     return dict(zip(table.column("id").to_pylist(), distances.tolist(), strict=True))
+
+
+def tenant_namespace(
+    root: Path, schema: pa.Schema, sizes: dict[str, int], vectors: np.ndarray
+) -> lp.PartitionedNamespace:
+    """A namespace of ``schema`` (``id``, ``tenant``, ``v``) partitioned by ``tenant``: row
+    ``i`` has id ``i`` and vector ``vectors[i]``, the tenants of ``sizes`` in turn."""
+    table = pa.table(
+        {
+            "id": np.arange(len(vectors)),
+            "tenant": [t for t, size in sizes.items() for _ in range(size)],
+            "v": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), vectors.shape[1]),
+        },
+        schema=schema,
+    )
+    ns = lp.PartitionedNamespace.create(str(root), schema=schema, partition_by="tenant")
+    ns.write(table)
+    return ns

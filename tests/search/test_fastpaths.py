@@ -15,6 +15,8 @@ import lance_partitioned as lp
 from lance_partitioned import errors
 from lance_partitioned.search import flat
 
+from .helpers import tenant_namespace
+
 DIM = 32  # a multiple of 16: Lance's order of additions
 SCHEMA = pa.schema(
     [("id", pa.int64()), ("tenant", pa.string()), ("v", pa.list_(pa.float32(), DIM))]
@@ -26,17 +28,7 @@ def _namespace(root: Path, sizes: dict[str, int]) -> tuple[lp.PartitionedNamespa
     n = sum(sizes.values())
     vectors = (rng.standard_normal((n, DIM)) * 3).astype(np.float32)
     vectors[5] = vectors[3]  # an exact tie inside a leaf
-    table = pa.table(
-        {
-            "id": np.arange(n),
-            "tenant": [t for t, size in sizes.items() for _ in range(size)],
-            "v": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIM),
-        },
-        schema=SCHEMA,
-    )
-    ns = lp.PartitionedNamespace.create(str(root), schema=SCHEMA, partition_by="tenant")
-    ns.write(table)
-    return ns, vectors
+    return tenant_namespace(root, SCHEMA, sizes, vectors), vectors
 
 
 def _lance_top_k(

@@ -15,6 +15,8 @@ import pytest
 import lance_partitioned as lp
 from lance_partitioned.search import query
 
+from .helpers import tenant_namespace
+
 DIM = 32  # a multiple of 16: Lance adds as numpy does (search/flat.py)
 SCHEMA = pa.schema(
     [("id", pa.int64()), ("tenant", pa.string()), ("v", pa.list_(pa.float32(), DIM))]
@@ -26,17 +28,7 @@ def _namespace(root: Path) -> tuple[lp.PartitionedNamespace, np.ndarray]:
     rng = np.random.default_rng(11)
     vectors = (rng.standard_normal((sum(sizes.values()), DIM)) * 3).astype(np.float32)
     vectors[45] = vectors[3]  # an exact tie across two leaves: broken by leaf, then row id
-    table = pa.table(
-        {
-            "id": np.arange(len(vectors)),
-            "tenant": [t for t, size in sizes.items() for _ in range(size)],
-            "v": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIM),
-        },
-        schema=SCHEMA,
-    )
-    ns = lp.PartitionedNamespace.create(str(root), schema=SCHEMA, partition_by="tenant")
-    ns.write(table)
-    return ns, vectors
+    return tenant_namespace(root, SCHEMA, sizes, vectors), vectors
 
 
 def _no_arrow_merge(*args: Any, **kwargs: Any) -> pa.Table:
