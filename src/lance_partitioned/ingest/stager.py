@@ -221,10 +221,6 @@ class _Stager:
         # the leaf directory (its latest version may be an orphan of any schema): the commit
         # maps them to the ids of the leaf version it commits on
         mode = "overwrite" if self.snapshot.has(part.object_id) else "create"
-        if uri not in self.formats and mode == "create" and local_path(uri) is not None:
-            # a new leaf on a local disk: write_fragments, which removes its partial file when
-            # the write fails (a full disk); LanceFileWriter's temporary file stayed behind
-            self.formats[uri] = False
         if uri not in self.formats:
             self.formats[uri] = file_version(
                 uri,

@@ -28,6 +28,7 @@ import lance.fragment
 import pyarrow as pa
 from lance.file import LanceFileWriter
 
+from lance_partitioned.manifest import local_path
 from lance_partitioned.runtime.leaf_cache import known_leaf
 
 __all__ = ["file_version", "stage_fragment"]
@@ -86,12 +87,15 @@ def file_version(
     storage_options: dict[str, str] | None,
 ) -> str | Literal[False] | None:
     """The Lance file format version to stage fragments of the leaf at ``uri`` in, without a
-    request: None (Lance's default) for a ``new`` leaf (the ``__manifest`` has none), that of
-    the leaf at ``read_version`` when this process has that version opened
-    (:func:`~lance_partitioned.runtime.leaf_cache.known_leaf`), else False (unknown: stage
-    with ``write_fragments``, which looks; a leaf may be in an older format)."""
+    request: None (Lance's default) for a ``new`` leaf (the ``__manifest`` has none) on an
+    object store, that of the leaf at ``read_version`` when this process has that version
+    opened (:func:`~lance_partitioned.runtime.leaf_cache.known_leaf`), else False (unknown:
+    stage with ``write_fragments``, which looks; a leaf may be in an older format). A new leaf
+    on a local disk is False too: there nothing is saved by not looking, and
+    ``write_fragments`` removes its partial file when the write fails (a full disk), where
+    :class:`~lance.file.LanceFileWriter` left its temporary file in the leaf's directory."""
     if new:
-        return None
+        return None if local_path(uri) is None else False
     if read_version is None:
         return False
     known = known_leaf(uri, read_version, tuple(sorted((storage_options or {}).items())))
