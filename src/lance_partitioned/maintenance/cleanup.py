@@ -614,15 +614,9 @@ def _clean_directories(
         if any(f.path.startswith(f"{name}/_refs/") for f in files):
             continue  # a Lance tag someone set on it by hand
         doomed.append((name, files))
-    if pool is None:
-        for name, files in doomed:
-            totals.leaf_directories += _remove_directory(store, name, files, dry_run)
-        return
-    futures = [
-        pool.submit(_remove_directory, store, name, files, dry_run) for name, files in doomed
-    ]
-    for future in futures:
-        totals.leaf_directories += future.result()
+    run = map if pool is None else pool.map
+    for removed in run(lambda d: _remove_directory(store, d[0], d[1], dry_run), doomed):
+        totals.leaf_directories += removed
 
 
 def _clean_journals(
