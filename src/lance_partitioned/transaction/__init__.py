@@ -560,9 +560,11 @@ def commit_changes(
             lost_since = now if lost_since is None else lost_since
             return now - lost_since < backoff.free_seconds
 
+        made = 0  # every attempt, the free retries too (the error says how many)
         for attempt in itertools.count():
             if counted >= backoff.attempts:
                 break
+            made = attempt + 1
             counted += 1
             snapshot = manifest.snapshot()
             if txn is not None:
@@ -657,7 +659,7 @@ def commit_changes(
             return _result(snapshot, current, pending, states, version, attempt + 1)
     raise errors.ConcurrentModificationError(
         f"the __manifest at {manifest.root!r} kept changing under this operation: gave up "
-        f"after {backoff.attempts} commit attempts (nothing of it is visible)"
+        f"after {made} commit attempts (nothing of it is visible)"
     )
 
 
