@@ -57,21 +57,26 @@ True
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import functools
 import logging
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
 from lance_partitioned import errors
+from lance_partitioned.maintenance.directories import (
+    clean_directories,
+    clean_journals,
+    list_root,
+    listed,
+)
 from lance_partitioned.maintenance.files import Store, StoredFile
 from lance_partitioned.maintenance.removal import remove_known
 from lance_partitioned.maintenance.rollback import find_unpublished, roll_back
+from lance_partitioned.maintenance.steps import STEPS, delete, on_step, step
 from lance_partitioned.maintenance.versions import (
     DatasetHistory,
     Removed,
@@ -86,14 +91,9 @@ from lance_partitioned.maintenance.versions import (
 from lance_partitioned.manifest import MANIFEST_DIR, TABLE, Manifest
 from lance_partitioned.search.training import MODELS_DIR, unreferenced_models
 
-__all__ = ["CleanupProgress", "CleanupResult", "Removed", "cleanup", "on_step"]
+__all__ = ["STEPS", "CleanupProgress", "CleanupResult", "Removed", "cleanup", "on_step"]
 
 log = logging.getLogger(__name__)
-
-#: Directories under the root that are never leaves.
-SPARK_STAGING = "_spark_staging"
-_NOT_LEAVES = (MANIFEST_DIR, SPARK_STAGING, MODELS_DIR)
-_LANCE_DIRS = ("_versions/", "data/", "_transactions/", "_deletions/", "_indices/", "_refs/")
 
 
 @dataclass(frozen=True)
@@ -167,44 +167,6 @@ class CleanupResult:
         )
 
 
-# ------------------------------------------------------------------------ crash injection
-_HOOKS: dict[str, list[Callable[[str], None]]] = {}
-_HOOKS_LOCK = threading.Lock()
-STEPS = ("manifest_versions", "leaf_staged", "leaf_versions", "leaf_directory", "journal", "file")
-
-
-@contextlib.contextmanager
-def on_step(point: str, action: Callable[[str], None]) -> Iterator[None]:
-    """Call ``action(detail)`` each time a cleanup reaches ``point`` while the block runs.
-
-    For tests that inject a crash (an exception from ``action``) or a concurrent writer at a
-    precise step. Points: ``"manifest_versions"`` (before removing ``__manifest`` versions),
-    ``"leaf_staged"`` and ``"leaf_versions"`` (before removing a leaf's staged files or
-    versions; detail: the leaf URI), ``"leaf_directory"`` and ``"journal"`` (before removing
-    a directory; detail: its path), ``"file"`` (before deleting one file; detail: its path).
-
-    >>> seen = []
-    >>> with on_step("file", seen.append):
-    ...     _step("file", "a/b.lance")
-    >>> seen
-    ['a/b.lance']
-    """
-    if point not in STEPS:
-        raise errors.InternalError(f"no cleanup step {point!r}")
-    with _HOOKS_LOCK:
-        _HOOKS.setdefault(point, []).append(action)
-    try:
-        yield
-    finally:
-        with _HOOKS_LOCK:
-            _HOOKS[point].remove(action)
-
-
-def _step(point: str, detail: str) -> None:
-    for action in list(_HOOKS.get(point, ())):
-        action(detail)
-
-
 # ------------------------------------------------------------------------ the cleanup
 @dataclass
 class _Totals:
@@ -223,14 +185,6 @@ class _Totals:
         self.staged_files += other.staged_files
         self.kept_leaf_versions += other.kept_leaf_versions
         self.rolled_back += other.rolled_back
-
-
-def _delete(store: Store, files: Sequence[StoredFile], dry_run: bool) -> Removed:
-    if not dry_run:
-        for stored in files:
-            _step("file", stored.path)
-            store.delete([stored.path])
-    return Removed(len(files), len(files), sum(f.size for f in files))
 
 
 def _relative(root: str, uri: str) -> str | None:
@@ -323,11 +277,11 @@ def _clean_dataset(
     local = [StoredFile(f.path[cut:], f.size, f.mtime) for f in listing]
     staged = staged_files(hist, local, cutoff)
     if staged:
-        _step("leaf_staged", store.root + "/" + prefix)
+        step("leaf_staged", store.root + "/" + prefix)
         full = [
             StoredFile(f"{prefix}/{f.path}" if prefix else f.path, f.size, f.mtime) for f in staged
         ]
-        totals.staged_files += _delete(store, full, dry_run)
+        totals.staged_files += delete(store, full, dry_run)
     if hist is None:
         return None
     if not is_manifest:
@@ -346,7 +300,7 @@ def _clean_dataset(
     left = [f for f in local if f.path not in gone]  # what the listing holds still
 
     def finish() -> None:
-        _step("manifest_versions" if is_manifest else "leaf_versions", versions.uri)
+        step("manifest_versions" if is_manifest else "leaf_versions", versions.uri)
         known = None if is_manifest else remove_known(versions, remove, left, store, prefix)
         removed = remove_versions(versions, remove) if known is None else known
         if is_manifest:
@@ -367,7 +321,7 @@ def _clean_manifest(
     listings: Mapping[str, list[StoredFile]] | None = None,
 ) -> None:
     """Step 1: the ``__manifest``'s staged files and expired versions."""
-    listing = None if listings is None else _listed(store, MANIFEST_DIR, listings)
+    listing = None if listings is None else listed(store, MANIFEST_DIR, listings)
     finish = _clean_dataset(
         store,
         MANIFEST_DIR,
@@ -407,7 +361,7 @@ def _clean_leaf(
     """Step 2 for one leaf that a retained version lists (``pinned``: the ``read_version``s
     they pin): roll it back over an interrupted write, remove its staged files, and return
     the removal of the versions that nothing pins. ``listings``: the files under the root
-    listed at once (:func:`_list_root`), else the leaf is listed on its own."""
+    listed at once (:func:`~.directories.list_root`), else the leaf is listed on its own."""
     totals = _Totals()
     options = dict(manifest.storage_options)
     leaf_store, prefix = _leaf_store(store, uri, options)
@@ -454,20 +408,6 @@ def _clean_leaf(
         leaf_store, prefix, hist, remove, cutoff, dry_run, totals, kept_extra=extra, listing=listing
     )
     return _LeafCleanup(totals, finish)
-
-
-def _list_root(store: Store) -> dict[str, list[StoredFile]] | None:
-    """On an object store, every file under the root in one listing, by the first component
-    of its path (a leaf directory): pages of 1,000 keys instead of one listing request per
-    leaf (``benchmarks/objectstore.py``: 731 of the 4,093 requests of a cleanup of 731
-    leaves). None on a local file system, where each leaf is listed on its own, in
-    parallel."""
-    if store.local:
-        return None
-    found: dict[str, list[StoredFile]] = {}
-    for stored in store.files():
-        found.setdefault(stored.path.split("/", 1)[0], []).append(stored)
-    return found
 
 
 def _all_younger(listing: Sequence[StoredFile], cutoff: dt.datetime) -> bool:
@@ -535,111 +475,6 @@ def _leaf_store(store: Store, uri: str, options: dict[str, str]) -> tuple[Store,
     return Store(uri, options), ""
 
 
-def _is_leaf_directory(name: str, files: Sequence[StoredFile], prefix: str) -> bool:
-    """Whether a directory under the root looks like a leaf table: a Lance dataset or its
-    staged data (anything else, put there by hand, is never touched)."""
-    inner = [f.path[len(prefix) + 1 :] for f in files]
-    return bool(inner) and all(path.startswith(_LANCE_DIRS) for path in inner)
-
-
-def _newest(files: Sequence[StoredFile]) -> dt.datetime | None:
-    """The newest modification time, or None when one is unknown (then keep everything)."""
-    times = [f.mtime for f in files]
-    if any(t is None for t in times):
-        return None
-    return max(t for t in times if t is not None)
-
-
-def _listed(
-    store: Store, prefix: str, listings: Mapping[str, list[StoredFile]] | None
-) -> list[StoredFile]:
-    """The files under ``prefix``: from the listing of the root made at the start
-    (:func:`_list_root`, object stores), else listed now."""
-    if listings is None:
-        return store.files(prefix)
-    return [f for f in listings.get(prefix.split("/", 1)[0], ()) if f.path.startswith(prefix + "/")]
-
-
-def _subdirectories(
-    store: Store, prefix: str, listings: Mapping[str, list[StoredFile]] | None
-) -> list[str]:
-    """The names of the directories directly under ``prefix`` (the root when empty)."""
-    if listings is None:
-        return store.directories(prefix)
-    if not prefix:
-        return sorted(name for name, files in listings.items() if any("/" in f.path for f in files))
-    cut = len(prefix) + 1
-    return sorted(
-        {
-            f.path[cut:].split("/", 1)[0]
-            for f in _listed(store, prefix, listings)
-            if "/" in f.path[cut:]
-        }
-    )
-
-
-def _remove_directory(
-    store: Store, name: str, files: Sequence[StoredFile], dry_run: bool
-) -> Removed:
-    _step("leaf_directory", name)
-    removed = _delete(store, files, dry_run)
-    if not dry_run:
-        store.prune_empty(name)
-    return Removed(1, removed.files, removed.bytes)
-
-
-def _clean_directories(
-    store: Store,
-    referenced: set[str],
-    cutoff: dt.datetime,
-    dry_run: bool,
-    totals: _Totals,
-    *,
-    listings: Mapping[str, list[StoredFile]] | None = None,
-    pool: ThreadPoolExecutor | None = None,
-) -> None:
-    """Step 3; with ``listings`` (an object store), from the listing of the root made at the
-    start (a directory created since is not in it, so not touched), the directories removed
-    in parallel on ``pool``."""
-    doomed: list[tuple[str, list[StoredFile]]] = []
-    for name in _subdirectories(store, "", listings):
-        if name in _NOT_LEAVES or name in referenced:
-            continue
-        files = _listed(store, name, listings)
-        if not _is_leaf_directory(name, files, name):
-            continue
-        newest = _newest(files)
-        if newest is None or newest >= cutoff:
-            continue
-        if any(f.path.startswith(f"{name}/_refs/") for f in files):
-            continue  # a Lance tag someone set on it by hand
-        doomed.append((name, files))
-    run = map if pool is None else pool.map
-    for removed in run(lambda d: _remove_directory(store, d[0], d[1], dry_run), doomed):
-        totals.leaf_directories += removed
-
-
-def _clean_journals(
-    store: Store,
-    cutoff: dt.datetime,
-    dry_run: bool,
-    totals: _Totals,
-    listings: Mapping[str, list[StoredFile]] | None = None,
-) -> None:
-    for job in _subdirectories(store, SPARK_STAGING, listings):
-        prefix = f"{SPARK_STAGING}/{job}"
-        files = _listed(store, prefix, listings)
-        newest = _newest(files)
-        if not files or newest is None or newest >= cutoff:
-            continue
-        _step("journal", prefix)
-        totals.staged_files += _delete(store, files, dry_run)
-        if not dry_run:
-            store.prune_empty(prefix)
-    if not dry_run and store.local and not store.files(SPARK_STAGING):
-        store.prune_empty(SPARK_STAGING)
-
-
 def cleanup(
     manifest: Manifest,
     older_than: dt.timedelta = dt.timedelta(days=7),
@@ -691,7 +526,7 @@ def cleanup(
     # the root is listed (on an object store) while the __manifest's versions are read, not
     # after: each is a round of requests on the way to the leaves
     with ThreadPoolExecutor(1) as lister:
-        listed = lister.submit(_list_root, store)
+        listed = lister.submit(list_root, store)
         manifest_history = history(manifest.uri, options)
         if manifest_history is None:
             raise errors.NamespaceNotFoundError(
@@ -734,24 +569,23 @@ def cleanup(
             for leaf_totals in per_leaf:
                 totals.absorb(leaf_totals)
             # 3. leaf directories no retained version lists; 4. Spark journals
-            _clean_directories(
+            totals.leaf_directories += clean_directories(
                 store,
                 referenced_dirs,
                 cutoff,
                 dry_run,
-                totals,
                 listings=listings,
                 pool=None if listings is None else pool,
             )
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
-    _clean_journals(store, cutoff, dry_run, totals, listings)
+    totals.staged_files += clean_journals(store, cutoff, dry_run, listings)
     models = unreferenced_models(
         manifest, store, kept, cutoff, None if listings is None else listings.get(MODELS_DIR, [])
     )
     if models:
-        totals.staged_files += _delete(store, models, dry_run)
+        totals.staged_files += delete(store, models, dry_run)
         if not dry_run:
             store.prune_empty(MODELS_DIR)
 

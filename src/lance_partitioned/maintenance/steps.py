@@ -1,0 +1,69 @@
+"""The steps of a cleanup that tests can hook (a crash or a concurrent writer injected at a
+precise point), and the one way a cleanup deletes files: each file passes the ``"file"`` step
+before it goes.
+
+>>> seen = []
+>>> with on_step("file", seen.append):
+...     step("file", "a/b.lance")
+>>> seen
+['a/b.lance']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Sequence
+
+from lance_partitioned import errors
+from lance_partitioned.maintenance.files import Store, StoredFile
+from lance_partitioned.maintenance.versions import Removed
+
+__all__ = ["STEPS", "delete", "on_step", "step"]
+
+_HOOKS: dict[str, list[Callable[[str], None]]] = {}
+_HOOKS_LOCK = threading.Lock()
+STEPS = ("manifest_versions", "leaf_staged", "leaf_versions", "leaf_directory", "journal", "file")
+
+
+@contextlib.contextmanager
+def on_step(point: str, action: Callable[[str], None]) -> Iterator[None]:
+    """Call ``action(detail)`` each time a cleanup reaches ``point`` while the block runs.
+
+    For tests that inject a crash (an exception from ``action``) or a concurrent writer at a
+    precise step. Points: ``"manifest_versions"`` (before removing ``__manifest`` versions),
+    ``"leaf_staged"`` and ``"leaf_versions"`` (before removing a leaf's staged files or
+    versions; detail: the leaf URI), ``"leaf_directory"`` and ``"journal"`` (before removing
+    a directory; detail: its path), ``"file"`` (before deleting one file; detail: its path).
+
+    >>> with on_step("nowhere", print):
+    ...     pass
+    Traceback (most recent call last):
+    ...
+    lance_partitioned.errors.InternalError: no cleanup step 'nowhere'
+    """
+    if point not in STEPS:
+        raise errors.InternalError(f"no cleanup step {point!r}")
+    with _HOOKS_LOCK:
+        _HOOKS.setdefault(point, []).append(action)
+    try:
+        yield
+    finally:
+        with _HOOKS_LOCK:
+            _HOOKS[point].remove(action)
+
+
+def step(point: str, detail: str) -> None:
+    """Run the actions hooked on ``point`` (:func:`on_step`) with ``detail``."""
+    for action in list(_HOOKS.get(point, ())):
+        action(detail)
+
+
+def delete(store: Store, files: Sequence[StoredFile], dry_run: bool) -> Removed:
+    """Delete ``files`` from ``store`` one by one, each after the ``"file"`` step (with
+    ``dry_run``: nothing); what they were, counted as one removal."""
+    if not dry_run:
+        for stored in files:
+            step("file", stored.path)
+            store.delete([stored.path])
+    return Removed(len(files), len(files), sum(f.size for f in files))
