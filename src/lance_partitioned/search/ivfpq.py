@@ -361,7 +361,7 @@ class _Tables:
     model, so a query makes its tables with one batched matrix product (BLAS, which releases
     the GIL) instead of building the products of every codeword in ``einsum``."""
 
-    book: np.ndarray  # (num_sub_vectors, sub-vector dimension, 256) float64
+    book: np.ndarray  # (num_sub_vectors, sub-vector dimension, 256) float64, times -2
     norms: np.ndarray  # (num_sub_vectors, 256) float64: |codeword|^2
     offsets: np.ndarray  # (num_sub_vectors,) intp: j * 256
 
@@ -377,7 +377,7 @@ def _model_tables(model: LeafCodes) -> _Tables:
             return found
     book = model.codebook.astype(np.float64)
     made = _Tables(
-        np.ascontiguousarray(book.transpose(0, 2, 1)),
+        np.ascontiguousarray(book.transpose(0, 2, 1)) * -2.0,  # (exact: a power of two)
         np.einsum("jcs,jcs->jc", book, book),
         np.arange(book.shape[0], dtype=np.intp) * 256,
     )
@@ -417,30 +417,36 @@ def _score(
     prepared = _model_tables(model)
     residuals = (query - model.centroids[probed]).astype(np.float64).reshape(-1, subs, width)
     by_sub = residuals.transpose(1, 0, 2)
-    tables = np.matmul(by_sub, prepared.book)
-    tables *= -2.0
+    tables = np.matmul(by_sub, prepared.book)  # -2 r.c
     tables += np.einsum("jps,jps->jp", by_sub, by_sub)[:, :, None]
     tables += prepared.norms[:, None, :]
-    index = np.take(codes.codes, rows, axis=0).astype(np.intp)
-    index += prepared.offsets * len(probed)
-    index += which[:, None] * 256
+    # the probed rows' codes: one take of whole rows (a row's bytes as one element), then
+    # sub-vector major, so that each sub-vector's distances are one contiguous line
+    whole = np.ascontiguousarray(codes.codes).view(np.dtype((np.void, subs))).reshape(-1)
+    picked = whole.take(rows).view(np.uint8).reshape(-1, subs)
+    index = picked.T.astype(np.intp, order="C")  # (sub-vector, row)
+    index += (prepared.offsets * len(probed))[:, None]
+    index += which * 256
     return _row_sums(tables.astype(np.float32).reshape(-1).take(index)), rows
 
 
 def _pairwise(values: np.ndarray) -> np.ndarray:
-    """The sum of each row of ``values`` (float32, 8 to 128 columns) added up as numpy's
-    ``sum(axis=1)`` does (eight running sums, paired, then the rest in turn), on whole
-    column blocks: a few vector additions instead of one reduction per row."""
-    width = values.shape[1]
+    """The sum of each column of ``values`` (float32, 8 to 128 rows: a row per sub-vector)
+    added up as numpy's ``sum(axis=1)`` adds up a row of the transpose (eight running sums,
+    paired, then the rest in turn), on whole contiguous lines: a few vector additions
+    instead of one reduction per row."""
+    width = values.shape[0]
     full = width - width % 8
-    lanes = values[:, :8].copy()
-    for start in range(8, full, 8):
-        lanes += values[:, start : start + 8]
-    pairs = lanes[:, 0::2] + lanes[:, 1::2]  # (0+1), (2+3), (4+5), (6+7)
-    quads = pairs[:, 0::2] + pairs[:, 1::2]  # ((0+1)+(2+3)), ((4+5)+(6+7))
-    total: np.ndarray = quads[:, 0] + quads[:, 1]
+    lanes = values[:8]
+    if full > 8:
+        lanes = lanes.copy()
+        for start in range(8, full, 8):
+            lanes += values[start : start + 8]
+    total: np.ndarray = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + (
+        (lanes[4] + lanes[5]) + (lanes[6] + lanes[7])
+    )
     for j in range(full, width):
-        total += values[:, j]
+        total += values[j]
     return total
 
 
@@ -448,18 +454,21 @@ _same_order: dict[int, bool] = {}
 
 
 def _row_sums(values: np.ndarray) -> np.ndarray:
-    """``values.sum(axis=1, dtype=float32)`` bit for bit, by :func:`_pairwise` when it gives
-    numpy's sums (checked once per width on random rows of every magnitude)."""
-    width = values.shape[1]
+    """``values.T.sum(axis=1, dtype=float32)`` bit for bit (``values``: a row per
+    sub-vector), by :func:`_pairwise` when it gives numpy's sums (checked once per width on
+    random rows of every magnitude)."""
+    width = values.shape[0]
     same = _same_order.get(width)
     if same is None:
         sample = np.random.default_rng(width).standard_exponential((4096, width))
         sample = (sample**4).astype(np.float32)
         same = 8 <= width <= 128 and np.array_equal(
-            _pairwise(sample), sample.sum(axis=1, dtype=np.float32)
+            _pairwise(np.ascontiguousarray(sample.T)), sample.sum(axis=1, dtype=np.float32)
         )
         _same_order[width] = same
-    return _pairwise(values) if same else values.sum(axis=1, dtype=np.float32)
+    if same:
+        return _pairwise(values)
+    return np.ascontiguousarray(values.T).sum(axis=1, dtype=np.float32)
 
 
 def namespace_nearest(
