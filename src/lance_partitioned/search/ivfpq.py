@@ -427,7 +427,7 @@ def _score(
     index = picked.T.astype(np.intp, order="C")  # (sub-vector, row)
     index += (prepared.offsets * len(probed))[:, None]
     index += which * 256
-    return _row_sums(tables.astype(np.float32).reshape(-1).take(index)), rows
+    return _row_sums(tables.astype(np.float32).reshape(-1).take(index).T), rows
 
 
 def _pairwise(values: np.ndarray) -> np.ndarray:
@@ -454,21 +454,20 @@ _same_order: dict[int, bool] = {}
 
 
 def _row_sums(values: np.ndarray) -> np.ndarray:
-    """``values.T.sum(axis=1, dtype=float32)`` bit for bit (``values``: a row per
-    sub-vector), by :func:`_pairwise` when it gives numpy's sums (checked once per width on
-    random rows of every magnitude)."""
-    width = values.shape[0]
+    """``values.sum(axis=1, dtype=float32)`` bit for bit, by :func:`_pairwise` on its
+    columns (contiguous lines when ``values`` is the transpose of a C-ordered array, as in
+    :func:`_score`) when it gives numpy's sums (checked once per width on random rows of
+    every magnitude)."""
+    width = values.shape[1]
     same = _same_order.get(width)
     if same is None:
         sample = np.random.default_rng(width).standard_exponential((4096, width))
         sample = (sample**4).astype(np.float32)
         same = 8 <= width <= 128 and np.array_equal(
-            _pairwise(np.ascontiguousarray(sample.T)), sample.sum(axis=1, dtype=np.float32)
+            _pairwise(sample.T), sample.sum(axis=1, dtype=np.float32)
         )
         _same_order[width] = same
-    if same:
-        return _pairwise(values)
-    return np.ascontiguousarray(values.T).sum(axis=1, dtype=np.float32)
+    return _pairwise(values.T) if same else values.sum(axis=1, dtype=np.float32)
 
 
 def namespace_nearest(
