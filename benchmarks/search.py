@@ -127,6 +127,13 @@ def main() -> None:
     parser.add_argument("--nprobes", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--cases",
+        default="small,median,largest,global",
+        help="the vector queries to run, comma-separated (default all: small,median,largest,"
+        "global); every case draws its queries from the same generator, so a case's queries "
+        "are the same only when the cases before it are run too",
+    )
+    parser.add_argument(
         "--btree-demo",
         action="store_true",
         help="only time `user_id = 4242` on the demo namespace without and with a BTREE",
@@ -198,6 +205,10 @@ def main() -> None:
         (f"tenant largest ({counts[order[-1]]:,} rows)", str(names[order[-1]])),
         ("global", None),
     ]
+    wanted = {name.strip() for name in args.cases.split(",") if name.strip()}
+    unknown = wanted - {"small", "median", "largest", "global"}
+    if unknown:
+        parser.error(f"--cases: unknown {sorted(unknown)} (small, median, largest, global)")
     print(
         f"# search benchmark: {args.rows:,} rows, {args.dim}-d, {args.tenants} tenants, "
         f"{args.queries} queries, nprobes {args.nprobes}"
@@ -219,6 +230,8 @@ def main() -> None:
             vectors[rng.choice(pool, args.queries)]
             + rng.standard_normal((args.queries, args.dim)).astype(np.float32) * 0.1
         )
+        if label.split(" (")[0].split(" ")[-1] not in wanted:
+            continue  # (its queries drawn all the same: the next cases' stay the same)
         truth = []
         for q in queries:
             d = ((vectors[pool] - q) ** 2).sum(axis=1)

@@ -494,8 +494,11 @@ def namespace_nearest(
         keep = np.flatnonzero(distances <= kth)
         distances, rows = distances[keep], rows[keep]
     # (the row ids and leaves of the candidates only)
-    positions = combined.leaves[rows] if len(leaves) > 1 else np.zeros(len(rows), np.int32)
     row_ids = combined.row_ids[rows]
+    if len(leaves) == 1:  # one leaf (a tenant's search): by distance, then row id
+        best = np.lexsort((row_ids, distances))[:k]
+        return [(0, distances[best], row_ids[best])]
+    positions = combined.leaves[rows]
     if each:
         order = np.lexsort((row_ids, distances, positions))
         starts = np.searchsorted(positions[order], positions[order], side="left")
