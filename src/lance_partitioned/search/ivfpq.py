@@ -8,7 +8,11 @@ Lance probes in each leaf), one lookup table per probed partition gives the asym
 distance (ADC) of every PQ code of that partition in every kept leaf, and the top ``k``
 (``k * refine_factor`` with a refine, then reranked exactly on the candidates' vectors, as
 Lance refines) is taken over all of them. Per query that costs a few numpy operations on the
-probed partitions' codes, instead of one Lance search (about a millisecond) per leaf.
+probed partitions' codes, instead of one Lance search (about a millisecond) per leaf. They are
+whole-array calls (no Python loop per partition or sub-vector): the tables one batched matrix
+product on the codebook laid out once per model, the probed rows' codes one ``take`` of
+whole rows turned sub-vector major, each sub-vector's distances one contiguous line; numpy
+releases the GIL inside each such call, so client threads searching at once overlap.
 
 The codes come from each leaf index's own files (``_indices/<uuid>/auxiliary.idx``, read with
 :class:`lance.file.LanceFileReader`): columns ``_rowid`` and ``__pq_code`` stored partition
