@@ -4,6 +4,7 @@ search (every leaf under 10,000 rows) at recall 1.0."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +37,23 @@ def test_search_benchmark_btree_demo_prints_the_user_id_table(
     assert any(line.startswith('| `ns.count_rows("user_id = 4242")` |') for line in lines), out
     assert any(line.startswith('| `ns.to_table(filter="user_id = 4242")` |') for line in lines)
     assert "23 of 23 leaves scanned (no pruning)" in out, out
+
+
+def test_search_benchmark_runs_the_cases_asked_with_recall_over_more_queries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--cases`` runs only those vector queries; ``--recall-queries`` measures recall@10 on
+    more queries than the QPS runs; ``--rounds``: QPS the median of that many runs."""
+    search = load("search")
+    argv = ["search.py", "--rows", "2000", "--dim", "16", "--tenants", "4", "--queries", "2"]
+    argv += ["--root", str(tmp_path), "--cases", "largest", "--recall-queries", "5"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--rounds", "2"])
+    search.main()
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("| tenant ")]
+    assert rows, out
+    assert all(line.startswith("| tenant largest (") for line in rows), out
+    assert "| ours | 1.000 |" in rows[0], out
+    assert not any(line.startswith("| global |") for line in out.splitlines()), out
+    assert "2 queries (recall over 5)" in out, out
+    assert "the median of 2 runs" in out, out

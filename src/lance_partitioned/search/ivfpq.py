@@ -8,7 +8,11 @@ Lance probes in each leaf), one lookup table per probed partition gives the asym
 distance (ADC) of every PQ code of that partition in every kept leaf, and the top ``k``
 (``k * refine_factor`` with a refine, then reranked exactly on the candidates' vectors, as
 Lance refines) is taken over all of them. Per query that costs a few numpy operations on the
-probed partitions' codes, instead of one Lance search (about a millisecond) per leaf.
+probed partitions' codes, instead of one Lance search (about a millisecond) per leaf. They are
+whole-array calls (no Python loop per partition or sub-vector): the tables one batched matrix
+product on the codebook laid out once per model, the probed rows' codes one ``take`` of
+whole rows turned sub-vector major, each sub-vector's distances one contiguous line; numpy
+releases the GIL inside each such call, so client threads searching at once overlap.
 
 The codes come from each leaf index's own files (``_indices/<uuid>/auxiliary.idx``, read with
 :class:`lance.file.LanceFileReader`): columns ``_rowid`` and ``__pq_code`` stored partition
@@ -355,49 +359,98 @@ def _squared(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     return np.asarray(np.einsum("ij,ij->i", diff, diff), np.float32)
 
 
+@dataclass(frozen=True)
+class _Tables:
+    """A model's codebook laid out for the per-query lookup tables (:func:`_score`): kept per
+    model, so a query makes its tables with one batched matrix product (BLAS, which releases
+    the GIL) instead of building the products of every codeword in ``einsum``."""
+
+    book: np.ndarray  # (num_sub_vectors, sub-vector dimension, 256) float64, times -2
+    norms: np.ndarray  # (num_sub_vectors, 256) float64: |codeword|^2
+    offsets: np.ndarray  # (num_sub_vectors,) intp: j * 256
+
+
+_tables: OrderedDict[bytes, _Tables] = OrderedDict()
+_TABLES = 16
+
+
+def _model_tables(model: LeafCodes) -> _Tables:
+    with _lock:
+        found = _tables.get(model.model)
+        if found is not None:
+            return found
+    book = model.codebook.astype(np.float64)
+    made = _Tables(
+        np.ascontiguousarray(book.transpose(0, 2, 1)) * -2.0,  # (exact: a power of two)
+        np.einsum("jcs,jcs->jc", book, book),
+        np.arange(book.shape[0], dtype=np.intp) * 256,
+    )
+    with _lock:
+        _tables[model.model] = made
+        while len(_tables) > _TABLES:
+            _tables.popitem(last=False)
+    return made
+
+
+def _probed_rows(starts: np.ndarray, probed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of the ``probed`` partitions, partition after partition, and the place in
+    ``probed`` of each row's partition (a few whole-array operations, no loop per
+    partition)."""
+    first = starts[probed]
+    lengths = starts[probed + 1] - first
+    total = int(lengths.sum())
+    which = np.repeat(np.arange(len(probed), dtype=np.intp), lengths)
+    before = np.cumsum(lengths) - lengths  # the rows of the probed partitions before each
+    rows = np.arange(total, dtype=np.intp) + (first - before)[which]
+    return rows, which
+
+
 def _score(
     codes: LeafCodes | _Combined, query: np.ndarray, probed: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ADC distances of the rows of the ``probed`` partitions, and those rows."""
     model = codes if isinstance(codes, LeafCodes) else codes.first
     subs, _, width = model.codebook.shape
-    starts = codes.starts
-    spans = [(int(starts[p]), int(starts[p + 1])) for p in probed]
-    rows = np.concatenate([np.arange(a, b) for a, b in spans]) if spans else np.zeros(0, int)
+    probed = np.asarray(probed, dtype=np.intp)
+    rows, which = _probed_rows(codes.starts, probed)
     if not len(rows):
         return np.zeros(0, np.float32), rows
-    # one table per probed partition: |(q - c_p)_j - codeword|^2 for every sub-vector j,
-    # as |r|^2 - 2 r.c + |c|^2 in float64 (a few products, not a difference per dimension)
+    # one table per sub-vector j and probed partition: |(q - c_p)_j - codeword|^2, as
+    # |r|^2 - 2 r.c + |c|^2 in float64 (the products: one batched matrix product), laid out
+    # (sub-vector, partition, codeword) so that no step copies a transposed array
+    prepared = _model_tables(model)
     residuals = (query - model.centroids[probed]).astype(np.float64).reshape(-1, subs, width)
-    book = model.codebook.astype(np.float64)
-    tables = (
-        np.einsum("pjs,pjs->pj", residuals, residuals)[:, :, None]
-        - 2.0 * np.einsum("pjs,jcs->pjc", residuals, book)
-        + np.einsum("jcs,jcs->jc", book, book)[None]
-    ).astype(np.float32)
-    which = np.repeat(np.arange(len(probed), dtype=np.intp), [b - a for a, b in spans])
-    flat = tables.reshape(-1)
-    index = codes.codes[rows].astype(np.intp)
-    index += (which * (subs * 256))[:, None]
-    index += (np.arange(subs, dtype=np.intp) * 256)[None, :]
-    return _row_sums(flat.take(index)), rows
+    by_sub = residuals.transpose(1, 0, 2)
+    tables = np.matmul(by_sub, prepared.book)  # -2 r.c
+    tables += np.einsum("jps,jps->jp", by_sub, by_sub)[:, :, None]
+    tables += prepared.norms[:, None, :]
+    # the probed rows' codes: one take of whole rows (a row's bytes as one element), then
+    # sub-vector major, so that each sub-vector's distances are one contiguous line
+    whole = np.ascontiguousarray(codes.codes).view(np.dtype((np.void, subs))).reshape(-1)
+    picked = whole.take(rows).view(np.uint8).reshape(-1, subs)
+    index = picked.T.astype(np.intp, order="C")  # (sub-vector, row)
+    index += (prepared.offsets * len(probed))[:, None]
+    index += which * 256
+    return _row_sums(tables.astype(np.float32).reshape(-1).take(index).T), rows
 
 
 def _pairwise(values: np.ndarray) -> np.ndarray:
-    """The sum of each row of ``values`` (float32, 8 to 128 columns) added up as numpy's
-    ``sum(axis=1)`` does (eight running sums, paired, then the rest in turn), column by
-    column: one vector addition per column instead of one reduction per row."""
-    width = values.shape[1]
-    lanes = [values[:, j].copy() for j in range(8)]
+    """The sum of each column of ``values`` (float32, 8 to 128 rows: a row per sub-vector)
+    added up as numpy's ``sum(axis=1)`` adds up a row of the transpose (eight running sums,
+    paired, then the rest in turn), on whole contiguous lines: a few vector additions
+    instead of one reduction per row."""
+    width = values.shape[0]
     full = width - width % 8
-    for start in range(8, full, 8):
-        for j in range(8):
-            lanes[j] += values[:, start + j]
+    lanes = values[:8]
+    if full > 8:
+        lanes = lanes.copy()
+        for start in range(8, full, 8):
+            lanes += values[start : start + 8]
     total: np.ndarray = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + (
         (lanes[4] + lanes[5]) + (lanes[6] + lanes[7])
     )
     for j in range(full, width):
-        total += values[:, j]
+        total += values[j]
     return total
 
 
@@ -405,18 +458,20 @@ _same_order: dict[int, bool] = {}
 
 
 def _row_sums(values: np.ndarray) -> np.ndarray:
-    """``values.sum(axis=1, dtype=float32)`` bit for bit, by :func:`_pairwise` when it gives
-    numpy's sums (checked once per width on random rows of every magnitude)."""
+    """``values.sum(axis=1, dtype=float32)`` bit for bit, by :func:`_pairwise` on its
+    columns (contiguous lines when ``values`` is the transpose of a C-ordered array, as in
+    :func:`_score`) when it gives numpy's sums (checked once per width on random rows of
+    every magnitude)."""
     width = values.shape[1]
     same = _same_order.get(width)
     if same is None:
         sample = np.random.default_rng(width).standard_exponential((4096, width))
         sample = (sample**4).astype(np.float32)
         same = 8 <= width <= 128 and np.array_equal(
-            _pairwise(sample), sample.sum(axis=1, dtype=np.float32)
+            _pairwise(sample.T), sample.sum(axis=1, dtype=np.float32)
         )
         _same_order[width] = same
-    return _pairwise(values) if same else values.sum(axis=1, dtype=np.float32)
+    return _pairwise(values.T) if same else values.sum(axis=1, dtype=np.float32)
 
 
 def namespace_nearest(
@@ -438,12 +493,16 @@ def namespace_nearest(
     distances, rows = _score(combined, query, probed)
     if not len(rows):
         return []
-    positions = combined.leaves[rows] if len(leaves) > 1 else np.zeros(len(rows), np.int32)
-    row_ids = combined.row_ids[rows]
     if k < len(rows) and not each:  # every row tied with the k-th kept, the tie broken below
         kth = np.partition(distances, k - 1)[k - 1]
         keep = np.flatnonzero(distances <= kth)
-        distances, positions, row_ids = distances[keep], positions[keep], row_ids[keep]
+        distances, rows = distances[keep], rows[keep]
+    # (the row ids and leaves of the candidates only)
+    row_ids = combined.row_ids[rows]
+    if len(leaves) == 1:  # one leaf (a tenant's search): by distance, then row id
+        best = np.lexsort((row_ids, distances))[:k]
+        return [(0, distances[best], row_ids[best])]
+    positions = combined.leaves[rows]
     if each:
         order = np.lexsort((row_ids, distances, positions))
         starts = np.searchsorted(positions[order], positions[order], side="left")
@@ -464,4 +523,5 @@ def clear() -> None:
         _kept.clear()
         _versions.clear()
         _combined.clear()
+        _tables.clear()
     kept.dropped()
