@@ -44,11 +44,7 @@ def group_rows(
     codes: np.ndarray | None = None
     size = 1
     for key in keys:
-        encoded = pc.dictionary_encode(key, null_encoding="encode")
-        if isinstance(encoded, pa.ChunkedArray):
-            encoded = encoded.combine_chunks()
-        indices = encoded.indices.to_numpy(zero_copy_only=False)
-        width = max(1, len(encoded.dictionary))
+        indices, width = _codes(key, n)
         if codes is None:
             codes, size = indices, width
         elif size * width <= _DIRECT_CODES:  # combine without hashing again
@@ -72,6 +68,60 @@ def group_rows(
     narrow = codes.astype(np.uint16 if len(present) < (1 << 16) else np.uint32)
     order = np.argsort(narrow, kind="stable")
     return order, offsets, order[offsets[:-1]]
+
+
+# The integer-backed types whose groups are numbered by value, without hashing: numpy's view
+# of the values, by Arrow bit width
+_INTEGERS = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
+_UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def _codes(key: pa.Array | pa.ChunkedArray, n: int) -> tuple[np.ndarray, int]:
+    """Dense codes of ``key``'s values (NULL is a value) and the size of the code space.
+
+    A key of an integer, date, time, timestamp or duration type whose values span at most
+    ``max(n, 65536)`` is numbered by value (its minimum is code 0, NULL comes before it), a
+    subtraction instead of a hash: a day, a year or a bucket of an input chunk. Any other
+    key is dictionary-encoded (codes in order of first appearance).
+
+    >>> codes, size = _codes(pa.array([7, 5, None, 7]), 4)
+    >>> codes.tolist(), size
+    ([3, 1, 0, 3], 4)
+    >>> codes, size = _codes(pa.array([2**40, 5, 2**40]), 3)  # a wide span: hashed
+    >>> codes.tolist(), size
+    ([0, 1, 0], 2)
+    """
+    if isinstance(key, pa.ChunkedArray):
+        key = key.combine_chunks() if key.num_chunks != 1 else key.chunk(0)
+    kind = key.type
+    bits = kind.bit_width if pa.types.is_integer(kind) or _temporal(kind) else 0
+    if bits in _INTEGERS and key.null_count < len(key):
+        dtype = (_UNSIGNED if pa.types.is_unsigned_integer(kind) else _INTEGERS)[bits]
+        bounds = pc.min_max(key.view(pa.from_numpy_dtype(dtype)))
+        low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        span = high - low + 1
+        if span <= max(n, 1 << 16):
+            values = np.frombuffer(
+                key.buffers()[1], dtype=dtype, count=len(key), offset=key.offset * (bits // 8)
+            )
+            # every value is within [low, high]: its difference to low fits the width unsigned
+            codes = (values - dtype(low)).view(_UNSIGNED[bits]).astype(np.int64)
+            nulls = key.null_count > 0
+            if nulls:  # NULL is code 0 (a NULL slot holds any value)
+                codes += 1
+                codes[key.is_null().to_numpy(zero_copy_only=False)] = 0
+            return codes, span + nulls
+    encoded = pc.dictionary_encode(key, null_encoding="encode")
+    return encoded.indices.to_numpy(zero_copy_only=False), max(1, len(encoded.dictionary))
+
+
+def _temporal(kind: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_date(kind)
+        or pa.types.is_time(kind)
+        or pa.types.is_timestamp(kind)
+        or pa.types.is_duration(kind)
+    )
 
 
 @dataclass(frozen=True)
