@@ -32,6 +32,7 @@ from lance import LanceDataset
 
 from lance_partitioned import errors, scan
 from lance_partitioned.consistency import conform_for_write, leaf_schema
+from lance_partitioned.dml.merge_keys import SourceKeys
 from lance_partitioned.dml.plan import (
     ROW_ADDRESS,
     DeleteCount,
@@ -41,7 +42,6 @@ from lance_partitioned.dml.plan import (
     leaf_tasks,
     matched_rows,
 )
-from lance_partitioned.dml.merge_keys import SourceKeys
 from lance_partitioned.dml.results import MergeResult
 from lance_partitioned.expressions import AlwaysFalse, AlwaysTrue, Predicate
 from lance_partitioned.expressions.sqltext import deep

@@ -78,9 +78,7 @@ class SourceKeys:
     sorted_codes: np.ndarray
 
     @classmethod
-    def build(
-        cls, source: pa.Table, on: Sequence[str], safe: frozenset[str]
-    ) -> SourceKeys | None:
+    def build(cls, source: pa.Table, on: Sequence[str], safe: frozenset[str]) -> SourceKeys | None:
         """The keys ``on`` of ``source`` encoded (``safe``: the NULL-safe keys); None when a
         key's type is not :func:`supported` or the joint codes would not fit an int64."""
         columns = [_flat(source.column(name)) for name in on]
