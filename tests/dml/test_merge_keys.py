@@ -120,3 +120,21 @@ def test_float_keys_and_other_types_are_left_to_sql() -> None:
     keys = merge_keys.SourceKeys.build(pa.table({"i": [1]}), ["i"], frozenset())
     assert keys is not None
     assert keys.pairs(pa.table({"i": pa.array([1], pa.int32())})) is None
+
+
+def test_integer_keys_null_safe_or_not() -> None:
+    source = pa.table({"a": pa.array([5, None, -3, 5], pa.int8())})
+    target = pa.table({"a": pa.array([None, 5, 7, -3, -128], pa.int8())})
+    safe = merge_keys.SourceKeys.build(source, ["a"], frozenset({"a"}))
+    plain = merge_keys.SourceKeys.build(source, ["a"], frozenset())
+    assert safe is not None
+    assert plain is not None
+    left, right = safe.pairs(target) or ((), ())
+    assert list(zip(left.tolist(), right.tolist(), strict=True)) == [(0, 1), (1, 0), (1, 3), (3, 2)]
+    left, right = plain.pairs(target) or ((), ())
+    assert list(zip(left.tolist(), right.tolist(), strict=True)) == [(1, 0), (1, 3), (3, 2)]
+    # a source without NULL keys: a NULL-safe NULL target key matches nothing
+    first = merge_keys.SourceKeys.build(source.slice(0, 1), ["a"], frozenset({"a"}))
+    assert first is not None
+    left, _ = first.pairs(target) or ((), ())
+    assert left.tolist() == [1]

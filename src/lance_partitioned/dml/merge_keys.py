@@ -4,9 +4,10 @@ A merge whose WHEN MATCHED clauses have no condition needs, per searched leaf, o
 pairs (target row, source row) whose keys are equal: no SQL. :class:`SourceKeys` encodes the
 source's keys once per merge (each key column's distinct values, every source row's code
 among them, the rows sorted by code); each leaf's key columns are then probed against it
-(``pyarrow.compute.index_in`` per key, ``numpy.searchsorted`` for the rows): no DataFusion
-context, no SQL parsed and no copy of the source registered per leaf, which a merge on a
-non-partition key paid on each of hundreds of leaves.
+(``numpy.searchsorted`` in an integer key's sorted values, ``pyarrow.compute.index_in``
+for other types; ``numpy.searchsorted`` again for the rows): no DataFusion context, no SQL
+parsed and no copy of the source registered per leaf, which a merge on a non-partition key
+paid on each of hundreds of leaves.
 
 The match is the DataFusion join's: a key that is NULL-safe (``safe``) matches NULL to
 NULL, any other key never matches a NULL; several source rows with a key each pair with
@@ -55,23 +56,54 @@ def _flat(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
 
 
-def _codes(values: pa.Array, dictionary: pa.Array) -> np.ndarray:
-    """Each value's position in ``dictionary`` (NULL: NULL's position when it has one),
-    -1 for a value it lacks."""
-    found = pc.index_in(values, value_set=dictionary, skip_nulls=False)
-    return np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+class _Dictionary:
+    """One key column's distinct source values, and each value's code among them (0 to
+    ``size - 1``; -1 for a value the source lacks). Integers are looked up in their sorted
+    values (``numpy.searchsorted``: nothing is hashed again per leaf), NULL as the code
+    after them; other types in an Arrow dictionary (``pyarrow.compute.index_in``)."""
+
+    def __init__(self, column: pa.Array) -> None:
+        self.type = column.type
+        self.values: np.ndarray | None = None
+        self.dictionary: pa.Array | None = None
+        self.null_code = -1  # NULL's code: none when the source has no NULL there
+        if pa.types.is_integer(column.type):
+            present = column.drop_null() if column.null_count else column
+            self.values = np.unique(np.asarray(present.to_numpy(zero_copy_only=False)))
+            if column.null_count:
+                self.null_code = len(self.values)
+            self.size = len(self.values) + 1
+        else:
+            self.dictionary = pc.unique(column)
+            self.size = max(1, len(self.dictionary))
+
+    def codes(self, column: pa.Array) -> np.ndarray:
+        """Each value's code (-1: not among the source's)."""
+        if self.dictionary is not None:
+            found = pc.index_in(column, value_set=self.dictionary, skip_nulls=False)
+            return np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        values = self.values if self.values is not None else np.zeros(0, dtype=np.int64)
+        data = np.asarray(column.fill_null(0).to_numpy(zero_copy_only=False))
+        at = np.searchsorted(values, data)
+        hit = at < len(values)
+        hit[hit] = values[at[hit]] == data[hit]
+        codes = np.where(hit, at, -1).astype(np.int64)
+        if column.null_count:
+            codes[np.asarray(column.is_null().to_numpy(zero_copy_only=False))] = self.null_code
+        return codes
 
 
 @dataclass(frozen=True)
 class SourceKeys:
     """A merge source's keys, encoded once for every leaf's probe.
 
-    ``dictionaries``: each key column's distinct source values; ``order``: the source rows
-    that can match (no NULL in a key that is not NULL-safe) sorted by their joint code,
-    ``sorted_codes`` those codes (a row's code is its per-key codes in mixed radix)."""
+    ``dictionaries``: each key column's distinct source values (``_Dictionary``);
+    ``order``: the source rows that can match (no NULL in a key that is not NULL-safe)
+    sorted by their joint code, ``sorted_codes`` those codes (a row's code is its per-key
+    codes in mixed radix)."""
 
     names: tuple[str, ...]
-    dictionaries: tuple[pa.Array, ...]
+    dictionaries: tuple[_Dictionary, ...]
     safe: tuple[bool, ...]
     radix: tuple[int, ...]
     order: np.ndarray
@@ -84,8 +116,8 @@ class SourceKeys:
         columns = [_flat(source.column(name)) for name in on]
         if not all(supported(c.type) for c in columns):
             return None
-        dictionaries = tuple(pc.unique(c) for c in columns)
-        radix = tuple(max(1, len(d)) for d in dictionaries)
+        dictionaries = tuple(_Dictionary(c) for c in columns)
+        radix = tuple(d.size for d in dictionaries)
         span = 1
         for size in radix:
             span *= size
@@ -96,7 +128,7 @@ class SourceKeys:
         for name, column, dictionary, size in zip(on, columns, dictionaries, radix, strict=True):
             if name not in safe and column.null_count:
                 valid &= ~np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-            codes = codes * size + _codes(column, dictionary)
+            codes = codes * size + dictionary.codes(column)
         candidates = np.flatnonzero(valid)
         order = candidates[np.argsort(codes[candidates], kind="stable")]
         return cls(
@@ -129,7 +161,7 @@ class SourceKeys:
             column = _flat(target.column(name))
             if column.type != dictionary.type:
                 return None
-            found = _codes(column, dictionary)
+            found = dictionary.codes(column)
             valid &= found >= 0
             if not safe and column.null_count:
                 valid &= ~np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
