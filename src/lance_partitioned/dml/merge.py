@@ -32,6 +32,7 @@ from lance import LanceDataset
 
 from lance_partitioned import errors, scan
 from lance_partitioned.consistency import conform_for_write, leaf_schema
+from lance_partitioned.dml.merge_keys import SourceKeys
 from lance_partitioned.dml.plan import (
     ROW_ADDRESS,
     DeleteCount,
@@ -57,6 +58,7 @@ __all__ = ["MergeBuilder"]
 
 _SOURCE_ROW = "__lp_source_row"
 _SHALLOW_QUERY = 2_000  # characters: DataFusion queries this short run on the calling thread
+_NO_PAIR = " WHERE FALSE"  # the clause of a WHEN MATCHED clause that applies to no pair
 
 
 def _quoted(name: str) -> str:
@@ -148,6 +150,8 @@ class MergeBuilder:
         self._insert = False
         self._delete: tuple[bool, str | Predicate | None] = (False, None)
         self._absent: list[pa.Field] = []  # namespace columns the source lacks
+        # the source's keys as last encoded: (source table, NULL-safe keys, the encoding)
+        self._encoded: tuple[pa.Table, frozenset[str], SourceKeys | None] | None = None
 
     def when_matched_update_all(self, condition: str | None = None) -> MergeBuilder:
         """Replace each target row whose key matches a source row by that source row (only
@@ -246,6 +250,7 @@ class MergeBuilder:
             reads: dict[str, int] = {}
             candidates = self._candidates(snapshot, source, safe[0])
             schema_now = snapshot.metadata.schema
+            keys = self._source_keys(source, safe[0])
 
             def find(candidate: tuple[scan.ScanTask, np.ndarray | None, Predicate]) -> Any:
                 task, rows, deleting = candidate
@@ -254,8 +259,13 @@ class MergeBuilder:
                     # (a search at the manifest's version is reused without opening the leaf)
                     ds = task.open()
                     if found is None or found.read_version != ds.version:
-                        subset = source if rows is None else source.take(pa.array(rows))
-                        found = self._search(ds, task, schema_now, subset, deleting, safe[0])
+                        if keys is not None:  # probed against the source's keys (no subset)
+                            found = self._search(
+                                ds, task, schema_now, source, deleting, safe[0], (keys, rows)
+                            )
+                        else:
+                            subset = source if rows is None else source.take(pa.array(rows))
+                            found = self._search(ds, task, schema_now, subset, deleting, safe[0])
                         cache[task.object_id] = found
                 return found
 
@@ -321,6 +331,17 @@ class MergeBuilder:
         )
 
     # ------------------------------------------------------------------------- steps
+    def _source_keys(self, source: pa.Table, safe: frozenset[str]) -> SourceKeys | None:
+        """The source's keys encoded once for every leaf's probe (:mod:`.merge_keys`), or
+        None when the leaves are joined with SQL: a WHEN MATCHED clause has a condition, or
+        a key's type is left to SQL. Encoded again for another source table or ``safe``."""
+        if self._update[1] is not None or self._matched_delete[1] is not None:
+            return None
+        known = self._encoded
+        if known is None or known[0] is not source or known[1] != safe:
+            known = self._encoded = (source, safe, SourceKeys.build(source, self._on, safe))
+        return known[2]
+
     def _safe_keys(self, snapshot: ManifestSnapshot) -> frozenset[str]:
         """The keys matched NULL-safely (``IS NOT DISTINCT FROM``): every key with
         ``null_safe``, else those that are a partition source column of a spec version."""
@@ -406,9 +427,12 @@ class MergeBuilder:
         source: pa.Table,
         deleting: Predicate,
         safe: frozenset[str],
+        probe: tuple[SourceKeys, np.ndarray | None] | None = None,
     ) -> _LeafMatches:
-        """Join the leaf's rows with the source on the keys (DataFusion); the unmatched rows
-        for which ``deleting`` (the delete-by-source condition's residual here) holds go."""
+        """Join the leaf's rows with the source on the keys (DataFusion; with ``probe``,
+        the source's encoded keys and the source rows that can match here, by probing them
+        instead when no clause has a condition); the unmatched rows for which ``deleting``
+        (the delete-by-source condition's residual here) holds go."""
         import datafusion
 
         update, update_condition = self._update
@@ -468,15 +492,23 @@ class MergeBuilder:
                 ).to_arrow_table()
             return matches, found.get("update", none), found.get("delete", none), unmatched
 
-        # short queries cannot nest deep enough to need deep()'s big stack, and deep() runs
-        # one call at a time: the leaves are searched in parallel
-        longest = len(pairs) + max([len(others) + len(keys), *map(len, clauses.values())])
-        try:
-            matches, updates, removes, unmatched = run() if longest <= _SHALLOW_QUERY else deep(run)
-        except Exception as exc:
-            raise errors.InvalidInputError(
-                f"cannot evaluate the merge on {self._on}: {exc}"
-            ) from exc
+        probed = None
+        if probe is not None and all(c in ("", _NO_PAIR) for c in clauses.values()):
+            probed = probe[0].pairs(joined, probe[1])
+        if probed is not None:
+            matches, updates, removes, unmatched = _paired(joined, probed, clauses, deleting)
+        else:
+            # short queries cannot nest deep enough to need deep()'s big stack, and deep()
+            # runs one call at a time: the leaves are searched in parallel
+            longest = len(pairs) + max([len(others) + len(keys), *map(len, clauses.values())])
+            try:
+                matches, updates, removes, unmatched = (
+                    run() if longest <= _SHALLOW_QUERY else deep(run)
+                )
+            except Exception as exc:
+                raise errors.InvalidInputError(
+                    f"cannot evaluate the merge on {self._on}: {exc}"
+                ) from exc
         removed = pc.unique(removes.column(ROW_ADDRESS).combine_chunks().cast(pa.uint64()))
         both = pa.table({ROW_ADDRESS: updates.column(ROW_ADDRESS).cast(pa.uint64())})
         self._check_single_update(
@@ -508,7 +540,7 @@ class MergeBuilder:
         parts = [] if own[1] is None else [f"(({own[1]}) IS TRUE)"]
         if other[0] and other_first:
             if other[1] is None:
-                return " WHERE FALSE"
+                return _NO_PAIR
             parts.append(f"(({other[1]}) IS NOT TRUE)")
         return f" WHERE {' AND '.join(parts)}" if parts else ""
 
@@ -558,6 +590,31 @@ class MergeBuilder:
                 )
                 parts.append(_complete(new, nulls, read))
         return pa.concat_tables(parts) if parts else read.empty_table()
+
+
+def _paired(
+    target: pa.Table,
+    pairs: tuple[np.ndarray, np.ndarray],
+    clauses: dict[str, str],
+    deleting: Predicate,
+) -> tuple[pa.Table, pa.Table, pa.Table, pa.Table]:
+    """What the SQL join of :meth:`MergeBuilder._search` returns, from the matching
+    (target row position, source row) ``pairs``: every pair, the pairs each clause applies
+    to (a clause without a condition: every pair, or none, :data:`_NO_PAIR`, when the
+    other one was added first) and the target rows without a pair (when ``deleting``)."""
+    left, right = pairs
+    row_addresses = target.column(ROW_ADDRESS).combine_chunks().cast(pa.uint64())
+    matches = pa.table(
+        {ROW_ADDRESS: row_addresses.take(pa.array(left)), _SOURCE_ROW: pa.array(right)}
+    )
+    none = matches.slice(0, 0)
+    found = {kind: none if clause else matches for kind, clause in clauses.items()}
+    unmatched = pa.table({ROW_ADDRESS: pa.array([], pa.uint64())})
+    if not isinstance(deleting, AlwaysFalse):
+        alone = np.ones(target.num_rows, dtype=bool)
+        alone[left] = False
+        unmatched = pa.table({ROW_ADDRESS: row_addresses.filter(pa.array(alone))})
+    return matches, found.get("update", none), found.get("delete", none), unmatched
 
 
 def _rows_at(target: pa.Table, row_addresses: pa.ChunkedArray, columns: list[str]) -> pa.Table:
