@@ -53,6 +53,7 @@ from lance_partitioned.ingest import WriteOptions, stage
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.spark.dml import TASK_THREADS, LeafJob, TaskHook, job_for, remove_unused
+from lance_partitioned.spark.merge_local import local_match
 from lance_partitioned.spark.merge_replan import _LEAF, _ROW, Replanner, _LeafResult
 from lance_partitioned.spark.merge_route import RouteMetrics, route_kinds, routed
 from lance_partitioned.spark.staging import StagingJournal, data_files
@@ -175,6 +176,7 @@ class SparkMergeBuilder:
         # bytes of the Bloom filter of the source keys that selected them
         self.key_pairs = 0
         self.filter_bytes = 0
+        self.local_match = False  # the join route's leaves matched in the source's tasks
 
     def when_matched_update_all(self, condition: str | None = None) -> SparkMergeBuilder:
         """Replace each matched target row by its source row (see the Python merge)."""
@@ -321,7 +323,8 @@ class SparkMergeBuilder:
         # matching rows and hands the others (NULL leaf) to the same tasks, which insert
         # them: no second shuffle of the source (an anti-join on the row ids)
         outer = job.insert and bool(job.leaves) and set(job.routes.values()) == {"join"}
-        routes = routed(self._spark, job, keyed, None, metrics, outer=outer)
+        self.local_match = local_match(self._spark, job, keyed)
+        routes = routed(self._spark, job, keyed, None, metrics, outer=outer, local=self.local_match)
         self.filter_bytes = metrics.filter_bytes
         index = {o: i for i, o in enumerate(job.leaves)}
         markers = [index[o] for o, r in residuals.items() if not isinstance(r, AlwaysFalse)]
