@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["LOCAL_MATCH_CONF", "SOURCE_SHARE", "local_match", "locally_matched"]
 
 LOCAL_MATCH_CONF = "spark.lance_partitioned.merge.localMatch"
-SOURCE_SHARE = 0.25  # source rows / the join-routed leaves' rows from which it is chosen
+SOURCE_SHARE = 0.1  # source rows / the join-routed leaves' rows from which it is chosen
 _KEYS_AT_ONCE = 4_000_000  # leaf keys joined at a time in a task (bounded memory)
 _POSITION = "__lp_pos"
 
