@@ -6,7 +6,6 @@ ids); the result equals the Python merge's."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,22 +38,6 @@ def _plans(spark: SparkSession, since: int) -> list[str]:
 
 def _executions(spark: SparkSession) -> int:
     return int(spark._jsparkSession.sharedState().statusStore().executionsList().length())  # type: ignore[attr-defined]
-
-
-@pytest.fixture
-def joined(spark: SparkSession) -> Iterator[SparkSession]:
-    """The session with the merge's join route taken (not matched in the source's tasks,
-    :mod:`lance_partitioned.spark.merge_local`, which a source this large would take)."""
-    conf = "spark.lance_partitioned.merge.localMatch"
-    before = spark.conf.get(conf, None)
-    spark.conf.set(conf, "false")
-    try:
-        yield spark
-    finally:
-        if before is None:
-            spark.conf.unset(conf)
-        else:
-            spark.conf.set(conf, before)
 
 
 def _namespaces(tmp_path: Path, ids: list[int]) -> tuple[Path, Path]:
