@@ -175,7 +175,10 @@ def test_a_key_matched_locally_only_once_wrapped_to_the_source_type_is_still_ins
     spark_root, python_root = _namespaces(tmp_path, [*range(20), WIDE])
     rows = [(1, 1, -1), (25, 5, -2), (30, 3, -3)]
     source = forced.createDataFrame(rows, "id int, day int, amount long")
+    since = _executions(forced)
     assert _merge_both(forced, spark_root, python_root, source) == (2, 2)
+    joins = [line for p in _plans(forced, since) for line in p.splitlines()]
+    assert not {"Join type: Inner", "Join type: LeftOuter"} & set(joins)  # no routing join
 
 
 def _null_rows(root: Path) -> list[tuple[Any, ...]]:
