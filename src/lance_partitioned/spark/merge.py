@@ -30,7 +30,6 @@ that another writer changed before that commit is merged again there, alone
 from __future__ import annotations
 
 import pickle
-import re
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -53,6 +52,7 @@ from lance_partitioned.ingest import WriteOptions, stage
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.spark.dml import TASK_THREADS, LeafJob, TaskHook, job_for, remove_unused
+from lance_partitioned.spark.merge_keys import keys_of
 from lance_partitioned.spark.merge_local import local_match
 from lance_partitioned.spark.merge_replan import _LEAF, _ROW, Replanner, _LeafResult
 from lance_partitioned.spark.merge_route import RouteMetrics, route_kinds, routed
@@ -72,31 +72,6 @@ if TYPE_CHECKING:
 __all__ = ["SparkMergeBuilder", "keys_of"]
 
 _RESULT_SCHEMA = "kind string, payload binary, row long"
-_EQUALITY = re.compile(r"^\s*(\w+)\.`?(\w+)`?\s*=\s*(\w+)\.`?(\w+)`?\s*$")
-
-
-def keys_of(on: str | Sequence[str] | None, condition: str | None) -> list[str]:
-    """The key columns of ``on``, or of a ``condition`` that ANDs equalities of one column
-    on both sides (``"t.id = s.id AND t.day = s.day"``).
-
-    >>> keys_of(None, "t.id = s.id AND target.day = source.day")
-    ['id', 'day']
-    """
-    if (on is None) == (condition is None):
-        raise errors.InvalidInputError("merge needs on= (key columns) or condition=, not both")
-    if on is not None:
-        return [on] if isinstance(on, str) else list(on)
-    assert condition is not None
-    keys = []
-    for part in re.split(r"\s+and\s+", condition.strip(), flags=re.IGNORECASE):
-        found = _EQUALITY.match(part)
-        if found is None or found.group(2) != found.group(4) or found.group(1) == found.group(3):
-            raise errors.InvalidInputError(
-                f"merge condition {condition!r}: only equalities of one column in the target "
-                "and the source, joined by AND, are supported (like 't.id = s.id'); use on="
-            )
-        keys.append(found.group(2))
-    return keys
 
 
 @dataclass(frozen=True)
