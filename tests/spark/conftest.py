@@ -44,9 +44,31 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     session.stop()
 
 
+@pytest.fixture
+def joined(spark: SparkSession) -> Iterator[SparkSession]:
+    """The session with a Spark merge's join route taken (not matched in the source's tasks,
+    lance_partitioned.spark.merge_local): for the tests of the join's plan."""
+    conf = "spark.lance_partitioned.merge.localMatch"
+    before = spark.conf.get(conf, None)
+    spark.conf.set(conf, "false")
+    try:
+        yield spark
+    finally:
+        if before is None:
+            spark.conf.unset(conf)
+        else:
+            spark.conf.set(conf, before)
+
+
 def _start(scratch: Path) -> SparkSession:
+    builder = SparkSession.builder
+    # LP_TEST_MERGE_LOCAL_MATCH=true runs every Spark merge with its join route matched in
+    # the source's tasks (lance_partitioned.spark.merge_local)
+    if os.environ.get("LP_TEST_MERGE_LOCAL_MATCH"):
+        local = os.environ["LP_TEST_MERGE_LOCAL_MATCH"]
+        builder = builder.config("spark.lance_partitioned.merge.localMatch", local)
     return (
-        SparkSession.builder.master("local[2, 2]")
+        builder.master("local[2, 2]")
         .appName("lance-partitioned-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

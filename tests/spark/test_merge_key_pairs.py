@@ -27,8 +27,9 @@ def _rows(root: Path) -> list[tuple[Any, ...]]:
 @pytest.mark.spark
 @pytest.mark.slow  # a merge routed by a join: six Spark jobs, 10-60 s on 2 shared cores
 def test_a_join_routed_merge_reads_only_the_leaf_keys_that_may_be_source_keys(
-    spark: SparkSession, tmp_path: Path
+    joined: SparkSession, tmp_path: Path
 ) -> None:
+    spark = joined
     spark_root, python_root = tmp_path / "spark", tmp_path / "python"
     ns = lp.PartitionedNamespace.create(str(spark_root), schema=SCHEMA, partition_by="day")
     ids = list(range(2000))

@@ -79,8 +79,9 @@ def _merge(
 
 @pytest.mark.slow  # two merges (a join, two shuffles each): 15-60 s on 2 shared cores
 def test_a_join_routed_merge_inserts_without_a_second_shuffle_of_the_source(
-    spark: SparkSession, tmp_path: Path
+    joined: SparkSession, tmp_path: Path
 ) -> None:
+    spark = joined
     spark_root, python_root = _namespaces(tmp_path, list(range(100)))
     # id 1 matches in two leaves (two spec versions), 11 and 22 in one; 100 and 101 are new,
     # and so is the row with a NULL key (a NULL never matches, with null_safe off)
@@ -98,8 +99,9 @@ def test_a_join_routed_merge_inserts_without_a_second_shuffle_of_the_source(
 
 @pytest.mark.slow  # a merge (a join, three shuffles): 10-40 s on 2 shared cores
 def test_a_key_joined_only_once_wrapped_to_the_source_type_is_still_inserted(
-    spark: SparkSession, tmp_path: Path
+    joined: SparkSession, tmp_path: Path
 ) -> None:
+    spark = joined
     # the leaf keys are cast to the source's int32 for the join: WIDE joins the source's 25,
     # which the leaf's search (in the namespace's int64) does not match: the merge finds it
     # among the rows a leaf key joined that matched nothing, and inserts it

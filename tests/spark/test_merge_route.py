@@ -84,8 +84,9 @@ def _plans(spark: SparkSession, since: int) -> list[str]:
 
 @pytest.mark.slow  # a merge's Spark jobs (a join, three shuffles): 10-70 s on 2 shared cores
 def test_the_routing_join_never_broadcasts_the_namespace_keys(
-    spark: SparkSession, tmp_path: Path
+    joined: SparkSession, tmp_path: Path
 ) -> None:
+    spark = joined
     # Spark sized the leaf keys (a mapInArrow over a range of leaf indexes) as a few rows and
     # broadcast them: every key of the namespace collected into the driver (10M keys: a
     # minute and GiBs of driver JVM in benchmarks/spark.py --merge)

@@ -30,7 +30,6 @@ that another writer changed before that commit is merged again there, alone
 from __future__ import annotations
 
 import pickle
-import re
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -53,6 +52,8 @@ from lance_partitioned.ingest import WriteOptions, stage
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.spark.dml import TASK_THREADS, LeafJob, TaskHook, job_for, remove_unused
+from lance_partitioned.spark.merge_keys import keys_of
+from lance_partitioned.spark.merge_local import local_match
 from lance_partitioned.spark.merge_replan import _LEAF, _ROW, Replanner, _LeafResult
 from lance_partitioned.spark.merge_route import RouteMetrics, route_kinds, routed
 from lance_partitioned.spark.staging import StagingJournal, data_files
@@ -71,31 +72,6 @@ if TYPE_CHECKING:
 __all__ = ["SparkMergeBuilder", "keys_of"]
 
 _RESULT_SCHEMA = "kind string, payload binary, row long"
-_EQUALITY = re.compile(r"^\s*(\w+)\.`?(\w+)`?\s*=\s*(\w+)\.`?(\w+)`?\s*$")
-
-
-def keys_of(on: str | Sequence[str] | None, condition: str | None) -> list[str]:
-    """The key columns of ``on``, or of a ``condition`` that ANDs equalities of one column
-    on both sides (``"t.id = s.id AND t.day = s.day"``).
-
-    >>> keys_of(None, "t.id = s.id AND target.day = source.day")
-    ['id', 'day']
-    """
-    if (on is None) == (condition is None):
-        raise errors.InvalidInputError("merge needs on= (key columns) or condition=, not both")
-    if on is not None:
-        return [on] if isinstance(on, str) else list(on)
-    assert condition is not None
-    keys = []
-    for part in re.split(r"\s+and\s+", condition.strip(), flags=re.IGNORECASE):
-        found = _EQUALITY.match(part)
-        if found is None or found.group(2) != found.group(4) or found.group(1) == found.group(3):
-            raise errors.InvalidInputError(
-                f"merge condition {condition!r}: only equalities of one column in the target "
-                "and the source, joined by AND, are supported (like 't.id = s.id'); use on="
-            )
-        keys.append(found.group(2))
-    return keys
 
 
 @dataclass(frozen=True)
@@ -175,6 +151,7 @@ class SparkMergeBuilder:
         # bytes of the Bloom filter of the source keys that selected them
         self.key_pairs = 0
         self.filter_bytes = 0
+        self.local_match = False  # the join route's leaves matched in the source's tasks
 
     def when_matched_update_all(self, condition: str | None = None) -> SparkMergeBuilder:
         """Replace each matched target row by its source row (see the Python merge)."""
@@ -321,7 +298,8 @@ class SparkMergeBuilder:
         # matching rows and hands the others (NULL leaf) to the same tasks, which insert
         # them: no second shuffle of the source (an anti-join on the row ids)
         outer = job.insert and bool(job.leaves) and set(job.routes.values()) == {"join"}
-        routes = routed(self._spark, job, keyed, None, metrics, outer=outer)
+        self.local_match = local_match(self._spark, job, keyed)
+        routes = routed(self._spark, job, keyed, None, metrics, outer=outer, local=self.local_match)
         self.filter_bytes = metrics.filter_bytes
         index = {o: i for i, o in enumerate(job.leaves)}
         markers = [index[o] for o, r in residuals.items() if not isinstance(r, AlwaysFalse)]

@@ -39,6 +39,7 @@ from lance_partitioned.dml.plan import matched_rows
 from lance_partitioned.manifest import ManifestSnapshot
 from lance_partitioned.scan import ScanTask
 from lance_partitioned.spark.merge_bloom import KeyFilter, source_filter
+from lance_partitioned.spark.merge_local import locally_matched
 from lance_partitioned.spark.merge_replan import _LEAF
 from lance_partitioned.spark.workers import freeze_worker_heap
 from lance_partitioned.spec.multicolumn import sources_of
@@ -104,6 +105,7 @@ def routed(
     metrics: RouteMetrics | None = None,
     *,
     outer: bool = False,
+    local: bool = False,
 ) -> DataFrame:
     """``keyed`` with one row per (source row, target leaf its keys can match), the leaf's
     index in ``_LEAF``. ``reads``: the leaves routed by a join, each with the versions whose
@@ -111,7 +113,9 @@ def routed(
     join route sent (see :class:`RouteMetrics`). ``outer`` (only when every spec version
     is routed by a join): the join is a left outer one, so a source row that no leaf key
     joins comes out once, with a NULL ``_LEAF`` (it matches no target row: the merge
-    inserts it without a second pass over the source)."""
+    inserts it without a second pass over the source). ``local``: the join-routed leaves
+    are matched in the source's tasks instead of by a Spark join
+    (:func:`.merge_local.locally_matched`)."""
     from pyspark.sql.types import IntegerType, StructField, StructType
 
     schema = StructType([*keyed.schema.fields, StructField(_LEAF, IntegerType())])
@@ -122,7 +126,9 @@ def routed(
     if reads is None:
         reads = {o: [job.tasks[o][0]] for o in joined}
     wanted = sorted((o, list(reads[o])) for o in joined if o in reads)
-    if wanted:
+    if wanted and local:
+        parts.append(locally_matched(spark, job, keyed, wanted, outer=outer))
+    elif wanted:
         parts.append(_joined(spark, job, keyed, wanted, metrics, outer=outer))
     if not parts:
         return spark.createDataFrame([], schema)
