@@ -16,7 +16,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 import lance_partitioned as lp
-from lance_partitioned.spark import PartitionedTable
+from lance_partitioned.spark import PartitionedTable, merge_local
 
 from .test_merge_one_pass import WIDE, _executions, _namespaces, _plans
 from .test_merge_one_pass import _merge as _merge_both
@@ -118,6 +118,18 @@ def test_a_small_source_is_still_routed_by_the_join(by_rule: SparkSession, tmp_p
         arrow, on="id"
     ).when_matched_update_all().execute()
     assert _null_rows(spark_root) == _null_rows(python_root)
+
+
+@pytest.mark.slow  # two merges (three Spark jobs each): 15-40 s on 2 shared cores
+def test_a_large_source_into_more_leaf_rows_than_the_cap_keeps_the_join(
+    by_rule: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the source of the first test (6 rows against the 12 of the join-routed leaves: local
+    # by the share), but those leaves hold more rows than the cap: each task would read them
+    # all however many executors there are, so the join is kept
+    monkeypatch.setattr(merge_local, "MAX_LOCAL_KEYS", 11)
+    spark_root, python_root = _pair(tmp_path)
+    assert not _merged(spark_root, python_root, _source(by_rule), False)
 
 
 @pytest.mark.slow  # a merge (two Spark jobs) that fails: 5-20 s on 2 shared cores

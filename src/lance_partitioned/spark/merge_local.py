@@ -17,10 +17,13 @@ the join sorts and shuffles millions of them. Here instead:
 The rows then go to the per-leaf merge as a join route's do (a superset of the matches:
 the leaf's task searches its slice exactly). Every task reads every key once, so this is
 chosen (:func:`local_match`) only when the source's rows are at least
-:data:`SOURCE_SHARE` of those leaves' rows, or when the Spark conf :data:`LOCAL_MATCH_CONF`
-says ``true`` (``false``: never; ``auto``, the default: by that rule). The merge then
-groups the rows by leaf as after the join, so source rows with equal keys meet in the task
-of each leaf they match however the source was partitioned (duplicate keys are found there).
+:data:`SOURCE_SHARE` of those leaves' rows and those leaves hold at most
+:data:`MAX_LOCAL_KEYS` rows (each task's read of every key takes as long however many
+executors there are, where the join's work spreads over them), or when the Spark conf
+:data:`LOCAL_MATCH_CONF` says ``true`` (``false``: never; ``auto``, the default: by that
+rule). The merge then groups the rows by leaf as after the join, so source rows with equal
+keys meet in the task of each leaf they match however the source was partitioned
+(duplicate keys are found there).
 """
 
 from __future__ import annotations
@@ -42,18 +45,22 @@ if TYPE_CHECKING:
 
     from lance_partitioned.spark.merge import _MergeJob
 
-__all__ = ["LOCAL_MATCH_CONF", "SOURCE_SHARE", "local_match", "locally_matched"]
+__all__ = ["LOCAL_MATCH_CONF", "MAX_LOCAL_KEYS", "SOURCE_SHARE", "local_match", "locally_matched"]
 
 LOCAL_MATCH_CONF = "spark.lance_partitioned.merge.localMatch"
 SOURCE_SHARE = 0.1  # source rows / the join-routed leaves' rows from which it is chosen
+#: The join-routed leaves' rows above which ``auto`` keeps the join: every task reads every
+#: key, so the local match's time does not shrink with more executors.
+MAX_LOCAL_KEYS = 100_000_000
 _KEYS_AT_ONCE = 4_000_000  # leaf keys joined at a time in a task (bounded memory)
 _POSITION = "__lp_pos"
 
 
 def local_match(spark: SparkSession, job: _MergeJob, keyed: DataFrame) -> bool:
     """Whether the leaves routed by a join are matched in the source's tasks (see the
-    module): the conf, else the source's row count against the leaves' rows (counting
-    ``keyed``, persisted, fills its cache for the jobs that follow)."""
+    module): the conf, else the source's row count against the leaves' rows, when those are
+    at most :data:`MAX_LOCAL_KEYS` (counting ``keyed``, persisted, fills its cache for the
+    jobs that follow)."""
     joined = [o for o in job.leaves if job.routes[job.tasks[o][0].spec_version] == "join"]
     setting = spark.conf.get(LOCAL_MATCH_CONF, "auto") or "auto"
     if setting.lower() not in ("auto", "true", "false"):
@@ -68,6 +75,8 @@ def local_match(spark: SparkSession, job: _MergeJob, keyed: DataFrame) -> bool:
     if any(c is None for c in counts):
         return False
     target = sum(c for c in counts if c is not None)
+    if target > MAX_LOCAL_KEYS:
+        return False
     return keyed.count() >= SOURCE_SHARE * target
 
 
