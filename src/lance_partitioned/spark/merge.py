@@ -52,7 +52,7 @@ from lance_partitioned.ingest import WriteOptions, stage
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.spark.dml import TASK_THREADS, LeafJob, TaskHook, job_for, remove_unused
-from lance_partitioned.spark.merge_keys import keys_of
+from lance_partitioned.spark.merge_condition import keys_of
 from lance_partitioned.spark.merge_local import local_match
 from lance_partitioned.spark.merge_replan import _LEAF, _ROW, Replanner, _LeafResult
 from lance_partitioned.spark.merge_route import RouteMetrics, route_kinds, routed
