@@ -29,6 +29,8 @@ with warnings.catch_warnings():
 
 from pyspark.sql import SparkSession  # noqa: E402
 
+from ._conf import conf_set  # noqa: E402
+
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
@@ -48,16 +50,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
 def joined(spark: SparkSession) -> Iterator[SparkSession]:
     """The session with a Spark merge's join route taken (not matched in the source's tasks,
     lance_partitioned.spark.merge_local): for the tests of the join's plan."""
-    conf = "spark.lance_partitioned.merge.localMatch"
-    before = spark.conf.get(conf, None)
-    spark.conf.set(conf, "false")
-    try:
-        yield spark
-    finally:
-        if before is None:
-            spark.conf.unset(conf)
-        else:
-            spark.conf.set(conf, before)
+    yield from conf_set(spark, "spark.lance_partitioned.merge.localMatch", "false")
 
 
 def _start(scratch: Path) -> SparkSession:

@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 import lance_partitioned as lp
 from lance_partitioned.spark import PartitionedTable, merge_local
 
+from ._conf import conf_set
 from .test_merge_one_pass import WIDE, _executions, _namespaces, _plans
 from .test_merge_one_pass import _merge as _merge_both
 from .test_table import SCHEMA, _data_files, _namespace, _pair, _referenced, _rows, _source
@@ -29,15 +30,7 @@ CONF = "spark.lance_partitioned.merge.localMatch"
 
 def _with(spark: SparkSession, value: str) -> Iterator[SparkSession]:
     """``spark`` with the conf set to ``value`` (restored after the test)."""
-    before = spark.conf.get(CONF, None)
-    spark.conf.set(CONF, value)
-    try:
-        yield spark
-    finally:
-        if before is None:
-            spark.conf.unset(CONF)
-        else:
-            spark.conf.set(CONF, before)
+    yield from conf_set(spark, CONF, value)
 
 
 @pytest.fixture
