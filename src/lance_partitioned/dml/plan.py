@@ -26,6 +26,7 @@ from lance_partitioned import errors, scan
 from lance_partitioned.consistency import conform_batch, leaf_field
 from lance_partitioned.expressions import AlwaysTrue, Predicate
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
+from lance_partitioned.runtime.leaf_cache import leaf_schema
 from lance_partitioned.scan import ScanTask
 from lance_partitioned.spec.schema import NamespaceSchema
 
@@ -70,21 +71,15 @@ def is_whole_leaf(task: ScanTask) -> bool:
     return isinstance(task.residual, AlwaysTrue)
 
 
-def pushdown(
-    ds: LanceDataset, task: ScanTask, schema: NamespaceSchema, leaf: pa.Schema | None = None
-) -> str | None:
+def pushdown(ds: LanceDataset, task: ScanTask, schema: NamespaceSchema) -> str | None:
     """The residual as Lance SQL over the leaf's columns, or None when Lance cannot evaluate
-    it there (older leaf schema, conditions on partition field names). ``leaf`` is
-    ``ds.schema`` when the caller has it: pylance converts it at each access (about 0.1 ms
-    for a leaf of a few columns, paid per leaf)."""
+    it there (older leaf schema, conditions on partition field names)."""
     if is_whole_leaf(task):
         return "true"
     read = schema.read_schema()
     fields = scan.residual_fields(task.residual, read)
-    if leaf is None:
-        leaf = ds.schema
-    sources = [leaf_field(leaf, f) for f in fields]
-    return scan.leaf_filter(ds, task.residual, fields, sources, leaf)
+    sources = [leaf_field(leaf_schema(ds), f) for f in fields]
+    return scan.leaf_filter(ds, task.residual, fields, sources)
 
 
 def matched_rows(
@@ -101,9 +96,10 @@ def matched_rows(
     filtered = [] if is_whole_leaf(task) else scan.residual_fields(residual, read)
     names = {f.name for f in wanted}
     needed = pa.schema([*wanted, *(f for f in filtered if f.name not in names)])
-    leaf = ds.schema  # (converted from Lance's at each access: once here)
+    # (pylance converts its schema at each access, ~0.1 ms per leaf: once per dataset object)
+    leaf = leaf_schema(ds)
     sources = [leaf_field(leaf, f) for f in needed]
-    sql = pushdown(ds, task, schema, leaf)
+    sql = pushdown(ds, task, schema)
     small = task.row_count is not None and task.row_count <= EARLY_ROWS
     scanner = ds.scanner(
         columns=sorted({s.name for s in sources if s is not None}),

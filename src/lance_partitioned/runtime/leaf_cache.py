@@ -167,18 +167,32 @@ def exclusive(dataset: LanceDataset) -> LanceDataset:
     return copy.copy(dataset)
 
 
-_schemas: weakref.WeakKeyDictionary[LanceDataset, pa.Schema] = weakref.WeakKeyDictionary()
+_schemas: weakref.WeakKeyDictionary[LanceDataset, tuple[int, pa.Schema]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def leaf_schema(dataset: LanceDataset) -> pa.Schema:
-    """``dataset.schema``, converted once per dataset object (a version's schema is fixed)."""
+    """``dataset.schema``, converted once per dataset object and version (a version's schema
+    is fixed; an object that a commit through it moved to another version, an
+    ``alter_columns`` say, is converted again).
+
+    >>> import tempfile, lance, pyarrow as pa
+    >>> ds = lance.write_dataset(pa.table({"a": [1]}), tempfile.mkdtemp())
+    >>> leaf_schema(ds) is leaf_schema(ds)
+    True
+    >>> ds.alter_columns({"path": "a", "name": "b"})
+    >>> leaf_schema(ds).names
+    ['b']
+    """
+    version = int(dataset.version)
     with _lock:
         found = _schemas.get(dataset)
-    if found is not None:
-        return found
+    if found is not None and found[0] == version:
+        return found[1]
     schema = dataset.schema
     with _lock:
-        _schemas[dataset] = schema
+        _schemas[dataset] = (version, schema)
     return schema
 
 

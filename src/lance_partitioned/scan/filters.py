@@ -27,6 +27,7 @@ from lance_partitioned.pruning.fieldnames import (
     field_conditions,
     field_expressions,
 )
+from lance_partitioned.runtime.leaf_cache import leaf_schema
 from lance_partitioned.spec.evaluate import evaluate
 
 __all__ = [
@@ -84,16 +85,14 @@ def leaf_filter(
     predicate: Predicate,
     fields: Sequence[pa.Field],
     sources: Sequence[pa.Field | None],
-    leaf: pa.Schema | None = None,
 ) -> str | None:
     """:func:`pushdown_filter` for one opened leaf: also None when the residual holds SQL
     Lance's filter cannot evaluate (``CASE``: Lance parses a subset of DataFusion's SQL),
-    which :func:`post_filter` then evaluates in memory with DataFusion. ``leaf`` is
-    ``dataset.schema`` when the caller has it (pylance converts it at each access)."""
+    which :func:`post_filter` then evaluates in memory with DataFusion."""
     sql = pushdown_filter(predicate, fields, sources)
     if sql is None or not _unknowns(predicate):
         return sql  # a tree of plain leaves: Lance takes its SQL
-    return sql if _lance_accepts(dataset, sql, leaf) else None
+    return sql if _lance_accepts(dataset, sql) else None
 
 
 _ACCEPTED: dict[tuple[str, pa.Schema], bool] = {}
@@ -101,11 +100,11 @@ _ACCEPTED_LOCK = threading.Lock()
 _ACCEPTED_SIZE = 1024
 
 
-def _lance_accepts(dataset: lance.LanceDataset, sql: str, leaf: pa.Schema | None = None) -> bool:
+def _lance_accepts(dataset: lance.LanceDataset, sql: str) -> bool:
     """Whether Lance plans a scan of ``dataset`` with the filter ``sql`` (by filter and leaf
-    schema ``leaf``, None: ``dataset.schema``; cached: planning reads no data, about 0.2
-    ms)."""
-    key = (sql, dataset.schema if leaf is None else leaf)
+    schema, the schema converted once per dataset object; cached: planning reads no data,
+    about 0.2 ms)."""
+    key = (sql, leaf_schema(dataset))
     with _ACCEPTED_LOCK:
         known = _ACCEPTED.get(key)
     if known is not None:
