@@ -1,9 +1,11 @@
 """The commit protocol: every change of data becomes visible in one ``__manifest`` commit.
 
-This package is the only place that commits data. Its modules: :mod:`.leaves` (the
+This package is the only place that commits data. Its modules: :mod:`.plans` (what an
+operation commits, what a commit did, an attempt's step per leaf), :mod:`.leaves` (the
 leaf-level commits), :mod:`.leafplan` (how staged fragments meet a leaf's schema),
 :mod:`.restage` (staged data converted to a type promoted meanwhile), :mod:`.rebase` (moving a
-plan over concurrent commits) and :mod:`.write` (the planner of every write).
+plan over concurrent commits), :mod:`.rows` (the rows of a ``__manifest`` commit) and
+:mod:`.write` (the planner of every write).
 
 Every operation hands :func:`commit_changes` a planner that returns a :class:`ChangePlan` for
 a ``__manifest`` snapshot: changes of existing leaves computed from
@@ -69,28 +71,17 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
-import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
-
-import pyarrow as pa
+from dataclasses import dataclass
+from typing import Any
 
 from lance_partitioned import errors
 from lance_partitioned.consistency import leaf_schema
-from lance_partitioned.convert.marker import (
-    fill_moved,
-    named_for,
-    pending_moves,
-    refuse_rebucketed,
-)
+from lance_partitioned.convert.marker import refuse_rebucketed
 from lance_partitioned.manifest import (
-    NAMESPACE,
-    TABLE,
     CommitConflict,
-    LeafStats,
     Manifest,
     ManifestSnapshot,
     WriterTransactions,
@@ -99,8 +90,6 @@ from lance_partitioned.manifest import (
 )
 from lance_partitioned.transaction.leafplan import staged_fingerprint
 from lance_partitioned.transaction.leaves import (
-    _ABSENT,
-    _NULL,
     Backoff,
     LeafChange,
     LeafCommit,
@@ -111,6 +100,18 @@ from lance_partitioned.transaction.leaves import (
     commit_leaf,
     pause_at,
 )
+from lance_partitioned.transaction.plans import (
+    WRITE_MODES,
+    ChangePlan,
+    CommitResult,
+    PendingWrite,
+    WriteMode,
+    _Attempt,
+    _expected,
+    _plan_steps,
+    _properties,
+    _same,
+)
 from lance_partitioned.transaction.rebase import (
     Prepared,
     appended_only,
@@ -118,6 +119,7 @@ from lance_partitioned.transaction.rebase import (
     same_objects,
 )
 from lance_partitioned.transaction.restage import current_names, promoted_schema, restage_fragments
+from lance_partitioned.transaction.rows import _known, _manifest_rows, _result
 
 __all__ = [
     "WRITE_MODES",
@@ -136,112 +138,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-WriteMode = Literal["append", "overwrite", "overwrite_partitions"]
-"""How a write meets the data there: the one definition of the write modes."""
-#: The write modes, in order (the values of :data:`WriteMode`).
-WRITE_MODES: tuple[WriteMode, ...] = get_args(WriteMode)
-_SPEC_ID = re.compile(r"v[0-9]+")
-
-
-@dataclass
-class PendingWrite:
-    """Everything one write adds: leaves, their ancestor namespaces and the mode.
-
-    ``namespaces`` maps each ancestor partition namespace object id to its inherited values.
-    """
-
-    spec_version: int
-    leaf_schema: pa.Schema
-    leaves: list[LeafWrite]
-    namespaces: dict[str, dict[str, Any]]
-    mode: WriteMode = "append"
-
-
-@dataclass
-class CommitResult:
-    """What a commit did.
-
-    Attributes
-    ----------
-    version : int
-        The new ``__manifest`` version.
-    leaf_versions : dict[str, int]
-        The committed ``read_version`` of each touched leaf.
-    created : list[str]
-        Object ids of leaf tables that did not exist before.
-    attempts : int
-        Manifest commit attempts (1 when there was no conflict).
-    """
-
-    version: int
-    leaf_versions: dict[str, int]
-    created: list[str]
-    attempts: int
-    rows: int = 0
-    deleted_leaves: int = 0
-    skipped: bool = False  # nothing to commit, or an idempotent write already committed
-    changed: dict[str, int] = field(default_factory=dict)  # leaf -> read_version of a change
-    dropped: list[str] = field(default_factory=list)  # leaves whose rows were removed
-
-
-def _expected(snapshot: ManifestSnapshot, object_id: str) -> int:
-    if not snapshot.has(object_id):
-        return _ABSENT
-    read_version = snapshot.read_version(object_id)
-    return _NULL if read_version is None else read_version
-
-
-def _namespace_row(
-    snapshot: ManifestSnapshot, object_id: str, values: Mapping[str, Any]
-) -> dict[str, Any]:
-    existing = snapshot.row(object_id)
-    if existing is not None:
-        return existing
-    return {"object_id": object_id, "object_type": NAMESPACE, **values}
-
-
-def _leaf_row(
-    snapshot: ManifestSnapshot, leaf: LeafWrite, commit: LeafCommit, fields: Sequence[str]
-) -> dict[str, Any]:
-    """The ``__manifest`` row of a written leaf: its row in ``snapshot`` with the new
-    ``read_version``, or a new row carrying the leaf's value of each partition field of its
-    spec version (``fields``; a value may be NULL, when the data's is, never missing)."""
-    row = snapshot.row(leaf.object_id)
-    if row is None:
-        missing = [name for name in fields if name not in leaf.values]
-        if missing:
-            raise errors.InternalError(
-                f"leaf {leaf.object_id!r} would be added to the __manifest at "
-                f"{snapshot.version} without a value for its partition fields {missing}: no "
-                "predicate on them could reach its rows"
-            )
-        row = {
-            "object_id": leaf.object_id,
-            "object_type": TABLE,
-            "location": leaf.location,
-            **leaf.values,
-        }
-    stats = LeafStats(commit.version, commit.num_rows, commit.fingerprint)
-    return {
-        **row,
-        "read_version": commit.version,
-        "metadata": stats.merge_into(row.get("metadata")),
-    }
-
-
-def _known(snapshot: ManifestSnapshot, object_id: str, expected: int) -> str | None:
-    """The leaf schema fingerprint the ``__manifest`` recorded for version ``expected``."""
-    if expected < 0:
-        return None
-    row = snapshot.row(object_id)
-    return None if row is None else LeafStats.schema_at(row.get("metadata"), expected)
-
-
-def _spec_rows(snapshot: ManifestSnapshot) -> list[str]:
-    """The object ids of the spec version namespaces (``v1``, ``v2``, …)."""
-    ids = snapshot.rows.column("object_id").to_pylist()
-    return [oid for oid in ids if _SPEC_ID.fullmatch(oid)]
 
 
 def _check_base(
@@ -298,104 +194,6 @@ def _existing_only(snapshot: ManifestSnapshot, pending: PendingWrite) -> Pending
         snapshot.version,
     )
     return dataclasses.replace(pending, leaves=kept)
-
-
-def _spec_fields(snapshot: ManifestSnapshot, version: int) -> list[str]:
-    """The partition field names of spec version ``version``."""
-    for spec in snapshot.metadata.specs:
-        if spec.version == version:
-            return [spec_field.name for spec_field in spec.fields]
-    raise errors.InternalError(
-        f"partition spec v{version} is not in the __manifest at {snapshot.version}"
-    )
-
-
-def _fields_of(snapshot: ManifestSnapshot, object_id: str, default: int) -> list[str]:
-    """The partition field names of the spec version of ``object_id`` (``v<N>$...``): a
-    commit may write leaves of several (a conversion re-bucketing them); ``default`` when the
-    id names none."""
-    head = object_id.split("$", 1)[0]
-    version = int(head[1:]) if _SPEC_ID.fullmatch(head) else default
-    return _spec_fields(snapshot, version)
-
-
-def _check_location(snapshot: ManifestSnapshot, leaf: LeafWrite) -> None:
-    location = snapshot.location(leaf.object_id)
-    if location is not None and location != leaf.location:
-        raise errors.ConcurrentModificationError(
-            f"leaf {leaf.object_id!r} was created at {location!r} by another client while "
-            f"this write staged its data at {leaf.location!r}; retry the write"
-        )
-
-
-@dataclass
-class ChangePlan:
-    """Everything one operation changes, planned on one ``__manifest`` snapshot.
-
-    Attributes
-    ----------
-    changes : list of LeafChange
-        Changes to existing leaves (row-level deletes, updates, compactions).
-    drops : list of str
-        Leaf object ids whose rows leave the ``__manifest`` (metadata only: older versions
-        still read the data; cleanup removes it).
-    writes : PendingWrite, optional
-        New staged data, mode ``append`` or ``overwrite_partitions`` (each written leaf
-        replaced) or ``overwrite`` (the whole namespace). A leaf with both a change and an
-        append gets the change first, then the staged fragments on top, in one leaf commit
-        chain. A leaf write without fragments updates a leaf of the snapshot committed on
-        (its schema) and never creates one: for a leaf that snapshot does not list, it is
-        left out.
-    reads : dict of str to int
-        Leaf object id to the ``read_version`` whose content the plan depends on (rows that
-        an update moves, merge matches); checked against the snapshot the plan was made on.
-    properties : dict of str to str, or a callable returning one
-        Recorded as the Lance transaction properties of the ``__manifest`` commit. A
-        callable (no argument) is called after the attempt's leaf commits, right before its
-        ``__manifest`` commit (:func:`_properties`): for what only the leaf commits know
-        (rows a ``LeafChange.prepare`` deleted).
-    serializable : bool
-        The plan depends on every leaf of the snapshot, not only on those it touches (it
-        replaces what a set of partitions holds): after a lost compare-and-swap it is planned
-        again whenever a leaf was created or removed, or a leaf it touches moved. Otherwise
-        (and for writes in mode ``append``) it is WriteSerializable: appends to its leaves
-        and commits to other leaves are rebased over (:mod:`.rebase`).
-    """
-
-    changes: list[LeafChange] = field(default_factory=list)
-    drops: list[str] = field(default_factory=list)
-    writes: PendingWrite | None = None
-    reads: dict[str, int] = field(default_factory=dict)
-    properties: dict[str, str] | Callable[[], dict[str, str]] = field(default_factory=dict)
-    serializable: bool = False
-
-    def is_empty(self) -> bool:
-        """Whether the plan changes nothing."""
-        return not (self.changes or self.drops or (self.writes and self.writes.leaves)) and (
-            self.writes is None or self.writes.mode != "overwrite"
-        )
-
-
-def _properties(plan: ChangePlan) -> dict[str, str]:
-    """The plan's properties, a callable one called now (after the attempt's leaf commits)."""
-    found = plan.properties
-    return found() if callable(found) else found
-
-
-@dataclass
-class _Attempt:
-    """What one commit attempt does to one leaf, and what it reuses from the previous one:
-    ``operation``, a 1-tuple, is the change's operation prepared by an earlier attempt on a
-    version that ``expected`` only appended to (committed again instead of preparing)."""
-
-    expected: int
-    change: LeafChange | None
-    write: LeafWrite | None
-    operation: tuple[Any] | None = None
-
-
-def _same(a: _Attempt, b: _Attempt) -> bool:
-    return a.expected == b.expected and a.change is b.change and a.write is b.write
 
 
 def _commit_one(
@@ -464,54 +262,6 @@ def _fusable(
     if known is None or known != staged_fingerprint(pending.leaf_schema):
         return ()
     return step.write.fragments
-
-
-def _plan_steps(
-    snapshot: ManifestSnapshot, plan: ChangePlan, pending: PendingWrite | None
-) -> dict[str, _Attempt]:
-    """Per touched leaf, what this attempt does to it; checks the plan against ``snapshot``."""
-    steps: dict[str, _Attempt] = {}
-    for object_id, version in plan.reads.items():
-        if _expected(snapshot, object_id) != version:
-            raise errors.InternalError(
-                f"the plan read leaf {object_id!r} at version {version}, but the __manifest at "
-                f"{snapshot.version} says {snapshot.read_version(object_id)}"
-            )
-    for change in plan.changes:
-        expected = _expected(snapshot, change.object_id)
-        if expected == _ABSENT or change.object_id in steps:
-            raise errors.InternalError(
-                f"a change of leaf {change.object_id!r}, which is not in the __manifest at "
-                f"{snapshot.version} or is changed twice by one plan"
-            )
-        steps[change.object_id] = _Attempt(expected, change, None)
-    if pending is not None:
-        for leaf in pending.leaves:
-            _check_location(snapshot, leaf)
-            seen = steps.get(leaf.object_id)
-            if seen is not None and (pending.mode != "append" or seen.write is not None):
-                raise errors.InternalError(
-                    f"leaf {leaf.object_id!r} is both changed and overwritten by one plan"
-                )
-            if seen is not None:
-                seen.write = leaf
-            else:
-                steps[leaf.object_id] = _Attempt(_expected(snapshot, leaf.object_id), None, leaf)
-    for object_id in plan.drops:
-        if object_id in steps or not snapshot.has(object_id):
-            raise errors.InternalError(
-                f"leaf {object_id!r} is dropped by a plan that also changes it, or is not in "
-                f"the __manifest at {snapshot.version}"
-            )
-    return steps
-
-
-def _changed_row(snapshot: ManifestSnapshot, object_id: str, commit: LeafCommit) -> dict[str, Any]:
-    row = snapshot.row(object_id)
-    if row is None:
-        raise errors.InternalError(f"leaf {object_id!r} has no __manifest row")
-    stats = LeafStats(commit.version, commit.num_rows, commit.fingerprint)
-    return {**row, "read_version": commit.version, "metadata": stats.merge_into(row["metadata"])}
 
 
 def commit_changes(
@@ -721,81 +471,3 @@ def _rebase(
     )
     reads = {oid: moved.get(oid, version) for oid, version in plan.reads.items()}
     return dataclasses.replace(plan, reads=reads), steps
-
-
-def _manifest_rows(
-    snapshot: ManifestSnapshot,
-    plan: ChangePlan,
-    pending: PendingWrite | None,
-    states: Mapping[str, tuple[_Attempt, LeafCommit | None]],
-    txn: tuple[str, int] | None,
-) -> list[dict[str, Any]]:
-    """The rows of one ``__manifest`` commit. Every spec version row is rewritten: any two
-    commits conflict, whatever spec each was staged under (Lance would rebase commits that
-    share no row); an idempotent writer's (app id, version) is recorded in the current spec's
-    row."""
-    current = spec_namespace_id(snapshot.metadata.current_spec.version)
-    sentinel = current if pending is None else spec_namespace_id(pending.spec_version)
-    rows = [_namespace_row(snapshot, oid, {}) for oid in _spec_rows(snapshot)]
-    if txn is not None:
-        rows = [
-            {**row, "metadata": WriterTransactions.merge_into(row.get("metadata"), *txn)}
-            if row["object_id"] == sentinel
-            else row
-            for row in rows
-        ]
-    version = 0 if pending is None else pending.spec_version
-    if pending is not None:  # (values named as when staged: named_for, a dialect converted)
-        rows += [
-            _namespace_row(snapshot, oid, named_for(_fields_of(snapshot, oid, version), values))
-            for oid, values in pending.namespaces.items()
-        ]
-    for oid, (step, commit) in states.items():
-        if commit is None:
-            continue
-        if step.write is not None:
-            fields = _fields_of(snapshot, oid, version)
-            leaf = dataclasses.replace(step.write, values=named_for(fields, step.write.values))
-            rows.append(_leaf_row(snapshot, leaf, commit, fields))
-        else:
-            rows.append(_changed_row(snapshot, oid, commit))
-    # a dialect conversion under way: its new columns filled too (lance_partitioned.convert.marker)
-    moves = pending_moves(snapshot.table_metadata)
-    return fill_moved(rows, moves, snapshot.rows.column_names)
-
-
-def _result(
-    snapshot: ManifestSnapshot,
-    plan: ChangePlan,
-    pending: PendingWrite | None,
-    states: Mapping[str, tuple[_Attempt, LeafCommit | None]],
-    version: int,
-    attempts: int,
-) -> CommitResult:
-    written = [] if pending is None else pending.leaves
-    deleted = len(plan.drops)
-    if pending is not None and pending.mode == "overwrite":
-        kept = {leaf.object_id for leaf in written}
-        deleted = sum(
-            1 for oid in snapshot.tables.column("object_id").to_pylist() if oid not in kept
-        )
-    return CommitResult(
-        version=version,
-        leaf_versions={
-            leaf.object_id: commit.version
-            for leaf in written
-            if (commit := states[leaf.object_id][1]) is not None
-        },
-        created=[
-            leaf.object_id for leaf in written if states[leaf.object_id][0].expected == _ABSENT
-        ],
-        attempts=attempts,
-        rows=sum(leaf.rows for leaf in written),
-        deleted_leaves=deleted,
-        changed={
-            oid: commit.version
-            for oid, (step, commit) in states.items()
-            if step.change is not None and commit is not None
-        },
-        dropped=list(plan.drops),
-    )
