@@ -22,6 +22,7 @@ Python workers are other processes and not counted). Every result is checked: ro
 
 from __future__ import annotations
 
+import functools
 import shutil
 import sys
 import time
@@ -148,41 +149,33 @@ class MergeBench:
     def run(self, size: int, ways: tuple[str, ...] = WAYS) -> None:
         """Each of ``ways`` (default: all three) once, with a source of ``size`` rows."""
         spark, src = self.spark, source(self.spark, self.rows, size)
-        ours = self._copy("ours")
 
-        def spark_merge() -> None:
+        def spark_merge(root: str) -> None:
             (
-                PartitionedTable.for_path(spark, ours)
+                PartitionedTable.for_path(spark, root)
                 .merge(src, on="id")
                 .when_matched_update_all()
                 .when_not_matched_insert_all()
                 .execute()
             )
 
-        if WAYS[0] in ways:
-            self._record(
-                size,
-                WAYS[0],
-                spark_merge,
-                lambda: spark.read.format("lance_partitioned").load(ours),
-            )
-        python = self._copy("ours")
-
-        def python_merge() -> None:
+        def python_merge(root: str) -> None:
             arrow = src.toArrow()
-            ns = lp.PartitionedNamespace.open(python)
+            ns = lp.PartitionedNamespace.open(root)
             ns.merge(
                 arrow, on="id"
             ).when_matched_update_all().when_not_matched_insert_all().execute()
 
-        if WAYS[1] in ways:
-            self._record(
-                size,
-                WAYS[1],
-                python_merge,
-                lambda: spark.read.format("lance_partitioned").load(python),
-            )
-        parquet = self._copy("parquet")
+        # each of our ways on a fresh copy of the namespace, made only for a way that runs
+        for way, merge in ((WAYS[0], spark_merge), (WAYS[1], python_merge)):
+            if way in ways:
+                root = self._copy("ours")
+                self._record(
+                    size,
+                    way,
+                    functools.partial(merge, root),
+                    functools.partial(spark.read.format("lance_partitioned").load, root),
+                )
 
         def parquet_merge() -> None:
             days = list(range(TOUCHED))
@@ -197,6 +190,7 @@ class MergeBench:
             )
 
         if WAYS[2] in ways:
+            parquet = self._copy("parquet")
             self._record(size, WAYS[2], parquet_merge, lambda: spark.read.parquet(parquet))
         for name in ("ours-run", "parquet-run"):
             shutil.rmtree(self.work / name, ignore_errors=True)
