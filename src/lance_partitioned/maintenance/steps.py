@@ -12,18 +12,16 @@ before it goes.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable, Iterator, Sequence
 
-from lance_partitioned import errors
 from lance_partitioned.maintenance.files import Store, StoredFile
 from lance_partitioned.maintenance.versions import Removed
+from lance_partitioned.runtime.hooks import Hooks
 
 __all__ = ["STEPS", "delete", "on_step", "step"]
 
-_HOOKS: dict[str, list[Callable[[str], None]]] = {}
-_HOOKS_LOCK = threading.Lock()
 STEPS = ("manifest_versions", "leaf_staged", "leaf_versions", "leaf_directory", "journal", "file")
+_STEPS = Hooks("cleanup step", STEPS)
 
 
 @contextlib.contextmanager
@@ -42,21 +40,13 @@ def on_step(point: str, action: Callable[[str], None]) -> Iterator[None]:
     ...
     lance_partitioned.errors.InternalError: no cleanup step 'nowhere'
     """
-    if point not in STEPS:
-        raise errors.InternalError(f"no cleanup step {point!r}")
-    with _HOOKS_LOCK:
-        _HOOKS.setdefault(point, []).append(action)
-    try:
+    with _STEPS.hooked(point, action):
         yield
-    finally:
-        with _HOOKS_LOCK:
-            _HOOKS[point].remove(action)
 
 
 def step(point: str, detail: str) -> None:
     """Run the actions hooked on ``point`` (:func:`on_step`) with ``detail``."""
-    for action in list(_HOOKS.get(point, ())):
-        action(detail)
+    _STEPS.fire(point, detail)
 
 
 def delete(store: Store, files: Sequence[StoredFile], dry_run: bool) -> Removed:

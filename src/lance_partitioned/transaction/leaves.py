@@ -24,6 +24,7 @@ from lance.commit import CommitConflictError
 
 from lance_partitioned import errors
 from lance_partitioned.manifest import Manifest, open_leaf
+from lance_partitioned.runtime.hooks import Hooks
 from lance_partitioned.runtime.leaf_cache import cached_leaf, known_leaf, remember_leaf
 from lance_partitioned.transaction.leafplan import (
     field_id_map,
@@ -42,8 +43,7 @@ _LEAF_ATTEMPTS = 8
 
 
 # ----------------------------------------------------------------------- pause points
-_PAUSES: dict[str, list[Callable[[], None]]] = {}
-_PAUSES_LOCK = threading.Lock()
+_PAUSES = Hooks("pause point", ("staged", "leaf_commit", "leaves_committed", "converted_rows"))
 
 
 @contextlib.contextmanager
@@ -61,8 +61,6 @@ def pause_at(point: str, action: Callable[[], None]) -> Iterator[None]:
     ...     _pause("staged"); _pause("staged")
     another writer runs here
     """
-    if point not in ("staged", "leaf_commit", "leaves_committed", "converted_rows"):
-        raise errors.InternalError(f"no pause point {point!r}")
     fired = threading.Event()
 
     def once() -> None:
@@ -70,20 +68,12 @@ def pause_at(point: str, action: Callable[[], None]) -> Iterator[None]:
             fired.set()
             action()
 
-    with _PAUSES_LOCK:
-        _PAUSES.setdefault(point, []).append(once)
-    try:
+    with _PAUSES.hooked(point, once):
         yield
-    finally:
-        with _PAUSES_LOCK:
-            _PAUSES[point].remove(once)
 
 
 def _pause(point: str) -> None:
-    actions = _PAUSES.get(point)
-    if actions:
-        for action in list(actions):
-            action()
+    _PAUSES.fire(point)
 
 
 @dataclass
