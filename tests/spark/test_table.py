@@ -58,6 +58,11 @@ def _pair(tmp_path: Path) -> tuple[Path, Path]:
     return tmp_path / "spark", tmp_path / "python"
 
 
+def _counts(result: Any) -> tuple[int, int, int]:
+    """A merge result's rows updated, inserted and deleted (to compare two merges')."""
+    return (result.rows_updated, result.rows_inserted, result.rows_deleted)
+
+
 def _data_files(root: Path) -> set[str]:
     found = {str(p.relative_to(root)) for p in root.rglob("data/*.lance")}
     return {name for name in found if not name.startswith("__manifest/")}
