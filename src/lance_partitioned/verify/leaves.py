@@ -1,0 +1,263 @@
+"""The checks of each leaf: it opens at its ``read_version``, no unpublished version lies past
+it, its schema reads as the namespace's, and its sampled rows give its partition values."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from lance_partitioned import errors
+from lance_partitioned.consistency import conform_batch, conform_for_read, leaf_field
+from lance_partitioned.maintenance.rollback import (
+    Unpublished,
+    find_unpublished,
+    naming_versions,
+    roll_back,
+)
+from lance_partitioned.manifest import Manifest, ManifestEntry, open_leaf
+from lance_partitioned.spec.evaluate import evaluate
+from lance_partitioned.spec.metadata import NamespaceMetadata
+from lance_partitioned.spec.multicolumn import MultiColumn, sources_of
+from lance_partitioned.spec.partitioning import PartitionField
+from lance_partitioned.spec.schema import FIELD_ID_KEY
+from lance_partitioned.spec.sourcepaths import source_values, struct_source_paths
+from lance_partitioned.verify.report import Problem, lance_message
+from lance_partitioned.verify.rows import spec_of
+
+__all__ = ["Ahead", "check_leaf", "judge_ahead"]
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """A leaf whose latest version is past its ``read_version``, and the rows it has more."""
+
+    found: Unpublished
+    rows: int
+
+
+def _open(manifest: Manifest, entry: ManifestEntry) -> tuple[Any, list[Problem], Ahead | None]:
+    """The leaf at its read_version (None when it cannot be opened), what is wrong, and the
+    versions past its read_version (judged by :func:`judge_ahead`)."""
+    oid = entry.object_id
+    uri = manifest.table_uri(entry.location or "")
+    options = manifest.storage_options or None
+    try:
+        latest = open_leaf(uri, storage_options=options, action="verify a leaf")
+    except (errors.TableNotFoundError, errors.StorageError) as exc:
+        return (
+            None,
+            [
+                Problem(
+                    "missing_leaf",
+                    oid,
+                    f"location {entry.location!r} is not a Lance table: "
+                    f"{lance_message(exc.__cause__ or exc)}",
+                )
+            ],
+            None,
+        )
+    if entry.read_version is None or entry.read_version == latest.version:
+        return latest, [], None
+    try:
+        dataset = open_leaf(uri, entry.read_version, options, action="verify a leaf")
+    except (errors.TableNotFoundError, errors.StorageError) as exc:
+        return (
+            None,
+            [
+                Problem(
+                    "missing_version",
+                    oid,
+                    f"read_version {entry.read_version} does not open: "
+                    f"{lance_message(exc.__cause__ or exc)}",
+                )
+            ],
+            None,
+        )
+    found = find_unpublished(oid, uri, latest, entry.read_version)
+    if found is None:
+        return dataset, [], None
+    return dataset, [], Ahead(found, latest.count_rows() - dataset.count_rows())
+
+
+def judge_ahead(
+    manifest: Manifest, checked: int, ahead: Sequence[Ahead], repaired: list[Problem] | None
+) -> list[Problem]:
+    """The problems of leaves past their ``read_version`` in ``__manifest`` version
+    ``checked``: versions that no ``__manifest`` version names are an interrupted write
+    (rolled back, and added to ``repaired``, when it is a list); versions that an older one
+    names mean the ``__manifest`` was rolled back outside the namespace; versions that a
+    newer one names were published since ``checked`` was read (not a problem)."""
+    named = naming_versions(manifest, [a.found.uri for a in ahead], skip=checked)
+    problems = []
+    for item in sorted(ahead, key=lambda a: a.found.object_id):
+        found, r = item.found, item.found.read_version
+        names = {
+            version: by
+            for version, by in named.get(found.uri, {}).items()
+            if version in found.versions
+        }
+        by = sorted({m for ms in names.values() for m in ms})
+        if by and by[0] > checked:
+            continue
+        if by:
+            problems.append(
+                Problem(
+                    "leaf_ahead",
+                    found.object_id,
+                    f"the leaf is at version {found.latest}, past its read_version {r} "
+                    f"({item.rows:+d} rows), and older __manifest versions {by} name leaf "
+                    f"versions {sorted(names)}: the __manifest was rolled back outside the "
+                    "namespace; readers of the latest version do not see them, and the next "
+                    f"write to this partition rolls the leaf back to version {r}",
+                )
+            )
+            continue
+        problem = Problem(
+            "interrupted_write",
+            found.object_id,
+            f"{found.describe()} above its read_version {r} ({item.rows:+d} rows), named by "
+            "no __manifest version: an interrupted write (a writer stopped between its leaf "
+            "commits and its __manifest commit, or still in progress), or a commit made "
+            "outside the namespace. Readers do not see them; `verify --repair`, a cleanup "
+            "once they are older than its retention, or the next write to this partition "
+            f"rolls the leaf back to version {r}",
+        )
+        if repaired is None:
+            problems.append(problem)
+        elif roll_back(found, manifest.storage_options):
+            repaired.append(problem)
+        else:
+            problems.append(
+                Problem(
+                    problem.kind,
+                    problem.object_id,
+                    f"{problem.message} (not repaired: the leaf moved meanwhile, a writer is "
+                    "at work on it; run verify again)",
+                )
+            )
+    return problems
+
+
+def _top_level_ids(metadata: NamespaceMetadata) -> dict[int, pa.Field]:
+    out = {}
+    for f in metadata.schema.arrow_schema:
+        raw = (f.metadata or {}).get(FIELD_ID_KEY.encode())
+        if raw is not None:
+            out[int(raw)] = f
+    return out
+
+
+def check_leaf(
+    manifest: Manifest,
+    entry: ManifestEntry,
+    metadata: NamespaceMetadata | None,
+    sample_rows: int,
+) -> tuple[list[Problem], int, Ahead | None]:
+    if not entry.location:
+        return [], 0, None
+    dataset, problems, ahead = _open(manifest, entry)
+    if dataset is None or metadata is None:
+        return problems, 0, ahead
+    found, sampled = _check_contents(entry, dataset, metadata, sample_rows)
+    return problems + found, sampled, ahead
+
+
+def _check_contents(
+    entry: ManifestEntry, dataset: Any, metadata: NamespaceMetadata, sample_rows: int
+) -> tuple[list[Problem], int]:
+    """The leaf's schema against the namespace's, and a sample of its rows against its
+    partition values."""
+    problems: list[Problem] = []
+    oid = entry.object_id
+    leaf = dataset.schema
+    read = metadata.schema.read_schema()
+    top = _top_level_ids(metadata)
+    spec = spec_of(entry, metadata)
+    fields = () if spec is None else spec.fields
+    nested = struct_source_paths(metadata.schema, (s for f in fields for s in sources_of(f)))
+    spec_fields = [
+        f for f in fields if all(s in top or s in nested for s in sources_of(f))
+    ]  # (a field over several columns: every one of them)
+    needed = list(read)
+    for source_id in (s for f in spec_fields for s in sources_of(f)):
+        if source_id in nested:
+            continue  # a struct child: read with its live struct column
+        source = top[source_id]
+        if source.name not in {f.name for f in needed}:
+            needed.append(source)  # a deprecated source column
+    sources = [leaf_field(leaf, target) for target in needed]
+    for target, source in zip(needed, sources, strict=True):
+        if source is None:
+            if not target.nullable:
+                problems.append(
+                    Problem(
+                        "schema", oid, f"the leaf lacks the non-nullable column {target.name!r}"
+                    )
+                )
+            continue
+        try:
+            conform_for_read(pa.array([], source.type), source, target, 0)
+        except errors.CastError as exc:
+            problems.append(Problem("schema", oid, f"the leaf's {exc}"))
+    if any(p.kind == "schema" for p in problems):
+        return problems, 0
+    schema = pa.schema(needed)
+    scan_columns = sorted({s.name for s in sources if s is not None})
+    if not scan_columns:
+        return problems, 0
+    try:
+        table = dataset.to_table(columns=scan_columns, limit=sample_rows)
+        batches = [conform_batch(b, sources, schema) for b in table.to_batches()]
+    except errors.CastError as exc:
+        problems.append(Problem("schema", oid, f"a sampled row does not convert: {exc}"))
+        return problems, 0
+    sample = pa.Table.from_batches(batches, schema=schema)
+    for spec_field in spec_fields:
+        columns = [
+            source_values(sample, metadata.schema, source_id)
+            if source_id in nested
+            else sample.column(top[source_id].name)
+            for source_id in sources_of(spec_field)
+        ]
+        found = _check_values(entry, spec_field, columns)
+        if found is not None:
+            problems.append(found)
+    return problems, sample.num_rows
+
+
+def _check_values(
+    entry: ManifestEntry,
+    spec_field: PartitionField,
+    columns: Sequence[pa.ChunkedArray | pa.Array],
+) -> Problem | None:
+    """Re-apply the partition expression to sampled source values (``columns``, ``col0``
+    first: several for a published field over several columns); compare with the leaf's."""
+    if len(columns[0]) == 0:
+        return None
+    transform = spec_field.transform
+    try:
+        if isinstance(transform, MultiColumn):
+            computed = transform.apply_columns(columns).to_pylist()
+        else:
+            computed = evaluate(
+                spec_field.expression, columns[0], spec_field.result_type
+            ).to_pylist()
+    except errors.TransformError as exc:
+        if isinstance(transform, MultiColumn) and not transform.known_encoding:
+            return None  # another client's murmur3 bytes: its buckets cannot be computed
+        return Problem("partition_value", entry.object_id, str(exc))
+    expected = entry.values.get(spec_field.name)
+    wrong = Counter(v for v in computed if v != expected)
+    if not wrong:
+        return None
+    value, _ = wrong.most_common(1)[0]
+    return Problem(
+        "partition_value",
+        entry.object_id,
+        f"{sum(wrong.values())} of {len(computed)} sampled rows give {spec_field.name} = "
+        f"{value!r} ({spec_field.expression}), but the leaf's partition value is {expected!r}",
+    )
