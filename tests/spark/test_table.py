@@ -212,6 +212,42 @@ def test_merge_by_source_delete_equals_the_python_merge(
     assert _rows(spark_root) == _rows(python_root)
 
 
+def test_merge_with_set_expressions_equals_the_python_merge(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """``whenMatchedUpdate(set=...)``: an expression of both sides and a partition source
+    assigned (rows move), across two spec versions and NULL partitions, as in Python."""
+    spark_root, python_root = _pair(tmp_path)
+    source = _source(spark)
+    assign = {"amount": "target.amount * 10 + source.amount", "country": "source.country"}
+    result = (
+        PartitionedTable.forPath(spark, str(spark_root))
+        .merge(source, on="id")
+        .whenMatchedUpdate(set=assign, condition="source.id <> 2")
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    arrow = pa.Table.from_pylist([r.asDict() for r in source.collect()], schema=SCHEMA)
+    expected = (
+        lp.PartitionedNamespace.open(str(python_root))
+        .merge(arrow, on="id")
+        .when_matched_update(set=assign, condition="source.id <> 2")
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    # 1, 14 and 20 updated (1: US -> DE, 14: NULL -> US, in the second spec), 2 matched
+    # but not updated (the condition), 50 and 51 inserted
+    assert _counts(result) == _counts(expected) == (3, 2, 0)
+    rows = _rows(spark_root)
+    assert rows == _rows(python_root)
+    assert {(1, "DE", 110), (14, "US", 280), (20, None, 2200), (2, None, 2)} <= set(rows)
+    assert len(rows) == 26
+    with pytest.raises(lp.errors.InvalidInputError, match="cannot evaluate"):
+        PartitionedTable.forPath(spark, str(spark_root)).merge(source, on="id").whenMatchedUpdate(
+            set={"amount": "target.nope"}
+        ).execute()
+
+
 def test_merge_with_duplicate_source_keys_is_a_typed_error(
     spark: SparkSession, tmp_path: Path
 ) -> None:

@@ -20,7 +20,7 @@ residual per leaf). Everything is one ``__manifest`` commit.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +33,7 @@ from lance import LanceDataset
 from lance_partitioned import errors, scan
 from lance_partitioned.consistency import conform_for_write, leaf_schema
 from lance_partitioned.dml.merge_keys import SourceKeys
+from lance_partitioned.dml.merge_set import assigned_values, assignment_query, check_assignments_sql
 from lance_partitioned.dml.plan import (
     ROW_ADDRESS,
     DeleteCount,
@@ -79,8 +80,10 @@ class _LeafMatches:
     by_source: int
     matched: np.ndarray  # source row indexes with a key match here
     updating: np.ndarray  # source row indexes that update a row here
-    kept: pa.Table  # the updated target rows' values of the columns the source lacks
+    kept: pa.Table  # the updated target rows' values of the columns the update keeps
     change: LeafChange | None = None  # the same object on every attempt: its commit is kept
+    # with when_matched_update(set=...): the new values of the ``set`` columns, row for row
+    assigned: pa.Table | None = None
 
 
 class MergeBuilder:
@@ -145,6 +148,8 @@ class MergeBuilder:
         self._after = after
         self._options = options or WriteOptions(threads=manifest.max_workers)
         self._update: tuple[bool, str | None] = (False, None)
+        # when_matched_update(set=...): column -> SQL over target.<col> and source.<col>
+        self._set: dict[str, str] | None = None
         self._matched_delete: tuple[bool, str | None] = (False, None)
         self._delete_first = False  # when_matched_delete was added before the update
         self._insert = False
@@ -161,6 +166,47 @@ class MergeBuilder:
         the others. Several source rows updating one target row are a
         :class:`~lance_partitioned.errors.DuplicateKeyError`."""
         self._update = (True, condition)
+        self._set = None
+        return self
+
+    def when_matched_update(
+        self, set: Mapping[str, str] | None = None, condition: str | None = None
+    ) -> MergeBuilder:
+        """Assign ``set`` to each target row whose key matches a source row (only where
+        ``condition`` holds), as Delta Lake's ``whenMatchedUpdate(set=...)``.
+
+        ``set`` maps namespace columns to SQL expressions over ``target.<col>`` and
+        ``source.<col>`` (``{"amount": "target.amount + source.amount"}``); the row keeps
+        the target's values of every other column. A value is converted to its column's
+        type (a value that does not fit, or a NULL in a column that is not nullable, is an
+        :class:`~lance_partitioned.errors.InvalidInputError` and nothing is changed). An
+        assignment to a partition source column moves the row to its new partition, in
+        the same commit. Without ``set``: :meth:`when_matched_update_all`. One update
+        clause per merge: the last one added stands.
+
+        >>> import tempfile, pyarrow as pa
+        >>> import lance_partitioned as lp
+        >>> ns = lp.PartitionedNamespace.create(tempfile.mkdtemp(), schema=pa.schema(
+        ...     [("id", pa.int64()), ("c", pa.string()), ("n", pa.int64())]), partition_by="c")
+        >>> _ = ns.write(pa.table({"id": [1, 2], "c": ["US", "FR"], "n": [10, 20]}))
+        >>> _ = (ns.merge(pa.table({"id": [2, 3], "n": [5, 7]}), on="id")
+        ...     .when_matched_update(set={"n": "target.n + source.n"})
+        ...     .when_not_matched_insert_all().execute())
+        >>> [(r["id"], r["n"]) for r in sorted(ns.to_table().to_pylist(), key=lambda r: r["id"])]
+        [(1, 10), (2, 25), (3, 7)]
+        """
+        if set is None:
+            return self.when_matched_update_all(condition)
+        if (
+            not isinstance(set, Mapping)
+            or not set
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in set.items())
+        ):
+            raise errors.InvalidInputError(
+                f"set must map one or more column names to SQL expressions, got {set!r}"
+            )
+        self._update = (True, condition)
+        self._set = dict(set)
         return self
 
     def when_matched_delete(self, condition: str | None = None) -> MergeBuilder:
@@ -216,6 +262,8 @@ class MergeBuilder:
             )
         raw = as_reader(self._data).read_all()
         source = self._source(schema, raw)
+        if self._update[0] and self._set is not None:
+            check_assignments_sql(self._set, read, source)  # nothing searched when wrong
         if self._delete[0] and self._delete[1] is not None:
             leaf_tasks(manifest, first, self._delete[1])  # a bad condition fails first
         cache: dict[str, _LeafMatches] = {}
@@ -335,7 +383,7 @@ class MergeBuilder:
         """The source's keys encoded once for every leaf's probe (:mod:`.merge_keys`), or
         None when the leaves are joined with SQL: a WHEN MATCHED clause has a condition, or
         a key's type is left to SQL. Encoded again for another source table or ``safe``."""
-        if self._update[1] is not None or self._matched_delete[1] is not None:
+        if self._update[1] is not None or self._matched_delete[1] is not None or self._set:
             return None
         known = self._encoded
         if known is None or known[0] is not source or known[1] != safe:
@@ -438,8 +486,11 @@ class MergeBuilder:
         update, update_condition = self._update
         remove, remove_condition = self._matched_delete
         read = schema.read_schema()
+        assign = self._set if update else None
         kept = [f.name for f in self._absent] if update else []
-        if update_condition is not None or remove_condition is not None:
+        if assign is not None:  # the target's values of the columns not assigned
+            kept = [name for name in read.names if name not in assign]
+        if update_condition is not None or remove_condition is not None or assign is not None:
             columns = None
         else:
             wanted = {*self._on, *kept}
@@ -466,6 +517,12 @@ class MergeBuilder:
         pairs = (
             f"SELECT target.{ROW_ADDRESS}, source.{_SOURCE_ROW} FROM target JOIN source ON {keys}"
         )
+        # with set=...: the update's pairs carry the assigned values
+        assigning = (
+            None
+            if assign is None
+            else assignment_query(assign, [f"target.{ROW_ADDRESS}", f"source.{_SOURCE_ROW}"], keys)
+        )
         # a clause without a WHERE applies to every matching pair: its rows are the matches
         # (no second join)
         clauses = {
@@ -483,7 +540,10 @@ class MergeBuilder:
             found = {
                 kind: ctx.sql(pairs + clause).to_arrow_table() if clause else matches
                 for kind, clause in clauses.items()
+                if not (kind == "update" and assigning is not None)
             }
+            if assigning is not None:
+                found["update"] = ctx.sql(assigning + clauses["update"]).to_arrow_table()
             none = matches.slice(0, 0)
             unmatched = pa.table({ROW_ADDRESS: pa.array([], pa.uint64())})
             if not isinstance(deleting, AlwaysFalse):
@@ -501,6 +561,7 @@ class MergeBuilder:
             # short queries cannot nest deep enough to need deep()'s big stack, and deep()
             # runs one call at a time: the leaves are searched in parallel
             longest = len(pairs) + max([len(others) + len(keys), *map(len, clauses.values())])
+            longest += len(assigning or "")
             try:
                 matches, updates, removes, unmatched = (
                     run() if longest <= _SHALLOW_QUERY else deep(run)
@@ -526,6 +587,7 @@ class MergeBuilder:
             matched=_indexes(matches),
             updating=_indexes(updates),
             kept=_rows_at(target, updates.column(ROW_ADDRESS), kept),
+            assigned=None if assign is None else assigned_values(updates, assign, read),
         )
 
     def _clause(self, kind: str) -> str:
@@ -568,7 +630,13 @@ class MergeBuilder:
         (once per target row it replaces, with that row's values of the columns the source
         lacks), and the unmatched ones (NULL in those columns) when inserting."""
         parts = [
-            _complete(source.take(pa.array(m.updating)), m.kept, read) for m in found if m.updated
+            _complete(
+                source.take(pa.array(m.updating)) if m.assigned is None else m.assigned,
+                m.kept,
+                read,
+            )
+            for m in found
+            if m.updated
         ]
         if self._insert:
             hit = np.zeros(source.num_rows, dtype=bool)

@@ -45,6 +45,7 @@ from pyspark import TaskContext
 from lance_partitioned import errors, scan
 from lance_partitioned.consistency import leaf_schema
 from lance_partitioned.dml.merge import MergeBuilder
+from lance_partitioned.dml.merge_set import check_assignments_sql
 from lance_partitioned.dml.plan import DeleteCount, delete_operation, leaf_tasks
 from lance_partitioned.dml.results import MergeResult
 from lance_partitioned.expressions import AlwaysFalse, Predicate
@@ -89,10 +90,12 @@ class _MergeJob:
     leaves: tuple[str, ...] = ()  # the leaves' object ids, sorted (``_LEAF`` indexes them)
     routes: dict[int, str] = field(default_factory=dict)  # spec version -> route kind
     safe: frozenset[str] = frozenset()  # the keys matched NULL-safely
+    assign: tuple[tuple[str, str], ...] | None = None  # when_matched_update(set=...)
 
     def builder(self, manifest: Manifest) -> MergeBuilder:
         b = MergeBuilder(manifest, None, list(self.on), null_safe=self.null_safe)
         b._update, b._insert, b._delete = self.update, self.insert, self.delete
+        b._set = None if self.assign is None else dict(self.assign)
         b._matched_delete, b._delete_first = self.matched_delete, self.delete_first
         return b
 
@@ -161,15 +164,13 @@ class SparkMergeBuilder:
     def when_matched_update(
         self, set: dict[str, str] | None = None, condition: str | None = None
     ) -> SparkMergeBuilder:
-        """delta-spark's ``whenMatchedUpdate``: only ``set`` equal to every source column
-        (``{"col": "source.col"}``) is supported: the same as ``when_matched_update_all``."""
-        columns = set or {}
-        if any(str(v).split(".")[-1].strip("`") != k for k, v in columns.items()):
-            raise errors.UnsupportedOperationError(
-                "when_matched_update(set=...) supports only source.<col> for each <col>; "
-                "select the columns into the source DataFrame and use when_matched_update_all"
-            )
-        return self.when_matched_update_all(condition)
+        """delta-spark's ``whenMatchedUpdate``: assign ``set`` (column -> SQL over
+        ``target.<col>`` and ``source.<col>``) to each matched target row where
+        ``condition`` holds; its other columns keep their values (see the Python merge's
+        :meth:`~lance_partitioned.dml.MergeBuilder.when_matched_update`). Evaluated in each
+        leaf's task."""
+        self._python.when_matched_update(set, condition)
+        return self
 
     def when_matched_delete(self, condition: str | None = None) -> SparkMergeBuilder:
         """Delete each matched target row (where ``condition`` holds); with an update
@@ -214,6 +215,9 @@ class SparkMergeBuilder:
                 f"and of the source {self._source.columns}"
             )
         python = self._python
+        if python._update[0] and python._set is not None:  # a wrong set fails on the driver
+            columns = [read.field(c) for c in self._source.columns if c in read.names]
+            check_assignments_sql(python._set, read, pa.schema(columns).empty_table())
         delete, condition = python._delete
         residuals: dict[str, Predicate] = {}
         if delete:
@@ -241,6 +245,7 @@ class SparkMergeBuilder:
             leaves=tuple(sorted(tasks)),
             routes=route_kinds(snapshot, self._on, source_types),
             safe=python._safe_keys(snapshot),
+            assign=None if python._set is None else tuple(python._set.items()),
         )
         keyed = self._source.withColumn(_ROW, F.monotonically_increasing_id()).persist()
         replanner = Replanner(
