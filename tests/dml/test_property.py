@@ -30,6 +30,14 @@ ASSIGNMENTS = [
     ({"ts": "ts + INTERVAL '1 day'"}, "ts + INTERVAL '1 day' AS ts"),
 ]
 
+# when_matched_update(set=...) of a merge: ours, and DuckDB's SELECT list over t (target) and
+# s (source) joined on id
+SETS = [
+    ({"amount": "target.amount + source.amount"}, "t.amount + s.amount AS amount"),
+    ({"country": "source.country"}, "s.country AS country"),  # rows move
+    ({"name": "'m'", "user_id": "source.user_id"}, "'m' AS name, s.user_id AS user_id"),
+]
+
 operation = st.one_of(
     st.tuples(st.just("append"), st.integers(0, 10_000)),
     st.tuples(st.just("delete"), st.sampled_from(PREDICATES)),
@@ -37,6 +45,7 @@ operation = st.one_of(
         st.just("update"), st.sampled_from(PREDICATES), st.sampled_from(range(len(ASSIGNMENTS)))
     ),
     st.tuples(st.just("merge"), st.integers(0, 10_000)),
+    st.tuples(st.just("merge_set"), st.integers(0, 10_000), st.sampled_from(range(len(SETS)))),
     st.tuples(st.just("replace"), st.sampled_from(PREDICATES), st.integers(0, 10_000)),
 )
 
@@ -75,6 +84,23 @@ def _step(ns: object, model: pa.Table, op: tuple[object, ...], next_id: int) -> 
             pa.compute.invert(pa.compute.is_in(model.column("id"), source.column("id")))
         )
         return pa.concat_tables([kept, source])
+    if kind == "merge_set":  # half the source matches, the rest is inserted
+        existing = model.column("id").to_pylist()[:5]
+        fresh = rows(10, seed=int(op[1]), first_id=next_id)  # type: ignore[call-overload]
+        ids = existing + fresh.column("id").to_pylist()[: 10 - len(existing)]
+        source = fresh.slice(0, len(ids)).set_column(0, "id", pa.array(ids, pa.int64()))
+        assign, duck = SETS[int(op[2])]  # type: ignore[call-overload]
+        builder = ns.merge(source, on="id")  # type: ignore[attr-defined]
+        builder.when_matched_update(set=assign).when_not_matched_insert_all().execute()
+        con = duckdb.connect()
+        con.register("t", model)
+        con.register("s", source)
+        sql = (
+            f"SELECT t.* REPLACE ({duck}) FROM t JOIN s ON t.id = s.id "
+            "UNION ALL SELECT * FROM t WHERE id NOT IN (SELECT id FROM s) "
+            "UNION ALL SELECT * FROM s WHERE id NOT IN (SELECT id FROM t)"
+        )
+        return con.sql(sql).to_arrow_table().cast(SCHEMA)
     where = str(op[1])
     fresh = _sql(
         rows(20, seed=int(op[2]), first_id=next_id),  # type: ignore[call-overload]
