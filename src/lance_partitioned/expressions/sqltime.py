@@ -34,16 +34,10 @@ def in_microseconds(expr: Any) -> pa.Table | None:
     microseconds (DataFusion's own parsing of the text) reaches years -290308 to 294247; a
     text with digits finer than a microsecond is left to fail.
     """
-    if expr.variant_name() != "Cast" or not _TO_NANOSECONDS.search(str(expr)):
+    found = _cast_text(expr)
+    if found is None or _SUB_MICROSECOND.search(found[1]):
         return None
-    inner = expr.to_variant().expr()
-    if inner.variant_name() != "Literal":
-        return None
-    text = wrap(inner).python_value()
-    if not isinstance(text, pa.Scalar) or not pa.types.is_string(text.type):
-        return None
-    if _SUB_MICROSECOND.search(str(text.as_py())):
-        return None
+    inner = found[0]
     try:
         cast = wrap(inner).cast(pa.timestamp("us"))
         table: pa.Table = one_row().select(cast.alias("v")).to_arrow_table()
@@ -123,15 +117,22 @@ def offset_text(expr: Any) -> bool:
     >>> offset_text(one_row().parse_sql_expr("TIMESTAMP '2025-06-01 00:00:00'"))
     False
     """
+    found = _cast_text(expr)
+    return found is not None and bool(_EXPLICIT_OFFSET.search(found[1]))
+
+
+def _cast_text(expr: Any) -> tuple[Any, str] | None:
+    """The string literal that ``expr`` casts to SQL's ``TIMESTAMP`` (nanoseconds) and its
+    text, or None when ``expr`` is no such cast."""
     if expr.variant_name() != "Cast" or not _TO_NANOSECONDS.search(str(expr)):
-        return False
+        return None
     inner = expr.to_variant().expr()
     if inner.variant_name() != "Literal":
-        return False
+        return None
     text = wrap(inner).python_value()
     if not isinstance(text, pa.Scalar) or not pa.types.is_string(text.type):
-        return False
-    return bool(_EXPLICIT_OFFSET.search(str(text.as_py())))
+        return None
+    return inner, str(text.as_py())
 
 
 def session() -> datafusion.SessionContext:
