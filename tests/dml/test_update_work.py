@@ -4,6 +4,7 @@ an in-place update's rows staged back into their leaves without partitioning the
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,10 +14,12 @@ import lance.fragment
 import pyarrow as pa
 import pytest
 
-from lance_partitioned import ingest
+from lance_partitioned import ingest, scan
 from lance_partitioned.transaction import leaves
 
 from .helpers import contents, create, expected, oracle, rows
+
+update_module = importlib.import_module("lance_partitioned.dml.update")  # (not the function)
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[int]:
@@ -133,3 +136,72 @@ def test_an_update_converts_each_leafs_lance_schema_once(
         "SELECT * REPLACE (CASE WHEN id % 3 = 0 THEN amount + 1 ELSE amount END AS amount) FROM t",
     )
     assert contents(ns) == expected(want)
+
+
+def _filters(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The ``filter`` of every scan of a leaf (not the ``__manifest``) while the test runs."""
+    seen: list[Any] = []
+    original = lance.LanceDataset.scanner
+
+    def scanner(self: lance.LanceDataset, *args: Any, **kwargs: Any) -> Any:
+        if "__manifest" not in self.uri:
+            seen.append(kwargs.get("filter"))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(lance.LanceDataset, "scanner", scanner)
+    return seen
+
+
+MIXED = "(country = 'US' AND id % 2 = 0) OR id % 5 = 0"  # two residuals: US leaves', others'
+MIXED_SET = {"amount": "amount * 2", "name": "upper(name)"}
+MIXED_SQL = (
+    f"SELECT * REPLACE (CASE WHEN {MIXED} THEN amount * 2 ELSE amount END AS amount, "
+    f"CASE WHEN {MIXED} THEN upper(name) ELSE name END AS name) FROM t"
+)
+
+
+def test_an_in_place_update_filters_small_leaves_in_one_query_per_residual(
+    tmp_path: Path, data: pa.Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31: a Lance scan with a filter plans it again per leaf. The small leaves of an
+    in-place update are read whole, with no filter, and their rows filtered together, one
+    query per distinct residual (US leaves and the others here); a leaf none of whose rows
+    match is not changed."""
+    ns = create(tmp_path / "ns", "year(ts), country", data)
+    before = _versions(ns)
+    filters = _filters(monkeypatch)
+    queries = _counting(monkeypatch, scan, "post_filter")
+    result = ns.update(MIXED, set=MIXED_SET)
+    assert filters
+    assert all(f is None for f in filters)
+    assert queries == [2]
+    want = oracle(data, MIXED_SQL)
+    assert contents(ns) == expected(want)
+    matched = oracle(data, f"SELECT * FROM t WHERE {MIXED}")
+    assert result.rows_updated == matched.num_rows
+    assert result.rows_moved == 0
+    after = _versions(ns)
+    changed = {leaf for leaf in before if after[leaf] != before[leaf]}
+    assert result.leaves_read == len(changed) < len(before)  # (a leaf without a match)
+
+
+def test_small_leaves_past_the_batch_budget_are_read_with_their_filter(
+    tmp_path: Path, data: pa.Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows held for the batch stay within ``BATCH_BYTES``: a leaf whose whole rows do
+    not fit is read again with its filter by Lance and staged alone; the update is the
+    same."""
+    ns = create(tmp_path / "ns", "year(ts), country", data)
+    leaves = len(_versions(ns))
+    monkeypatch.setattr(update_module, "BATCH_BYTES", 3 * data.nbytes // leaves)  # ~3 leaves
+    filters = _filters(monkeypatch)
+    ns.update(MIXED, set=MIXED_SET)
+    unfiltered = [f for f in filters if f is None]
+    assert len(unfiltered) == leaves  # every leaf read whole first
+    assert 0 < len(filters) - leaves < leaves  # some leaves fit, the others were read again
+    assert contents(ns) == expected(oracle(data, MIXED_SQL))
+
+
+def _versions(ns: Any) -> dict[str, int]:
+    """Each leaf's ``read_version`` in the latest ``__manifest`` snapshot."""
+    return {task.object_id: task.read_version for task in ns.refresh().plan_scan("true")}

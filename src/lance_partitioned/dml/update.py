@@ -1,7 +1,9 @@
 """``update``: rewrite the rows matching a predicate with new values, in one commit.
 
 The leaves are pruned as for a delete. In each leaf that may match, the matching rows are
-read (at the leaf's ``read_version``, with the residual pushed down), their new values are
+read (at the leaf's ``read_version``, with the residual pushed down; the small leaves of an
+update that moves no row are read whole and filtered together, one query per residual, as a
+Lance filter is planned again for each leaf), their new values are
 computed with DataFusion (each assignment is a SQL expression over the row), the old rows are
 deleted (Lance deletion files) and the new rows are staged, under the current partition
 spec, into the leaves of the partitions they now belong to. A row whose assignment changes a
@@ -23,21 +25,23 @@ import numpy as np
 import pyarrow as pa
 from lance import LanceDataset
 
-from lance_partitioned import errors
+from lance_partitioned import errors, scan
 from lance_partitioned.consistency import conform_for_write, leaf_schema
 from lance_partitioned.dml.assign import assign, assignments, check_assignments
 from lance_partitioned.dml.delete import describe
 from lance_partitioned.dml.plan import (
+    EARLY_ROWS,
     ROW_ADDRESS,
     DeleteCount,
     addresses,
     delete_operation,
     deletion_filter,
+    is_whole_leaf,
     leaf_tasks,
     matched_rows,
 )
 from lance_partitioned.dml.results import UpdateResult
-from lance_partitioned.expressions import Predicate
+from lance_partitioned.expressions import AlwaysTrue, Predicate
 from lance_partitioned.ingest import WriteOptions, stage, stage_into
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
@@ -86,6 +90,9 @@ class LeafWork:
     addresses: np.ndarray | None = None  # of the matched rows at read_version
     matched: pa.Table | None = None  # the matched rows, left to be staged in a batch
     task: ScanTask | None = None  # the leaf they are staged back into, with the batch
+    # every row of a small leaf with its address, read without the residual: filtered with
+    # the other leaves' of the batch (rows, addresses and matched are known after that)
+    unfiltered: pa.Table | None = None
 
 
 def leaf_work(
@@ -97,11 +104,21 @@ def leaf_work(
     options: WriteOptions,
     *,
     batch: bool = False,
+    unfiltered: bool = False,
 ) -> LeafWork:
     """Read the rows of ``task``'s leaf (opened as ``ds``) that match, compute their new
     values and stage them under ``snapshot``'s current spec (nothing is committed);
-    ``batch``: only read them (``matched``), to be assigned and staged with other leaves'."""
+    ``batch``: only read them (``matched``), to be assigned and staged with other leaves';
+    ``unfiltered`` (with ``batch``): read every row of the leaf, for the batch to filter
+    with the other leaves' (:meth:`_Batches.filter`)."""
     schema = snapshot.metadata.schema
+    if batch and unfiltered:
+        # one query filters every such leaf's rows: a Lance scan with a filter plans it
+        # again per leaf, which costs more than reading a small leaf's few other rows
+        whole = dataclasses.replace(task, residual=AlwaysTrue())
+        work = LeafWork(int(ds.version), 0, None, 0, task=task)
+        work.unfiltered = matched_rows(ds, whole, schema)
+        return work
     found = matched_rows(ds, task, schema)
     matched = found.drop_columns([ROW_ADDRESS])
     work = LeafWork(int(ds.version), matched.num_rows, None, 0)
@@ -183,6 +200,52 @@ class _Batches:
         with self.lock:
             self.held = 0
             self.done = None
+
+    def filter(self, works: list[LeafWork]) -> None:
+        """Filter the rows of the ``works`` read unfiltered by their leaf's residual, one
+        query for the leaves of the same residual (as a leaf's own scan would filter them,
+        :func:`~lance_partitioned.dml.plan.matched_rows` for a residual Lance does not
+        take): each work then has its matched rows, their count and addresses."""
+        groups: dict[str, list[list[LeafWork]]] = {}
+        for w in works:
+            if w.unfiltered is None or w.task is None:
+                continue
+            # (by text and by value: equal predicates may print apart, and 1 == True)
+            similar = groups.setdefault(repr(w.task.residual), [])
+            for group in similar:
+                if group[0].task is not None and group[0].task.residual == w.task.residual:
+                    group.append(w)
+                    break
+            else:
+                similar.append([w])
+        for similar in groups.values():
+            for group in similar:
+                self._filter(group)
+
+    def _filter(self, group: list[LeafWork]) -> None:
+        tables = [w.unfiltered for w in group if w.unfiltered is not None]
+        task = group[0].task
+        if task is None or len(tables) != len(group):
+            raise errors.InternalError("a leaf's rows wait for the batch filter without them")
+        rows = pa.concat_tables(tables).combine_chunks()
+        leaf = _unused_name(rows.schema, "__lp_leaf")
+        index = np.repeat(np.arange(len(tables), dtype=np.int32), [t.num_rows for t in tables])
+        kept = rows.slice(0, 0)
+        codes = np.zeros(0, dtype=np.int32)
+        if rows.num_rows:
+            (batch,) = rows.append_column(leaf, pa.array(index)).to_batches(max_chunksize=None)
+            found = scan.post_filter(batch, task.residual)
+            codes = found.column(leaf).to_numpy(zero_copy_only=False)
+            kept = pa.Table.from_batches([found.select(rows.schema.names)], schema=rows.schema)
+        for w, part in zip(group, split_rows(kept, codes, len(group)), strict=True):
+            held = w.unfiltered.nbytes if w.unfiltered is not None else 0
+            w.unfiltered = None
+            w.rows = part.num_rows
+            if part.num_rows:
+                w.addresses = addresses(part.column(ROW_ADDRESS))
+                w.matched = part.drop_columns([ROW_ADDRESS])
+            with self.lock:  # (the rows not kept are no longer held)
+                self.held -= held - (w.matched.nbytes if w.matched is not None else 0)
 
     def staged(
         self,
@@ -306,8 +369,13 @@ def update(
             and task.spec_version == snapshot.metadata.current_spec.version
             and in_place(snapshot.metadata, checked)
         )
-        found = leaf_work(manifest, snapshot, task, ds, checked, leaf_options, batch=batch)
-        if found.matched is not None and not batches.reserve(found.matched.nbytes):
+        small = task.row_count is not None and task.row_count <= EARLY_ROWS
+        unfiltered = batch and small and not is_whole_leaf(task)
+        found = leaf_work(
+            manifest, snapshot, task, ds, checked, leaf_options, batch=batch, unfiltered=unfiltered
+        )
+        held = found.matched if found.unfiltered is None else found.unfiltered
+        if held is not None and not batches.reserve(held.nbytes):
             found = leaf_work(manifest, snapshot, task, ds, checked, leaf_options)
         cache[task.object_id] = found
         return found
@@ -343,7 +411,9 @@ def update(
         writes: list[PendingWrite] = []
         done.clear()
         schema = snapshot.metadata.schema
-        for task, found in all_work(snapshot):
+        pairs = all_work(snapshot)
+        batches.filter([found for _, found in pairs])
+        for task, found in pairs:
             if not found.rows:
                 continue
             done.append(found)
