@@ -47,6 +47,7 @@ LanceDB's ``RRFReranker``), in ``_relevance_score``.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -63,13 +64,11 @@ from lance_partitioned.runtime.pools import leaf_pool
 from lance_partitioned.scan import (
     ScanTask,
     leaf_filter,
-    output_fields,
     post_filter,
     residual_fields,
 )
-from lance_partitioned.scan.plans import planned
-from lance_partitioned.search import bm25, encode, ivfpq, kept, prepared, rows, winners
-from lance_partitioned.search.definitions import VECTOR_TYPES, IndexDefinition, load_definitions
+from lance_partitioned.search import bm25, encode, ivfpq, kept, prepared, rows, setup, winners
+from lance_partitioned.search.definitions import VECTOR_TYPES, IndexDefinition
 from lance_partitioned.search.flat import FlatVectors, flat_vectors, nearest_many, squared_l2
 from lance_partitioned.search.flat import nearest as flat_nearest
 from lance_partitioned.spec.schema import NamespaceSchema
@@ -171,6 +170,10 @@ class _Leaf:
             and task.read_branch is None
             and local_path(task.uri) is not None
         )
+        self.partition = _partition_text(task)
+        self._partitions: dict[int, pa.Array] = {}
+        # the kept columns (.rows) conformed to the output fields, and which kept ones
+        self._whole: tuple[weakref.ref[rows.Columns], pa.Table] | None = None
 
     def take(self, keys: pa.Table) -> pa.Table:
         """The rows of ``keys`` (``_distance``, ``_rowid``) read from the leaf, conformed
@@ -187,9 +190,36 @@ class _Leaf:
             table = taken
         return self.conform(table, ["_distance", _ROWID])
 
+    def _conformed(self) -> tuple[rows.Columns, pa.Table] | None:
+        """The leaf's kept columns (:func:`.rows.kept_columns`) and the same rows in the
+        output fields, conformed once per kept table (None: not kept)."""
+        kept = rows.kept_columns(self.ds, self.columns) if self.flat and self.columns else None
+        if kept is None:
+            self._whole = None
+            return None
+        whole = self._whole
+        if whole is not None and whole[0]() is kept:
+            return kept, whole[1]
+        count = kept.table.num_rows
+        arrays = [
+            conform_for_read(
+                None if source is None else kept.table.column(source.name), source, target, count
+            )
+            for source, target in zip(self.sources[: len(self.fields)], self.fields, strict=True)
+        ]
+        table = pa.Table.from_arrays(arrays, schema=pa.schema(self.fields))
+        self._whole = (weakref.ref(kept), table)
+        return kept, table
+
     def read(self, row_ids: np.ndarray) -> pa.Table:
         """The output columns of the rows ``row_ids``, conformed, in that order (a leaf
-        without an in-memory residual: :attr:`exact_filter`; :mod:`.winners`)."""
+        without an in-memory residual: :attr:`exact_filter`; :mod:`.winners`): one ``take``
+        of the kept columns already conformed, once kept (:mod:`.rows`)."""
+        whole = self._conformed()
+        if whole is not None:
+            at = rows.positions(whole[0], np.asarray(row_ids, np.uint64))
+            if at is not None:
+                return whole[1].take(pa.array(at))  # (an Arrow array: a cheaper take)
         count = len(row_ids)
         if not self.columns:
             taken = None
@@ -207,6 +237,13 @@ class _Leaf:
             for source, target in zip(self.sources[: len(self.fields)], self.fields, strict=True)
         ]
         return pa.Table.from_arrays(arrays, schema=pa.schema(self.fields))
+
+    def partitions(self, count: int) -> pa.Array:
+        """:attr:`partition` ``count`` times (made once per count)."""
+        found = self._partitions.get(count)
+        if found is None:
+            found = self._partitions[count] = pa.array([self.partition] * count, pa.utf8())
+        return found
 
     def in_memory(self) -> bool:
         """Whether :meth:`take` reads from memory (:func:`.rows.in_memory`)."""
@@ -567,9 +604,9 @@ def search(
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise errors.InvalidInputError(f"search: k must be a positive integer, got {k!r}")
     schema = snapshot.metadata.schema
-    definitions = load_definitions(snapshot.table_metadata)
-    fields = output_fields(schema, columns)
-    tasks = planned(manifest, snapshot, filter, [f.name for f in fields])
+    # the definitions, fields, plan and leaf ranks: kept per snapshot, filter and columns
+    made = setup.setup(manifest, snapshot, filter, columns)
+    definitions, fields, tasks, ranks = made.definitions, made.fields, made.tasks, made.ranks
     vector_column, text_column = column, column
     if vector is not None and text is not None and column is not None:  # hybrid: by type
         read = schema.read_schema()
@@ -598,10 +635,8 @@ def search(
     if text is not None:
         name = _resolve_column(schema, definitions, text_column, True)
         text_target = schema.read_schema().field(name)
-    ranks = {oid: rank for rank, oid in enumerate(sorted(task.object_id for task in tasks))}
-
     width = max(1, min(threads or manifest.max_workers, len(tasks) or 1))
-    by_rank = {rank: task for task, rank in ((t, ranks[t.object_id]) for t in tasks)}
+    by_rank = made.by_rank
     vector_hits = text_hits = None
     if vector_target is not None:
 
@@ -638,7 +673,9 @@ def search(
             with leaf_pool(min(width, len(rest))) as pool:
                 found = list(pool.map(by_lance, rest))
         searched, as_one, small = _grouped_pass(arranged, found, by_lance, query, k, nearest)
-        vector_hits = _collect(searched, fields, "_distance", False, k, by_rank, width)
+        vector_hits = _collect(
+            searched, fields, "_distance", False, k, by_rank, width, ids=text is not None
+        )
         ivf_mode = ivfpq.NAMESPACE if as_one else ivfpq.PER_LEAF
     if text_target is not None and text is not None:
         target, words = text_target, text
@@ -649,13 +686,12 @@ def search(
             ranked = bm25.namespace_text_hits(pool, leaves, target, words, k, per_leaf)
             bm25_mode = bm25.NAMESPACE if ranked is not None else bm25.PER_LEAF
             texts = list(pool.map(per_leaf, leaves)) if ranked is None else list(ranked)
-        text_hits = _collect(texts, fields, "_score", True, k, by_rank)
+        text_hits = _collect(texts, fields, "_score", True, k, by_rank, ids=vector is not None)
     if vector_hits is not None and text_hits is not None:
         hits = _rrf(vector_hits, text_hits, k)
     else:
         hits = vector_hits if vector_hits is not None else text_hits
-        assert hits is not None
-        hits = hits.drop_columns([_LEAF, _ROWID])
+        assert hits is not None  # (no _leaf, _rowid: kept for the fusion only)
     meta = dict(hits.schema.metadata or {})
     if text is not None:
         meta[bm25.MODE_KEY] = bm25_mode
@@ -726,19 +762,35 @@ def _collect(
     k: int,
     tasks: dict[int, ScanTask],
     width: int = 1,
+    *,
+    ids: bool = True,
 ) -> pa.Table:
-    """The merged top ``k`` of the leaves' tables, with ``_leaf`` and ``_partition`` (of the
-    leaf ranked ``_ord`` in ``tasks``) added to the winners only."""
+    """The merged top ``k`` of the leaves' tables: the output fields, ``key``, ``_rowid`` and
+    ``_leaf`` (``ids``: only when asked, for the fusion of two lists) and ``_partition`` (of the
+    leaf ranked ``_ord`` in ``tasks``), added to the winners only."""
     keys = [item for item in found if isinstance(item, _Keys) and len(item.row_ids)]
     tables = [t for t in found if isinstance(t, pa.Table) and t.num_rows]
     if keys and not tables and all(item.leaf.exact_filter for item in keys):
-        # every leaf searched in numpy: the k best keys chosen there, only their rows read
-        top, won = winners.top(keys, k, lambda wanted: _read_many(wanted, width))
-        chosen = [tasks[int(rank)] for rank in won]
-        top = top.append_column(_LEAF, pa.array([t.object_id for t in chosen], pa.utf8()))
-        return top.append_column(
-            "_partition", pa.array([_partition_text(t) for t in chosen], pa.utf8())
+        # every leaf searched in numpy: the k best keys chosen there, only their rows read,
+        # the result built in one call
+        table, distances, row_ids, won = winners.top(
+            keys, k, lambda wanted: _read_many(wanted, width)
         )
+        texts = {item.leaf.rank: item.leaf.partition for item in keys}
+        won_ranks = won.tolist()
+        added = [(key, pa.array(distances, pa.float32()))]
+        if ids:
+            added.append((_ROWID, pa.array(row_ids, pa.uint64())))
+            added.append((_LEAF, pa.array([tasks[r].object_id for r in won_ranks], pa.utf8())))
+        if len(keys) == 1:  # (one leaf: its text made once)
+            partitions = keys[0].leaf.partitions(len(won_ranks))
+        else:
+            partitions = pa.array([texts[r] for r in won_ranks], pa.utf8())
+        added.append(("_partition", partitions))
+        if table is None:  # no output column (columns=[])
+            return pa.table(dict(added))
+        schema = pa.schema([*table.schema, *(pa.field(name, a.type) for name, a in added)])
+        return pa.Table.from_arrays([*table.columns, *(a for _, a in added)], schema=schema)
     if keys:
         tables += _materialise(keys, tables, k, width)
     order = [*(f.name for f in fields), key, _ROWID]
@@ -752,14 +804,16 @@ def _collect(
                 pa.field("_partition", pa.utf8()),
             ]
         )
-        return empty.empty_table()
+        table = empty.empty_table()
+        return table if ids else table.drop_columns([_LEAF, _ROWID])
     tables = [table.select([*order, _ORD]) for table in tables]
     first = tables[0].schema
     tables = [table if table.schema == first else table.cast(first) for table in tables]
     merged = _merge(tables, key, descending, k)
     chosen = [tasks[rank] for rank in merged.column(_ORD).to_pylist()]
-    merged = merged.select(order)
-    merged = merged.append_column(_LEAF, pa.array([t.object_id for t in chosen], pa.utf8()))
+    merged = merged.select(order if ids else order[:-1])
+    if ids:
+        merged = merged.append_column(_LEAF, pa.array([t.object_id for t in chosen], pa.utf8()))
     return merged.append_column(
         "_partition", pa.array([_partition_text(t) for t in chosen], pa.utf8())
     )
