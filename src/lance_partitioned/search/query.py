@@ -67,7 +67,17 @@ from lance_partitioned.scan import (
     post_filter,
     residual_fields,
 )
-from lance_partitioned.search import bm25, encode, ivfpq, kept, prepared, rows, setup, winners
+from lance_partitioned.search import (
+    bm25,
+    encode,
+    ivfpq,
+    kept,
+    prepared,
+    rows,
+    setup,
+    turns,
+    winners,
+)
 from lance_partitioned.search.definitions import VECTOR_TYPES, IndexDefinition
 from lance_partitioned.search.flat import FlatVectors, flat_vectors, nearest_many, squared_l2
 from lance_partitioned.search.flat import nearest as flat_nearest
@@ -376,6 +386,7 @@ def _grouped_pass(
     query: np.ndarray,
     k: int,
     nearest: dict[str, Any],
+    root: str = "",
 ) -> tuple[list[pa.Table | _Keys | _Flat | None], int, int]:
     """The small unindexed leaves searched in one numpy pass (:func:`.flat.nearest_many`),
     and the coded leaves of the model most of them share as one IVF_PQ search
@@ -386,11 +397,13 @@ def _grouped_pass(
     IVF_PQ index (:class:`_Arranged`), their codes encoded under its model
     (:mod:`.encode`), refined on their vectors kept in memory. ``searched``: the hits of the
     leaves Lance searched. Returns the leaves' hits, how many leaves were searched as one
-    IVF_PQ index, and how many of them were small leaves encoded."""
+    IVF_PQ index, and how many of them were small leaves encoded. The two numpy passes run
+    in the turn of the namespace at ``root`` (:mod:`.turns`); Lance's searches outside it."""
     flats = arranged.flats
     out: list[pa.Table | _Keys | _Flat | None] = [*searched, *arranged.done]
     if flats:
-        many = nearest_many([item.vectors for item in flats], arranged.flat_ranks, query, k)
+        with turns.turn(root):
+            many = nearest_many([item.vectors for item in flats], arranged.flat_ranks, query, k)
         if many is None:  # not kept together: each leaf on its own
             out += [_Keys(i.leaf, *flat_nearest(i.vectors, query, k)) for i in flats]
         else:
@@ -401,14 +414,15 @@ def _grouped_pass(
     out += [search_leaf(item.leaf) for item in arranged.others]
     refine = nearest.get("refine_factor")
     wanted = k * int(refine) if refine else k
-    hits = ivfpq.namespace_nearest(
-        arranged.group_codes,
-        arranged.group_ranks,
-        query,
-        wanted,
-        int(nearest["nprobes"]),
-        each=bool(refine),
-    )
+    with turns.turn(root):
+        hits = ivfpq.namespace_nearest(
+            arranged.group_codes,
+            arranged.group_ranks,
+            query,
+            wanted,
+            int(nearest["nprobes"]),
+            each=bool(refine),
+        )
     for position, distances, row_ids in hits:
         item = group[position]
         if refine and item.flat is not None:
@@ -672,9 +686,19 @@ def search(
         else:
             with leaf_pool(min(width, len(rest))) as pool:
                 found = list(pool.map(by_lance, rest))
-        searched, as_one, small = _grouped_pass(arranged, found, by_lance, query, k, nearest)
+        searched, as_one, small = _grouped_pass(
+            arranged, found, by_lance, query, k, nearest, manifest.root
+        )
         vector_hits = _collect(
-            searched, fields, "_distance", False, k, by_rank, width, ids=text is not None
+            searched,
+            fields,
+            "_distance",
+            False,
+            k,
+            by_rank,
+            width,
+            ids=text is not None,
+            root=manifest.root,
         )
         ivf_mode = ivfpq.NAMESPACE if as_one else ivfpq.PER_LEAF
     if text_target is not None and text is not None:
@@ -737,12 +761,16 @@ def _materialise(keys: list[_Keys], tables: list[pa.Table], k: int, width: int) 
         return out + list(pool.map(lambda pair: pair[0].take(pair[1]), wanted))
 
 
-def _read_many(wanted: list[tuple[winners.Winner, np.ndarray]], width: int) -> list[pa.Table]:
+def _read_many(
+    wanted: list[tuple[winners.Winner, np.ndarray]], width: int, root: str = ""
+) -> list[pa.Table]:
     """Each leaf's rows of ``wanted`` read (:meth:`_Leaf.read`), in that order: the rows
-    kept in memory (:mod:`.rows`) in this thread, the others one read per leaf, in parallel."""
-    out: list[pa.Table | None] = [
-        leaf.read(ids) if leaf.in_memory() else None for leaf, ids in wanted
-    ]
+    kept in memory (:mod:`.rows`) in this thread, in the turn of the namespace at ``root``
+    (:mod:`.turns`), the others one read per leaf, in parallel."""
+    with turns.turn(root):
+        out: list[pa.Table | None] = [
+            leaf.read(ids) if leaf.in_memory() else None for leaf, ids in wanted
+        ]
     rest = [at for at, table in enumerate(out) if table is None]
     if len(rest) == 1:
         out[rest[0]] = wanted[rest[0]][0].read(wanted[rest[0]][1])
@@ -764,6 +792,7 @@ def _collect(
     width: int = 1,
     *,
     ids: bool = True,
+    root: str = "",
 ) -> pa.Table:
     """The merged top ``k`` of the leaves' tables: the output fields, ``key``, ``_rowid`` and
     ``_leaf`` (``ids``: only when asked, for the fusion of two lists) and ``_partition`` (of the
@@ -774,7 +803,7 @@ def _collect(
         # every leaf searched in numpy: the k best keys chosen there, only their rows read,
         # the result built in one call
         table, distances, row_ids, won = winners.top(
-            keys, k, lambda wanted: _read_many(wanted, width)
+            keys, k, lambda wanted: _read_many(wanted, width, root)
         )
         texts = {item.leaf.rank: item.leaf.partition for item in keys}
         won_ranks = won.tolist()
