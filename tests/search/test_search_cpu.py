@@ -99,7 +99,9 @@ def test_a_tenants_winners_are_taken_from_columns_conformed_once(
     for q in queries:  # the leaf's columns read twice: kept
         ns.search(q, k=7, filter=where, columns=columns, nprobes=4)
     want = [ns.search(q, k=7, filter=where, columns=columns, nprobes=4) for q in queries]
-    conformed = _counted(monkeypatch, query, "conform_for_read")
+    # the conversion of the leaf's columns, where the leaf is read (search/leaves.py, after)
+    owner = getattr(importlib.import_module("lance_partitioned.search"), "leaves", query)
+    conformed = _counted(monkeypatch, owner, "conform_for_read")
     takes = _counted(monkeypatch, lance.LanceDataset, "_take_rows")
     got = [ns.search(q, k=7, filter=where, columns=columns, nprobes=4) for q in queries]
     assert (conformed[0], takes[0]) == (0, 0)  # (before: each column conformed per search)

@@ -30,6 +30,7 @@ __all__ = ["turn"]
 _locks: dict[str, threading.Lock] = {}
 _create_lock = threading.Lock()
 
+
 def turn(root: str) -> threading.Lock:
     """The lock of the namespace at ``root`` (one per namespace root in the process)."""
     found = _locks.get(root)

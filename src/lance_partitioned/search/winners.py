@@ -23,7 +23,7 @@ __all__ = ["Found", "Winner", "top"]
 
 
 class Winner(Protocol):
-    """A leaf whose rows are read by row id (:class:`~.query._Leaf`)."""
+    """A leaf whose rows are read by row id (:class:`~.leaves.Leaf`)."""
 
     rank: int
 
