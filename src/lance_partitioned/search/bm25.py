@@ -81,7 +81,7 @@ class _Fallback(Exception):
 
 
 class SearchLeaf(Protocol):
-    """What a kept leaf opened for a search offers (``search.query._Leaf``)."""
+    """What a kept leaf opened for a search offers (``search.leaves.Leaf``)."""
 
     task: ScanTask
     ds: lance.LanceDataset

@@ -398,11 +398,24 @@ def _probed_rows(starts: np.ndarray, probed: np.ndarray) -> tuple[np.ndarray, np
     partition)."""
     first = starts[probed]
     lengths = starts[probed + 1] - first
-    total = int(lengths.sum())
+    ends = np.cumsum(lengths)
+    total = int(ends[-1]) if len(ends) else 0
     which = np.repeat(np.arange(len(probed), dtype=np.intp), lengths)
-    before = np.cumsum(lengths) - lengths  # the rows of the probed partitions before each
-    rows = np.arange(total, dtype=np.intp) + (first - before)[which]
+    # (the rows of the probed partitions before each: ends - lengths)
+    rows = np.arange(total, dtype=np.intp) + np.repeat(first - (ends - lengths), lengths)
     return rows, which
+
+
+def _nearest_partitions(distances: np.ndarray, count: int) -> np.ndarray:
+    """``np.argsort(distances, kind="stable")[:count]`` (by distance, then place), sorting
+    only the partitions as near as the ``count``-th."""
+    if count >= len(distances):
+        return np.argsort(distances, kind="stable")[:count]
+    kth = np.partition(distances, count - 1)[count - 1]
+    near = np.flatnonzero(distances <= kth)  # (in place order)
+    if len(near) < count:  # NaN distances: sorted last, as argsort sorts them
+        return np.argsort(distances, kind="stable")[:count]
+    return near[np.argsort(distances[near], kind="stable")[:count]]
 
 
 def _score(
@@ -489,7 +502,7 @@ def namespace_nearest(
     then row id: ``(position in leaves, distances, row ids)`` per leaf with rows among them."""
     combined = _combine(tuple(c.directory for c in leaves), leaves)
     centroids = combined.first.centroids
-    probed = np.argsort(_squared(centroids, query), kind="stable")[: max(1, nprobes)]
+    probed = _nearest_partitions(_squared(centroids, query), max(1, nprobes))
     distances, rows = _score(combined, query, probed)
     if not len(rows):
         return []

@@ -55,23 +55,29 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_partitioned import errors
-from lance_partitioned.consistency import conform_batch, conform_for_read, leaf_field
+from lance_partitioned.consistency import leaf_field
 from lance_partitioned.expressions import AlwaysTrue, Predicate
 from lance_partitioned.manifest import Manifest, ManifestSnapshot, local_path
 from lance_partitioned.runtime.leaf_cache import leaf_schema
 from lance_partitioned.runtime.pools import leaf_pool
 from lance_partitioned.scan import (
     ScanTask,
-    leaf_filter,
-    output_fields,
-    post_filter,
-    residual_fields,
 )
-from lance_partitioned.scan.plans import planned
-from lance_partitioned.search import bm25, encode, ivfpq, kept, prepared, rows, winners
-from lance_partitioned.search.definitions import VECTOR_TYPES, IndexDefinition, load_definitions
+from lance_partitioned.search import (
+    bm25,
+    encode,
+    ivfpq,
+    kept,
+    prepared,
+    setup,
+    turns,
+    winners,
+)
+from lance_partitioned.search.definitions import VECTOR_TYPES, IndexDefinition
 from lance_partitioned.search.flat import FlatVectors, flat_vectors, nearest_many, squared_l2
 from lance_partitioned.search.flat import nearest as flat_nearest
+from lance_partitioned.search.leaves import ORD, ROWID, partition_text
+from lance_partitioned.search.leaves import Leaf as _Leaf
 from lance_partitioned.spec.schema import NamespaceSchema
 
 __all__ = ["RRF_K", "search"]
@@ -80,13 +86,8 @@ RRF_K = 60
 """The ``k`` of reciprocal rank fusion (LanceDB's default)."""
 
 _LEAF = "_leaf"
-_ROWID = "_rowid"
-_ORD = "_ord"
-
-
-def _partition_text(task: ScanTask) -> str:
-    """The leaf's partition values as ``name=value`` joined by ``/``."""
-    return "/".join(f"{name}={value}" for name, value in task.partition_values)
+_ROWID = ROWID
+_ORD = ORD
 
 
 def _resolve_column(
@@ -137,99 +138,6 @@ def _small_rows(definitions: dict[str, IndexDefinition], field_id: int) -> int |
         ):
             return int(definition.min_rows)
     return None
-
-
-class _Leaf:
-    """One kept leaf opened for a search: its columns mapped to the namespace's."""
-
-    def __init__(
-        self, task: ScanTask, schema: NamespaceSchema, fields: list[pa.Field], rank: int = 0
-    ) -> None:
-        self.task = task
-        self.rank = rank
-        self.ds = task.open()
-        read = schema.read_schema()
-        self.predicate: Predicate = task.residual
-        always = isinstance(self.predicate, AlwaysTrue)
-        filtered = [] if always else residual_fields(self.predicate, read)
-        names = {f.name for f in fields}
-        self.fields = fields
-        self.needed = pa.schema([*fields, *(f for f in filtered if f.name not in names)])
-        self.sources = [leaf_field(leaf_schema(self.ds), f) for f in self.needed]
-        by_name = dict(zip(self.needed.names, self.sources, strict=True))
-        self.pushdown = (
-            None
-            if always
-            else leaf_filter(self.ds, self.predicate, filtered, [by_name[f.name] for f in filtered])
-        )
-        self.exact_filter = always or self.pushdown is not None
-        self.columns = sorted({s.name for s in self.sources if s is not None})
-        # a fixed local version: the leaf cache's dataset object, its vectors kept (.flat)
-        self.flat = (
-            task.read_version is not None
-            and task.read_tag is None
-            and task.read_branch is None
-            and local_path(task.uri) is not None
-        )
-
-    def take(self, keys: pa.Table) -> pa.Table:
-        """The rows of ``keys`` (``_distance``, ``_rowid``) read from the leaf, conformed
-        (a fixed version's columns read from memory once kept: :mod:`.rows`)."""
-        table = keys.select(["_distance", _ROWID])
-        if self.columns:
-            ids = keys.column(_ROWID).to_numpy()
-            if self.flat:
-                taken = rows.taken(self.ds, self.columns, ids)
-            else:
-                taken = self.ds._take_rows(ids.tolist(), columns=self.columns)
-            for name in table.column_names:
-                taken = taken.append_column(name, table.column(name))
-            table = taken
-        return self.conform(table, ["_distance", _ROWID])
-
-    def read(self, row_ids: np.ndarray) -> pa.Table:
-        """The output columns of the rows ``row_ids``, conformed, in that order (a leaf
-        without an in-memory residual: :attr:`exact_filter`; :mod:`.winners`)."""
-        count = len(row_ids)
-        if not self.columns:
-            taken = None
-        elif self.flat:
-            taken = rows.taken(self.ds, self.columns, row_ids)
-        else:
-            taken = self.ds._take_rows(row_ids.tolist(), columns=self.columns)
-        arrays = [
-            conform_for_read(
-                None if taken is None or source is None else taken.column(source.name),
-                source,
-                target,
-                count,
-            )
-            for source, target in zip(self.sources[: len(self.fields)], self.fields, strict=True)
-        ]
-        return pa.Table.from_arrays(arrays, schema=pa.schema(self.fields))
-
-    def in_memory(self) -> bool:
-        """Whether :meth:`take` reads from memory (:func:`.rows.in_memory`)."""
-        return not self.columns or (self.flat and rows.in_memory(self.ds, self.columns))
-
-    def conform(self, table: pa.Table, extra: Sequence[str]) -> pa.Table:
-        """``table`` (leaf columns plus ``extra``) in the output fields plus ``extra``,
-        and ``_ord`` (:attr:`rank`, the leaf's place in object-id order: ``_leaf`` and
-        ``_partition`` are added to the merged winners only); rows failing an in-memory
-        residual removed."""
-        out = []
-        for batch in table.to_batches():
-            conformed = conform_batch(batch, self.sources, self.needed)
-            extras = [batch.column(name) for name in extra]
-            whole = pa.RecordBatch.from_arrays(
-                [*conformed.columns, *extras], names=[*self.needed.names, *extra]
-            )
-            if not self.exact_filter:
-                whole = post_filter(whole, self.predicate)
-            out.append(whole.select([*(f.name for f in self.fields), *extra]))
-        schema = pa.schema([*self.fields, *(table.schema.field(name) for name in extra)])
-        result = pa.Table.from_batches(out, schema=schema)
-        return result.append_column(_ORD, pa.repeat(pa.scalar(self.rank, pa.int32()), len(result)))
 
 
 def _distances(vectors: np.ndarray, query: np.ndarray, metric: str) -> np.ndarray:
@@ -339,6 +247,7 @@ def _grouped_pass(
     query: np.ndarray,
     k: int,
     nearest: dict[str, Any],
+    root: str = "",
 ) -> tuple[list[pa.Table | _Keys | _Flat | None], int, int]:
     """The small unindexed leaves searched in one numpy pass (:func:`.flat.nearest_many`),
     and the coded leaves of the model most of them share as one IVF_PQ search
@@ -349,11 +258,13 @@ def _grouped_pass(
     IVF_PQ index (:class:`_Arranged`), their codes encoded under its model
     (:mod:`.encode`), refined on their vectors kept in memory. ``searched``: the hits of the
     leaves Lance searched. Returns the leaves' hits, how many leaves were searched as one
-    IVF_PQ index, and how many of them were small leaves encoded."""
+    IVF_PQ index, and how many of them were small leaves encoded. The two numpy passes run
+    in the turn of the namespace at ``root`` (:mod:`.turns`); Lance's searches outside it."""
     flats = arranged.flats
     out: list[pa.Table | _Keys | _Flat | None] = [*searched, *arranged.done]
     if flats:
-        many = nearest_many([item.vectors for item in flats], arranged.flat_ranks, query, k)
+        with turns.turn(root):
+            many = nearest_many([item.vectors for item in flats], arranged.flat_ranks, query, k)
         if many is None:  # not kept together: each leaf on its own
             out += [_Keys(i.leaf, *flat_nearest(i.vectors, query, k)) for i in flats]
         else:
@@ -364,14 +275,15 @@ def _grouped_pass(
     out += [search_leaf(item.leaf) for item in arranged.others]
     refine = nearest.get("refine_factor")
     wanted = k * int(refine) if refine else k
-    hits = ivfpq.namespace_nearest(
-        arranged.group_codes,
-        arranged.group_ranks,
-        query,
-        wanted,
-        int(nearest["nprobes"]),
-        each=bool(refine),
-    )
+    with turns.turn(root):
+        hits = ivfpq.namespace_nearest(
+            arranged.group_codes,
+            arranged.group_ranks,
+            query,
+            wanted,
+            int(nearest["nprobes"]),
+            each=bool(refine),
+        )
     for position, distances, row_ids in hits:
         item = group[position]
         if refine and item.flat is not None:
@@ -567,9 +479,9 @@ def search(
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise errors.InvalidInputError(f"search: k must be a positive integer, got {k!r}")
     schema = snapshot.metadata.schema
-    definitions = load_definitions(snapshot.table_metadata)
-    fields = output_fields(schema, columns)
-    tasks = planned(manifest, snapshot, filter, [f.name for f in fields])
+    # the definitions, fields, plan and leaf ranks: kept per snapshot, filter and columns
+    made = setup.setup(manifest, snapshot, filter, columns)
+    definitions, fields, tasks, ranks = made.definitions, made.fields, made.tasks, made.ranks
     vector_column, text_column = column, column
     if vector is not None and text is not None and column is not None:  # hybrid: by type
         read = schema.read_schema()
@@ -598,10 +510,8 @@ def search(
     if text is not None:
         name = _resolve_column(schema, definitions, text_column, True)
         text_target = schema.read_schema().field(name)
-    ranks = {oid: rank for rank, oid in enumerate(sorted(task.object_id for task in tasks))}
-
     width = max(1, min(threads or manifest.max_workers, len(tasks) or 1))
-    by_rank = {rank: task for task, rank in ((t, ranks[t.object_id]) for t in tasks)}
+    by_rank = made.by_rank
     vector_hits = text_hits = None
     if vector_target is not None:
 
@@ -637,8 +547,20 @@ def search(
         else:
             with leaf_pool(min(width, len(rest))) as pool:
                 found = list(pool.map(by_lance, rest))
-        searched, as_one, small = _grouped_pass(arranged, found, by_lance, query, k, nearest)
-        vector_hits = _collect(searched, fields, "_distance", False, k, by_rank, width)
+        searched, as_one, small = _grouped_pass(
+            arranged, found, by_lance, query, k, nearest, manifest.root
+        )
+        vector_hits = _collect(
+            searched,
+            fields,
+            "_distance",
+            False,
+            k,
+            by_rank,
+            width,
+            ids=text is not None,
+            root=manifest.root,
+        )
         ivf_mode = ivfpq.NAMESPACE if as_one else ivfpq.PER_LEAF
     if text_target is not None and text is not None:
         target, words = text_target, text
@@ -649,13 +571,12 @@ def search(
             ranked = bm25.namespace_text_hits(pool, leaves, target, words, k, per_leaf)
             bm25_mode = bm25.NAMESPACE if ranked is not None else bm25.PER_LEAF
             texts = list(pool.map(per_leaf, leaves)) if ranked is None else list(ranked)
-        text_hits = _collect(texts, fields, "_score", True, k, by_rank)
+        text_hits = _collect(texts, fields, "_score", True, k, by_rank, ids=vector is not None)
     if vector_hits is not None and text_hits is not None:
         hits = _rrf(vector_hits, text_hits, k)
     else:
         hits = vector_hits if vector_hits is not None else text_hits
-        assert hits is not None
-        hits = hits.drop_columns([_LEAF, _ROWID])
+        assert hits is not None  # (no _leaf, _rowid: kept for the fusion only)
     meta = dict(hits.schema.metadata or {})
     if text is not None:
         meta[bm25.MODE_KEY] = bm25_mode
@@ -701,12 +622,16 @@ def _materialise(keys: list[_Keys], tables: list[pa.Table], k: int, width: int) 
         return out + list(pool.map(lambda pair: pair[0].take(pair[1]), wanted))
 
 
-def _read_many(wanted: list[tuple[winners.Winner, np.ndarray]], width: int) -> list[pa.Table]:
+def _read_many(
+    wanted: list[tuple[winners.Winner, np.ndarray]], width: int, root: str = ""
+) -> list[pa.Table]:
     """Each leaf's rows of ``wanted`` read (:meth:`_Leaf.read`), in that order: the rows
-    kept in memory (:mod:`.rows`) in this thread, the others one read per leaf, in parallel."""
-    out: list[pa.Table | None] = [
-        leaf.read(ids) if leaf.in_memory() else None for leaf, ids in wanted
-    ]
+    kept in memory (:mod:`.rows`) in this thread, in the turn of the namespace at ``root``
+    (:mod:`.turns`), the others one read per leaf, in parallel."""
+    with turns.turn(root):
+        out: list[pa.Table | None] = [
+            leaf.read(ids) if leaf.in_memory() else None for leaf, ids in wanted
+        ]
     rest = [at for at, table in enumerate(out) if table is None]
     if len(rest) == 1:
         out[rest[0]] = wanted[rest[0]][0].read(wanted[rest[0]][1])
@@ -726,19 +651,36 @@ def _collect(
     k: int,
     tasks: dict[int, ScanTask],
     width: int = 1,
+    *,
+    ids: bool = True,
+    root: str = "",
 ) -> pa.Table:
-    """The merged top ``k`` of the leaves' tables, with ``_leaf`` and ``_partition`` (of the
-    leaf ranked ``_ord`` in ``tasks``) added to the winners only."""
+    """The merged top ``k`` of the leaves' tables: the output fields, ``key``, ``_rowid`` and
+    ``_leaf`` (``ids``: only when asked, for the fusion of two lists) and ``_partition`` (of the
+    leaf ranked ``_ord`` in ``tasks``), added to the winners only."""
     keys = [item for item in found if isinstance(item, _Keys) and len(item.row_ids)]
     tables = [t for t in found if isinstance(t, pa.Table) and t.num_rows]
     if keys and not tables and all(item.leaf.exact_filter for item in keys):
-        # every leaf searched in numpy: the k best keys chosen there, only their rows read
-        top, won = winners.top(keys, k, lambda wanted: _read_many(wanted, width))
-        chosen = [tasks[int(rank)] for rank in won]
-        top = top.append_column(_LEAF, pa.array([t.object_id for t in chosen], pa.utf8()))
-        return top.append_column(
-            "_partition", pa.array([_partition_text(t) for t in chosen], pa.utf8())
+        # every leaf searched in numpy: the k best keys chosen there, only their rows read,
+        # the result built in one call
+        table, distances, row_ids, won = winners.top(
+            keys, k, lambda wanted: _read_many(wanted, width, root)
         )
+        texts = {item.leaf.rank: item.leaf.partition for item in keys}
+        won_ranks = won.tolist()
+        added = [(key, pa.array(distances, pa.float32()))]
+        if ids:
+            added.append((_ROWID, pa.array(row_ids, pa.uint64())))
+            added.append((_LEAF, pa.array([tasks[r].object_id for r in won_ranks], pa.utf8())))
+        if len(keys) == 1:  # (one leaf: its text made once)
+            partitions = keys[0].leaf.partitions(len(won_ranks))
+        else:
+            partitions = pa.array([texts[r] for r in won_ranks], pa.utf8())
+        added.append(("_partition", partitions))
+        if table is None:  # no output column (columns=[])
+            return pa.table(dict(added))
+        schema = pa.schema([*table.schema, *(pa.field(name, a.type) for name, a in added)])
+        return pa.Table.from_arrays([*table.columns, *(a for _, a in added)], schema=schema)
     if keys:
         tables += _materialise(keys, tables, k, width)
     order = [*(f.name for f in fields), key, _ROWID]
@@ -752,14 +694,16 @@ def _collect(
                 pa.field("_partition", pa.utf8()),
             ]
         )
-        return empty.empty_table()
+        table = empty.empty_table()
+        return table if ids else table.drop_columns([_LEAF, _ROWID])
     tables = [table.select([*order, _ORD]) for table in tables]
     first = tables[0].schema
     tables = [table if table.schema == first else table.cast(first) for table in tables]
     merged = _merge(tables, key, descending, k)
     chosen = [tasks[rank] for rank in merged.column(_ORD).to_pylist()]
-    merged = merged.select(order)
-    merged = merged.append_column(_LEAF, pa.array([t.object_id for t in chosen], pa.utf8()))
+    merged = merged.select(order if ids else order[:-1])
+    if ids:
+        merged = merged.append_column(_LEAF, pa.array([t.object_id for t in chosen], pa.utf8()))
     return merged.append_column(
-        "_partition", pa.array([_partition_text(t) for t in chosen], pa.utf8())
+        "_partition", pa.array([partition_text(t) for t in chosen], pa.utf8())
     )

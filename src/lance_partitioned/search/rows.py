@@ -24,7 +24,16 @@ import numpy as np
 import pyarrow as pa
 from lance import LanceDataset
 
-__all__ = ["MAX_BYTES", "MAX_LEAF_BYTES", "clear", "in_memory", "taken"]
+__all__ = [
+    "MAX_BYTES",
+    "MAX_LEAF_BYTES",
+    "Columns",
+    "clear",
+    "in_memory",
+    "kept_columns",
+    "positions",
+    "taken",
+]
 
 #: Bytes of columns kept in all.
 MAX_BYTES = 128 << 20
@@ -35,7 +44,7 @@ _ROWID = "_rowid"
 _SEEN = 4096
 
 
-class _Columns:
+class Columns:
     """A leaf's columns, rows ordered by row id, and those row ids."""
 
     def __init__(self, table: pa.Table, row_ids: np.ndarray) -> None:
@@ -45,29 +54,50 @@ class _Columns:
 
 
 _Key = tuple[int, tuple[str, ...]]
-_kept: OrderedDict[_Key, tuple[weakref.ref[LanceDataset], _Columns]] = OrderedDict()
+_kept: OrderedDict[_Key, tuple[weakref.ref[LanceDataset], Columns]] = OrderedDict()
 # leaves read once by Lance: their estimated size (None: too large to keep)
 _seen: OrderedDict[_Key, tuple[weakref.ref[LanceDataset], bool]] = OrderedDict()
 _bytes = 0
 _lock = threading.Lock()
 
 
-def _read(dataset: LanceDataset, columns: list[str]) -> _Columns:
+def _read(dataset: LanceDataset, columns: list[str]) -> Columns:
     table = dataset.to_table(columns=columns, with_row_id=True)
     row_ids = np.asarray(table.column(_ROWID).to_numpy(), np.uint64)
     table = table.select(columns)
     if len(row_ids) > 1 and np.any(row_ids[1:] < row_ids[:-1]):
         order = np.argsort(row_ids, kind="stable")
         table, row_ids = table.take(pa.array(order)), row_ids[order]
-    return _Columns(table.combine_chunks(), row_ids)
+    return Columns(table.combine_chunks(), row_ids)
 
 
-def _from_memory(columns: _Columns, row_ids: np.ndarray) -> pa.Table | None:
-    at = np.searchsorted(columns.row_ids, row_ids)
-    at = np.minimum(at, max(0, len(columns.row_ids) - 1))
-    if not len(columns.row_ids) or not np.array_equal(columns.row_ids[at], row_ids):
+def positions(columns: Columns, row_ids: np.ndarray) -> np.ndarray | None:
+    """The places of ``row_ids`` (uint64) in ``columns``' rows; None when one is not there."""
+    kept = columns.row_ids
+    if not len(kept):
+        return None
+    at = np.searchsorted(kept, row_ids)
+    at[at >= len(kept)] = len(kept) - 1
+    if not np.array_equal(kept[at], row_ids):
         return None  # a row not there: Lance says what it says
-    return columns.table.take(pa.array(at))
+    return at
+
+
+def _from_memory(columns: Columns, row_ids: np.ndarray) -> pa.Table | None:
+    at = positions(columns, row_ids)
+    return None if at is None else columns.table.take(pa.array(at))
+
+
+def kept_columns(dataset: LanceDataset, columns: list[str]) -> Columns | None:
+    """The kept ``columns`` of ``dataset`` (:func:`taken` reads them from memory), else None;
+    no Lance call."""
+    key = (id(dataset), tuple(columns))
+    with _lock:
+        found = _kept.get(key)
+        if found is None or found[0]() is not dataset:
+            return None
+        _kept.move_to_end(key)
+        return found[1]
 
 
 def in_memory(dataset: LanceDataset, columns: list[str]) -> bool:
@@ -87,7 +117,7 @@ def taken(dataset: LanceDataset, columns: list[str], row_ids: np.ndarray) -> pa.
         found = _kept.get(key)
         if found is not None and found[0]() is dataset:
             _kept.move_to_end(key)
-            kept: _Columns | None = found[1]
+            kept: Columns | None = found[1]
         else:
             kept = None
             seen = _seen.get(key)

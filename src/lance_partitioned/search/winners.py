@@ -23,7 +23,7 @@ __all__ = ["Found", "Winner", "top"]
 
 
 class Winner(Protocol):
-    """A leaf whose rows are read by row id (:class:`~.query._Leaf`)."""
+    """A leaf whose rows are read by row id (:class:`~.leaves.Leaf`)."""
 
     rank: int
 
@@ -50,11 +50,19 @@ def top(
     keys: Sequence[Found],
     k: int,
     read_many: Callable[[list[tuple[Winner, np.ndarray]]], list[pa.Table]],
-) -> tuple[pa.Table, np.ndarray]:
-    """The ``k`` best rows of ``keys`` (``_distance``, leaf rank, row id ascending): the
-    output columns read from their leaves by ``read_many`` (one row-id array per leaf,
-    the tables in that order), with ``_distance`` and ``_rowid``; and the winners' leaf ranks.
-    """
+) -> tuple[pa.Table | None, np.ndarray, np.ndarray, np.ndarray]:
+    """The ``k`` best rows of ``keys`` (``_distance``, leaf rank, row id ascending): their
+    output columns read from their leaves by ``read_many`` (one row-id array per leaf, the
+    tables in that order; None when there is no output column), their distances, row ids and
+    leaf ranks (numpy arrays, in that order)."""
+    if len(keys) == 1:  # one leaf (a tenant's search): no concatenation, one read
+        only = keys[0]
+        distances, row_ids = only.distances, only.row_ids
+        best = np.lexsort((row_ids, distances))[:k]
+        won_ids = row_ids[best]
+        won_ranks = np.full(len(best), only.leaf.rank, np.int32)
+        table: pa.Table | None = read_many([(only.leaf, won_ids)])[0]
+        return _columns(table), distances[best], won_ids, won_ranks
     ranks = np.concatenate([np.full(len(item.row_ids), item.leaf.rank, np.int32) for item in keys])
     distances = np.concatenate([item.distances for item in keys])
     row_ids = np.concatenate([item.row_ids for item in keys])
@@ -70,12 +78,9 @@ def top(
         table = pa.concat_tables(tables)
         placed = np.concatenate([np.flatnonzero(won_ranks == rank) for rank in chosen])
         table = table.take(pa.array(np.argsort(placed, kind="stable")))
-    extra = {
-        "_distance": pa.array(distances[best], pa.float32()),
-        "_rowid": pa.array(won_ids, pa.uint64()),
-    }
-    if not table.num_columns:  # no output column (columns=[]): a table of no rows
-        return pa.table(extra), won_ranks
-    for name, array in extra.items():
-        table = table.append_column(name, array)
-    return table, won_ranks
+    return _columns(table), distances[best], won_ids, won_ranks
+
+
+def _columns(table: pa.Table) -> pa.Table | None:
+    """``table``, None when it has no column (``columns=[]``)."""
+    return table if table.num_columns else None
