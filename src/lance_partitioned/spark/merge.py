@@ -57,6 +57,7 @@ from lance_partitioned.spark.merge_condition import keys_of
 from lance_partitioned.spark.merge_local import local_match
 from lance_partitioned.spark.merge_replan import _LEAF, _ROW, Replanner, _LeafResult
 from lance_partitioned.spark.merge_route import RouteMetrics, route_kinds, routed
+from lance_partitioned.spark.merge_source import SourceCount, materialized
 from lance_partitioned.spark.staging import StagingJournal, data_files
 from lance_partitioned.spark.workers import freeze_worker_heap
 from lance_partitioned.transaction import (
@@ -155,6 +156,7 @@ class SparkMergeBuilder:
         self.key_pairs = 0
         self.filter_bytes = 0
         self.local_match = False  # the join route's leaves matched in the source's tasks
+        self.materialized = False  # the source was cached (:mod:`.merge_source`)
 
     def when_matched_update_all(self, condition: str | None = None) -> SparkMergeBuilder:
         """Replace each matched target row by its source row (see the Python merge)."""
@@ -247,7 +249,10 @@ class SparkMergeBuilder:
             safe=python._safe_keys(snapshot),
             assign=None if python._set is None else tuple(python._set.items()),
         )
-        keyed = self._source.withColumn(_ROW, F.monotonically_increasing_id()).persist()
+        keyed = self._source.withColumn(_ROW, F.monotonically_increasing_id())
+        self.materialized = materialized(self._spark, self._source)
+        if self.materialized:
+            keyed = keyed.persist()
         replanner = Replanner(
             job, keyed, lambda frame, reads: routed(self._spark, job, frame, reads)
         )
@@ -303,8 +308,11 @@ class SparkMergeBuilder:
         # matching rows and hands the others (NULL leaf) to the same tasks, which insert
         # them: no second shuffle of the source (an anti-join on the row ids)
         outer = job.insert and bool(job.leaves) and set(job.routes.values()) == {"join"}
-        self.local_match = local_match(self._spark, job, keyed)
-        routes = routed(self._spark, job, keyed, None, metrics, outer=outer, local=self.local_match)
+        rows = SourceCount(keyed)  # (counted once, when needed)
+        self.local_match = local_match(self._spark, job, rows)
+        routes = routed(
+            self._spark, job, keyed, None, metrics, outer=outer, local=self.local_match, rows=rows
+        )
         self.filter_bytes = metrics.filter_bytes
         index = {o: i for i, o in enumerate(job.leaves)}
         markers = [index[o] for o, r in residuals.items() if not isinstance(r, AlwaysFalse)]

@@ -20,7 +20,7 @@ always passes (NULL-safe keys match NULLs).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -105,16 +105,19 @@ def hashable(types: Sequence[pa.DataType]) -> bool:
     return all(can_hash(t) for t in types)
 
 
-def source_filter(source: DataFrame, on: Sequence[str]) -> KeyFilter | None:
+def source_filter(
+    source: DataFrame, on: Sequence[str], rows: Callable[[], int] | None = None
+) -> KeyFilter | None:
     """The Bloom filter of ``source``'s ``on`` keys, built on executors (None: a key type
-    :func:`hashable` refuses). Runs two Spark jobs on ``source`` (a count, the bits)."""
+    :func:`hashable` refuses). Runs a Spark job on ``source`` for the bits, and one to count
+    its rows unless ``rows`` gives them (the merge counted them already)."""
     from pyspark.sql.pandas.types import to_arrow_type
 
     if not hashable([to_arrow_type(source.schema[k].dataType) for k in on]):
         return None
     keys = source.select(*on)
-    rows = keys.count()
-    log2 = int(np.clip(int(max(rows, 1) * _BITS_PER_KEY - 1).bit_length(), 16, 26))
+    count = keys.count() if rows is None else rows()
+    log2 = int(np.clip(int(max(count, 1) * _BITS_PER_KEY - 1).bit_length(), 16, 26))
     assert _MIN_BITS <= 1 << log2 <= _MAX_BITS
     names = list(on)
 

@@ -28,7 +28,7 @@ keys meet in the task of each leaf they match however the source was partitioned
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -56,11 +56,10 @@ _KEYS_AT_ONCE = 4_000_000  # leaf keys joined at a time in a task (bounded memor
 _POSITION = "__lp_pos"
 
 
-def local_match(spark: SparkSession, job: _MergeJob, keyed: DataFrame) -> bool:
+def local_match(spark: SparkSession, job: _MergeJob, rows: Callable[[], int]) -> bool:
     """Whether the leaves routed by a join are matched in the source's tasks (see the
-    module): the conf, else the source's row count against the leaves' rows, when those are
-    at most :data:`MAX_LOCAL_KEYS` (counting ``keyed``, persisted, fills its cache for the
-    jobs that follow)."""
+    module): the conf, else the source's row count (``rows()``, counted when needed)
+    against the leaves' rows, when those are at most :data:`MAX_LOCAL_KEYS`."""
     joined = [o for o in job.leaves if job.routes[job.tasks[o][0].spec_version] == "join"]
     setting = spark.conf.get(LOCAL_MATCH_CONF, "auto") or "auto"
     if setting.lower() not in ("auto", "true", "false"):
@@ -77,7 +76,7 @@ def local_match(spark: SparkSession, job: _MergeJob, keyed: DataFrame) -> bool:
     target = sum(c for c in counts if c is not None)
     if target > MAX_LOCAL_KEYS:
         return False
-    return keyed.count() >= SOURCE_SHARE * target
+    return rows() >= SOURCE_SHARE * target
 
 
 def locally_matched(

@@ -27,7 +27,7 @@ named in the routed rows by their index in the job's sorted leaf ids (``_LEAF``,
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -106,6 +106,7 @@ def routed(
     *,
     outer: bool = False,
     local: bool = False,
+    rows: Callable[[], int] | None = None,
 ) -> DataFrame:
     """``keyed`` with one row per (source row, target leaf its keys can match), the leaf's
     index in ``_LEAF``. ``reads``: the leaves routed by a join, each with the versions whose
@@ -115,7 +116,8 @@ def routed(
     joins comes out once, with a NULL ``_LEAF`` (it matches no target row: the merge
     inserts it without a second pass over the source). ``local``: the join-routed leaves
     are matched in the source's tasks instead of by a Spark join
-    (:func:`.merge_local.locally_matched`)."""
+    (:func:`.merge_local.locally_matched`). ``rows``: ``keyed``'s row count when known
+    (the Bloom filter's size; None: counted)."""
     from pyspark.sql.types import IntegerType, StructField, StructType
 
     schema = StructType([*keyed.schema.fields, StructField(_LEAF, IntegerType())])
@@ -129,7 +131,7 @@ def routed(
     if wanted and local:
         parts.append(locally_matched(spark, job, keyed, wanted, outer=outer))
     elif wanted:
-        parts.append(_joined(spark, job, keyed, wanted, metrics, outer=outer))
+        parts.append(_joined(spark, job, keyed, wanted, metrics, outer=outer, rows=rows))
     if not parts:
         return spark.createDataFrame([], schema)
     out = parts[0]
@@ -146,6 +148,7 @@ def _joined(
     metrics: RouteMetrics | None,
     *,
     outer: bool = False,
+    rows: Callable[[], int] | None = None,
 ) -> DataFrame:
     """The source rows joined with the distinct keys of the ``reads`` leaves that may be
     source keys (:func:`.merge_bloom.source_filter`); ``outer``: a left outer join (the
@@ -162,7 +165,7 @@ def _joined(
     types = [to_arrow_type(f.dataType) for f in fields]
     tasks = min(len(items), 8 * spark.sparkContext.defaultParallelism)
     # only the leaf keys that may be in the source cross into Spark
-    bloom = source_filter(keyed, job.on)
+    bloom = source_filter(keyed, job.on, rows)
     pairs = None
     if metrics is not None:
         metrics.filter_bytes += 0 if bloom is None else len(bloom.bits)
