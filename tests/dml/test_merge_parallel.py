@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import lance_partitioned as lp
-from lance_partitioned.dml import merge
+from lance_partitioned.dml import merge, merge_leaf
 
 SCHEMA = pa.schema([("id", pa.int64()), ("c", pa.string()), ("n", pa.int64())])
 
@@ -39,7 +39,7 @@ def test_leaves_are_searched_in_parallel_off_the_deep_thread(
         raise AssertionError("a short merge query went through deep()'s single thread")
 
     monkeypatch.setattr(merge.MergeBuilder, "_search", recorded)
-    monkeypatch.setattr(merge, "deep", no_deep)
+    monkeypatch.setattr(merge_leaf, "deep", no_deep)
     source = pa.table({"id": [1, 9, 17, 100], "n": [5, 6, 7, 8]})
     result = ns.merge(source, on="id").when_matched_update_all().execute()
     assert result.rows_updated == 3

@@ -22,68 +22,36 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from lance import LanceDataset
 
 from lance_partitioned import errors, scan
 from lance_partitioned.consistency import conform_for_write, leaf_schema
 from lance_partitioned.dml.merge_keys import SourceKeys
-from lance_partitioned.dml.merge_set import assigned_values, assignment_query, check_assignments_sql
+from lance_partitioned.dml.merge_leaf import SOURCE_ROW, Clauses, LeafMatches
+from lance_partitioned.dml.merge_set import check_assignments_sql
+from lance_partitioned.dml.merge_targets import source_groups
 from lance_partitioned.dml.plan import (
-    ROW_ADDRESS,
     DeleteCount,
     Selection,
     addresses,
     delete_operation,
     leaf_tasks,
-    matched_rows,
 )
 from lance_partitioned.dml.results import MergeResult
 from lance_partitioned.expressions import AlwaysFalse, AlwaysTrue, Predicate
-from lance_partitioned.expressions.sqltext import deep
-from lance_partitioned.ingest import WriteOptions, as_reader, group_rows, partition_values, stage
-from lance_partitioned.manifest import DELIMITER, Manifest, ManifestSnapshot
+from lance_partitioned.ingest import WriteOptions, as_reader, stage
+from lance_partitioned.manifest import Manifest, ManifestSnapshot
 from lance_partitioned.manifest.operations import Operation
 from lance_partitioned.spec.multicolumn import sources_of
-from lance_partitioned.spec.partitioning import PartitionSpec
 from lance_partitioned.spec.schema import NamespaceSchema
 from lance_partitioned.transaction import ChangePlan, LeafChange, PendingWrite, commit_changes
 from lance_partitioned.transaction.write import Tally
 
 __all__ = ["MergeBuilder"]
-
-_SOURCE_ROW = "__lp_source_row"
-_SHALLOW_QUERY = 2_000  # characters: DataFusion queries this short run on the calling thread
-_NO_PAIR = " WHERE FALSE"  # the clause of a WHEN MATCHED clause that applies to no pair
-
-
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-@dataclass
-class _LeafMatches:
-    """One searched leaf at one version: the target rows to delete, the source rows that
-    matched any of its rows and those that update one (with the target's values of the
-    columns the source lacks, row for row)."""
-
-    read_version: int
-    deleted: pa.Array  # row addresses (updated and deleted-by-source rows)
-    updated: int  # target rows replaced
-    # target rows deleted and not replaced: matched (when_matched_delete) or not
-    # (when_not_matched_by_source_delete)
-    by_source: int
-    matched: np.ndarray  # source row indexes with a key match here
-    updating: np.ndarray  # source row indexes that update a row here
-    kept: pa.Table  # the updated target rows' values of the columns the update keeps
-    change: LeafChange | None = None  # the same object on every attempt: its commit is kept
-    # with when_matched_update(set=...): the new values of the ``set`` columns, row for row
-    assigned: pa.Table | None = None
 
 
 class MergeBuilder:
@@ -266,10 +234,10 @@ class MergeBuilder:
             check_assignments_sql(self._set, read, source)  # nothing searched when wrong
         if self._delete[0] and self._delete[1] is not None:
             leaf_tasks(manifest, first, self._delete[1])  # a bad condition fails first
-        cache: dict[str, _LeafMatches] = {}
+        cache: dict[str, LeafMatches] = {}
         safe = [self._safe_keys(first)]
         counts: dict[str, DeleteCount] = {}
-        used: list[_LeafMatches] = []
+        used: list[LeafMatches] = []
         inserted = [0]
         staged: list[tuple[pa.Table, PendingWrite | None, int, Any] | None] = [None]
         operation = Operation("merge", details={"on": ",".join(self._on)})
@@ -428,7 +396,7 @@ class MergeBuilder:
         table = pa.Table.from_arrays(
             [table.column(f.name) for f in fields], schema=pa.schema(fields)
         )
-        return table.append_column(_SOURCE_ROW, pa.array(np.arange(table.num_rows)))
+        return table.append_column(SOURCE_ROW, pa.array(np.arange(table.num_rows)))
 
     def _candidates(
         self, snapshot: ManifestSnapshot, source: pa.Table, safe: frozenset[str]
@@ -450,7 +418,7 @@ class MergeBuilder:
         undetermined: set[int] = set()
         metadata = snapshot.metadata
         for spec in metadata.specs:
-            found = _source_groups(snapshot, spec, metadata.schema, source, self._on, safe)
+            found = source_groups(snapshot, spec, metadata.schema, source, self._on, safe)
             if found is None:
                 undetermined.add(spec.version)
             else:
@@ -467,6 +435,17 @@ class MergeBuilder:
                 chosen.append((task, empty, gone))  # no source row can match: all unmatched
         return chosen
 
+    def _clauses(self) -> Clauses:
+        """The clauses as they are now, for a leaf's search (:mod:`.merge_leaf`)."""
+        return Clauses(
+            self._on,
+            self._update,
+            self._set,
+            self._matched_delete,
+            self._delete_first,
+            self._absent,
+        )
+
     def _search(
         self,
         ds: LanceDataset,
@@ -476,156 +455,11 @@ class MergeBuilder:
         deleting: Predicate,
         safe: frozenset[str],
         probe: tuple[SourceKeys, np.ndarray | None] | None = None,
-    ) -> _LeafMatches:
-        """Join the leaf's rows with the source on the keys (DataFusion; with ``probe``,
-        the source's encoded keys and the source rows that can match here, by probing them
-        instead when no clause has a condition); the unmatched rows for which ``deleting``
-        (the delete-by-source condition's residual here) holds go."""
-        import datafusion
+    ) -> LeafMatches:
+        """The leaf's rows joined with ``source`` (:meth:`.merge_leaf.Clauses.search`)."""
+        return self._clauses().search(ds, task, schema, source, deleting, safe, probe)
 
-        update, update_condition = self._update
-        remove, remove_condition = self._matched_delete
-        read = schema.read_schema()
-        assign = self._set if update else None
-        kept = [f.name for f in self._absent] if update else []
-        if assign is not None:  # the target's values of the columns not assigned
-            kept = [name for name in read.names if name not in assign]
-        if update_condition is not None or remove_condition is not None or assign is not None:
-            columns = None
-        else:
-            wanted = {*self._on, *kept}
-            if not isinstance(deleting, (AlwaysTrue, AlwaysFalse)):
-                wanted |= {f.name for f in scan.residual_fields(deleting, read)}
-            columns = [name for name in read.names if name in wanted]
-        whole = scan.ScanTask(
-            task.object_id,
-            task.uri,
-            ds.version,
-            task.spec_version,
-            task.partition_values,
-            AlwaysTrue(),
-        )
-        target = matched_rows(ds, whole, schema, columns)
-        # the columns the source lacks stay out of DataFusion (taken by row address below)
-        joined = target if columns is None else target.select([*self._on, ROW_ADDRESS])
-        keys = " AND ".join(
-            f"(target.{_quoted(k)} {'IS NOT DISTINCT FROM' if k in safe else '='} "
-            f"source.{_quoted(k)})"
-            for k in self._on
-        )
-
-        pairs = (
-            f"SELECT target.{ROW_ADDRESS}, source.{_SOURCE_ROW} FROM target JOIN source ON {keys}"
-        )
-        # with set=...: the update's pairs carry the assigned values
-        assigning = (
-            None
-            if assign is None
-            else assignment_query(assign, [f"target.{ROW_ADDRESS}", f"source.{_SOURCE_ROW}"], keys)
-        )
-        # a clause without a WHERE applies to every matching pair: its rows are the matches
-        # (no second join)
-        clauses = {
-            kind: self._clause(kind)
-            for kind, wanted in (("update", update), ("delete", remove))
-            if wanted
-        }
-        others = " WHERE NOT EXISTS (SELECT 1 FROM source WHERE {keys})"
-
-        def run() -> tuple[pa.Table, pa.Table, pa.Table, pa.Table]:
-            ctx = datafusion.SessionContext()
-            ctx.register_record_batches("target", [_batches(joined)])
-            ctx.register_record_batches("source", [_batches(source)])
-            matches = ctx.sql(pairs).to_arrow_table()
-            found = {
-                kind: ctx.sql(pairs + clause).to_arrow_table() if clause else matches
-                for kind, clause in clauses.items()
-                if not (kind == "update" and assigning is not None)
-            }
-            if assigning is not None:
-                found["update"] = ctx.sql(assigning + clauses["update"]).to_arrow_table()
-            none = matches.slice(0, 0)
-            unmatched = pa.table({ROW_ADDRESS: pa.array([], pa.uint64())})
-            if not isinstance(deleting, AlwaysFalse):
-                unmatched = ctx.sql(
-                    f"SELECT {ROW_ADDRESS} FROM target" + others.format(keys=keys)
-                ).to_arrow_table()
-            return matches, found.get("update", none), found.get("delete", none), unmatched
-
-        probed = None
-        if probe is not None and all(c in ("", _NO_PAIR) for c in clauses.values()):
-            probed = probe[0].pairs(joined, probe[1])
-        if probed is not None:
-            matches, updates, removes, unmatched = _paired(joined, probed, clauses, deleting)
-        else:
-            # short queries cannot nest deep enough to need deep()'s big stack, and deep()
-            # runs one call at a time: the leaves are searched in parallel
-            longest = len(pairs) + max([len(others) + len(keys), *map(len, clauses.values())])
-            longest += len(assigning or "")
-            try:
-                matches, updates, removes, unmatched = (
-                    run() if longest <= _SHALLOW_QUERY else deep(run)
-                )
-            except Exception as exc:
-                raise errors.InvalidInputError(
-                    f"cannot evaluate the merge on {self._on}: {exc}"
-                ) from exc
-        removed = pc.unique(removes.column(ROW_ADDRESS).combine_chunks().cast(pa.uint64()))
-        both = pa.table({ROW_ADDRESS: updates.column(ROW_ADDRESS).cast(pa.uint64())})
-        self._check_single_update(
-            pa.concat_tables([both, pa.table({ROW_ADDRESS: removed})]), target
-        )
-        gone = _unmatched_deleted(unmatched, target, deleting)
-        deleted = pa.concat_arrays(
-            [updates.column(ROW_ADDRESS).combine_chunks().cast(pa.uint64()), removed, gone]
-        )
-        return _LeafMatches(
-            read_version=int(ds.version),
-            deleted=deleted,
-            updated=updates.num_rows,
-            by_source=len(gone) + len(removed),
-            matched=_indexes(matches),
-            updating=_indexes(updates),
-            kept=_rows_at(target, updates.column(ROW_ADDRESS), kept),
-            assigned=None if assign is None else assigned_values(updates, assign, read),
-        )
-
-    def _clause(self, kind: str) -> str:
-        """The WHERE clause of the matching pairs a WHEN MATCHED clause (``"update"`` or
-        ``"delete"``) applies to: its condition holds and the other clause's, when that
-        one was added first, does not (a NULL condition does not hold)."""
-        own, other = self._update, self._matched_delete
-        other_first = self._delete_first  # (for the update: the delete comes first)
-        if kind == "delete":
-            own, other = other, own
-            other_first = not other_first
-        parts = [] if own[1] is None else [f"(({own[1]}) IS TRUE)"]
-        if other[0] and other_first:
-            if other[1] is None:
-                return _NO_PAIR
-            parts.append(f"(({other[1]}) IS NOT TRUE)")
-        return f" WHERE {' AND '.join(parts)}" if parts else ""
-
-    def _check_single_update(self, updates: pa.Table, target: pa.Table) -> None:
-        """Raise DuplicateKeyError when several source rows update one target row (or one
-        updates it and another deletes it: ``updates`` then lists it twice)."""
-        if not updates.num_rows:
-            return
-        row_addresses = updates.column(ROW_ADDRESS).combine_chunks().to_numpy(zero_copy_only=False)
-        values, counted = np.unique(row_addresses, return_counts=True)
-        repeated = values[counted > 1]
-        if not len(repeated):
-            return
-        where = pc.is_in(target.column(ROW_ADDRESS), pa.array(repeated[:3], pa.uint64()))
-        example = target.filter(where).select(self._on).to_pylist()
-        raise errors.DuplicateKeyError(
-            f"{len(repeated)} target row(s) are matched on {self._on} by several source rows "
-            f"that would update them, e.g. the key(s) {example}: a target row can be updated "
-            "by one source row only. Deduplicate the source first (source rows that share a "
-            "key matching no target row are each inserted)"
-        )
-
-    def _new_rows(self, source: pa.Table, found: list[_LeafMatches], read: pa.Schema) -> pa.Table:
+    def _new_rows(self, source: pa.Table, found: list[LeafMatches], read: pa.Schema) -> pa.Table:
         """The rows to stage, in the read schema: each source row that updates a target row
         (once per target row it replaces, with that row's values of the columns the source
         lacks), and the unmatched ones (NULL in those columns) when inserting."""
@@ -660,39 +494,6 @@ class MergeBuilder:
         return pa.concat_tables(parts) if parts else read.empty_table()
 
 
-def _paired(
-    target: pa.Table,
-    pairs: tuple[np.ndarray, np.ndarray],
-    clauses: dict[str, str],
-    deleting: Predicate,
-) -> tuple[pa.Table, pa.Table, pa.Table, pa.Table]:
-    """What the SQL join of :meth:`MergeBuilder._search` returns, from the matching
-    (target row position, source row) ``pairs``: every pair, the pairs each clause applies
-    to (a clause without a condition: every pair, or none, :data:`_NO_PAIR`, when the
-    other one was added first) and the target rows without a pair (when ``deleting``)."""
-    left, right = pairs
-    row_addresses = target.column(ROW_ADDRESS).combine_chunks().cast(pa.uint64())
-    matches = pa.table(
-        {ROW_ADDRESS: row_addresses.take(pa.array(left)), _SOURCE_ROW: pa.array(right)}
-    )
-    none = matches.slice(0, 0)
-    found = {kind: none if clause else matches for kind, clause in clauses.items()}
-    unmatched = pa.table({ROW_ADDRESS: pa.array([], pa.uint64())})
-    if not isinstance(deleting, AlwaysFalse):
-        alone = np.ones(target.num_rows, dtype=bool)
-        alone[left] = False
-        unmatched = pa.table({ROW_ADDRESS: row_addresses.filter(pa.array(alone))})
-    return matches, found.get("update", none), found.get("delete", none), unmatched
-
-
-def _rows_at(target: pa.Table, row_addresses: pa.ChunkedArray, columns: list[str]) -> pa.Table:
-    """The ``columns`` of the ``target`` rows at ``row_addresses``, in that order."""
-    where = pc.index_in(
-        row_addresses.cast(pa.uint64()), target.column(ROW_ADDRESS).combine_chunks()
-    )
-    return target.select(columns).take(where)
-
-
 def _complete(rows: pa.Table, absent: pa.Table, read: pa.Schema) -> pa.Table:
     """``rows`` (source columns) with the columns of ``absent`` added, in the read schema
     (every field nullable: a NULL of a NOT NULL column is refused when staged)."""
@@ -702,90 +503,8 @@ def _complete(rows: pa.Table, absent: pa.Table, read: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in read]))
 
 
-def _unmatched_deleted(unmatched: pa.Table, target: pa.Table, deleting: Predicate) -> pa.Array:
-    """The row addresses of the ``unmatched`` target rows for which ``deleting`` holds
-    (evaluated as a delete evaluates its residual: in memory over the target's rows)."""
-    gone = unmatched.column(ROW_ADDRESS).combine_chunks().cast(pa.uint64())
-    if isinstance(deleting, AlwaysTrue) or not len(gone):
-        return gone
-    if isinstance(deleting, AlwaysFalse):
-        return gone.slice(0, 0)
-    holding = [
-        scan.post_filter(batch, deleting).column(ROW_ADDRESS) for batch in target.to_batches()
-    ]
-    if not holding:
-        return gone.slice(0, 0)
-    return gone.filter(pc.is_in(gone, pa.concat_arrays(holding).cast(pa.uint64())))
-
-
-def _batches(table: pa.Table) -> list[pa.RecordBatch]:
-    return table.combine_chunks().to_batches() or [
-        pa.RecordBatch.from_pylist([], schema=table.schema)
-    ]
-
-
-def _indexes(table: pa.Table) -> np.ndarray:
-    column = table.column(_SOURCE_ROW).combine_chunks()
-    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
-
-
 def _prepare(where: Selection, count: DeleteCount) -> Callable[[LanceDataset], Any]:
     def prepare(ds: LanceDataset) -> Any:
         return delete_operation(ds, where, count)
 
     return prepare
-
-
-def _source_groups(
-    snapshot: ManifestSnapshot,
-    spec: PartitionSpec,
-    schema: NamespaceSchema,
-    source: pa.Table,
-    on: Sequence[str],
-    safe: frozenset[str],
-) -> dict[str, np.ndarray] | None:
-    """For each leaf of ``spec`` that a source row can match (one with no NULL in the keys
-    that are not NULL-safe, ``safe``), the positions of those source rows: a key match
-    means equal (or, NULL-safely, both NULL) partition source values, so equal values of
-    every field whose source column is a key (None: no field is).
-
-    The source rows are grouped by those values (NULL is a value) and each group is looked
-    up among the leaves' partition values in the ``__manifest``.
-    """
-    determined = [
-        f
-        for f in spec.fields
-        if all(not schema.is_deprecated(s) and schema.name_of(s) in on for s in sources_of(f))
-    ]
-    if not determined:
-        return None
-    tables = snapshot.tables
-    prefix = f"v{spec.version}{DELIMITER}"
-    rows = tables.filter(pc.starts_with(tables.column("object_id"), prefix))
-    names = [f.name for f in determined]
-    leaves: dict[tuple[Any, ...], list[str]] = {}
-    for row in rows.select(["object_id", *names]).to_pylist():
-        leaves.setdefault(tuple(row[n] for n in names), []).append(row["object_id"])
-    valid = np.ones(source.num_rows, dtype=bool)
-    for name in on:
-        if name in safe:
-            continue
-        valid &= ~np.asarray(source.column(name).is_null().to_numpy(zero_copy_only=False))
-    positions = np.flatnonzero(valid)
-    if not len(positions) or not leaves:
-        return {}
-    keyed = source.take(pa.array(positions))
-    keys = partition_values(keyed, PartitionSpec(spec.version, tuple(determined)), schema)
-    keys = [k.combine_chunks() if isinstance(k, pa.ChunkedArray) else k for k in keys]
-    order, offsets, first = group_rows(keys, keyed.num_rows)
-    groups: dict[str, np.ndarray] = {}
-    for g in range(len(offsets) - 1):
-        members = (
-            np.arange(offsets[g], offsets[g + 1])
-            if order is None
-            else order[offsets[g] : offsets[g + 1]]
-        )
-        values = tuple(key[int(first[g])].as_py() for key in keys)
-        for object_id in leaves.get(values, ()):
-            groups[object_id] = positions[members]
-    return groups

@@ -9,7 +9,7 @@
    leaves that a ``when_not_matched_by_source_delete`` searches get a marker row.
 2. The rows are grouped by leaf (a shuffle into a few tasks per core); for each of its
    leaves a task runs the Python merge's per-leaf search
-   (:meth:`~lance_partitioned.dml.merge.MergeBuilder._search`, reading only that leaf),
+   (:meth:`~lance_partitioned.dml.merge_leaf.Clauses.search`, reading only that leaf),
    stages that leaf's updated rows under the current spec (one staged write per leaf, so a
    leaf merged again at the commit replaces its own result only) and prepares the leaf's
    Lance delete; it returns those (pickled metadata) and the ids of the source rows that

@@ -143,7 +143,7 @@ def _pairs(
     leaves (about :data:`_KEYS_AT_ONCE` keys) at a time."""
     import datafusion
 
-    from lance_partitioned.dml.merge import _quoted
+    from lance_partitioned.dml.merge_leaf import quoted as _quoted
 
     schema = job.leaf.snapshot().metadata.schema
     on = list(job.on)

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from lance import LanceDataset
     from pyspark.sql import DataFrame
 
-    from lance_partitioned.dml.merge import _LeafMatches
+    from lance_partitioned.dml.merge_leaf import LeafMatches as _LeafMatches
     from lance_partitioned.spark.merge import _MergeJob
 
 __all__ = ["Replanner"]

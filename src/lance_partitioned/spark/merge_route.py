@@ -7,7 +7,7 @@ version (:func:`route_kinds`):
     The merge keys determine some of the spec's partition fields (``on=["id", "day"]`` into
     a ``day``-partitioned spec): on executors (``mapInArrow``), each row's partition values
     are computed with the namespace's transforms and looked up in the pinned ``__manifest``
-    snapshot (:func:`lance_partitioned.dml.merge._source_groups`, as the Python merge does).
+    snapshot (:func:`lance_partitioned.dml.merge_targets.source_groups`, as the Python merge does).
 ``"join"``
     The keys determine no partition field (``on="id"`` into ``day`` partitions): executors
     read each leaf's key columns (one task per few leaves, each leaf's distinct keys) and
@@ -20,7 +20,7 @@ version (:func:`route_kinds`):
     in Spark): every source row goes to every leaf of the spec.
 
 Every route is a superset of the rows that match in the leaf (the leaf's task searches its
-slice exactly, :meth:`~lance_partitioned.dml.merge.MergeBuilder._search`). The leaves are
+slice exactly, :meth:`~lance_partitioned.dml.merge_leaf.Clauses.search`). The leaves are
 named in the routed rows by their index in the job's sorted leaf ids (``_LEAF``, an int).
 """
 
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from lance_partitioned.dml.merge import _source_groups
+from lance_partitioned.dml.merge_targets import source_groups as _source_groups
 from lance_partitioned.dml.plan import matched_rows
 from lance_partitioned.manifest import ManifestSnapshot
 from lance_partitioned.scan import ScanTask
