@@ -56,7 +56,7 @@ import pyarrow.compute as pc
 
 from lance_partitioned import errors
 from lance_partitioned.consistency import leaf_field
-from lance_partitioned.expressions import AlwaysTrue, Predicate
+from lance_partitioned.expressions import Predicate
 from lance_partitioned.manifest import Manifest, ManifestSnapshot, local_path
 from lance_partitioned.runtime.leaf_cache import leaf_schema
 from lance_partitioned.runtime.pools import leaf_pool
@@ -74,10 +74,17 @@ from lance_partitioned.search import (
     winners,
 )
 from lance_partitioned.search.definitions import VECTOR_TYPES, IndexDefinition
-from lance_partitioned.search.flat import FlatVectors, flat_vectors, nearest_many, squared_l2
-from lance_partitioned.search.flat import nearest as flat_nearest
 from lance_partitioned.search.leaves import ORD, ROWID, partition_text
 from lance_partitioned.search.leaves import Leaf as _Leaf
+from lance_partitioned.search.vector import (
+    Arranged,
+    Coded,
+    Flat,
+    Keys,
+    grouped_pass,
+    in_memory,
+    vector_leaf,
+)
 from lance_partitioned.spec.schema import NamespaceSchema
 
 __all__ = ["RRF_K", "search"]
@@ -140,250 +147,10 @@ def _small_rows(definitions: dict[str, IndexDefinition], field_id: int) -> int |
     return None
 
 
-def _distances(vectors: np.ndarray, query: np.ndarray, metric: str) -> np.ndarray:
-    """Lance's distances: squared L2, ``1 - cosine``, ``1 - dot``."""
-    if metric in ("l2", "euclidean"):
-        return np.asarray(((vectors - query) ** 2).sum(axis=1), dtype=np.float32)
-    if metric == "dot":
-        return np.asarray(1 - vectors @ query, dtype=np.float32)
-    if metric == "cosine":
-        norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(query)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.asarray(1 - (vectors @ query) / norms, dtype=np.float32)
-    raise errors.InvalidInputError(f"search: unknown metric {metric!r} (l2, cosine, dot)")
-
-
-class _Keys:
-    """A leaf's top-k found in numpy (:mod:`.flat`): distances and row ids, ordered; its
-    columns are read (:meth:`_Leaf.take`) only for the rows that make the merged top-k."""
-
-    def __init__(self, leaf: _Leaf, distances: np.ndarray, row_ids: np.ndarray) -> None:
-        self.leaf = leaf
-        self.distances = distances
-        self.row_ids = row_ids
-
-
-class _Flat:
-    """A small leaf without an index whose vectors are searched with the other small
-    leaves' (:func:`.flat.nearest_many`)."""
-
-    def __init__(self, leaf: _Leaf, vectors: FlatVectors, source: str) -> None:
-        self.leaf = leaf
-        self.vectors = vectors
-        self.source = source
-
-
-class _Coded:
-    """A leaf whose IVF_PQ codes are searched with the namespace's (:mod:`.ivfpq`);
-    ``flat``: a small leaf's vectors, its codes encoded in memory (:mod:`.encode`)."""
-
-    def __init__(
-        self,
-        leaf: _Leaf,
-        source: str,
-        codes: ivfpq.LeafCodes,
-        flat: FlatVectors | None = None,
-    ) -> None:
-        self.leaf = leaf
-        self.source = source
-        self.codes = codes
-        self.flat = flat
-
-
-def _coded_leaf(leaf: _Leaf, column: pa.Field, nearest: dict[str, Any]) -> _Coded | None:
-    """The leaf's codes when :mod:`.ivfpq` can search it (else None: Lance does)."""
-    if nearest.get("nprobes") is None or nearest["metric"] not in ("l2", "euclidean"):
-        return None
-    if not isinstance(leaf.predicate, AlwaysTrue):
-        return None
-    source = leaf_field(leaf_schema(leaf.ds), column)
-    if source is None or source.type != pa.list_(pa.float32(), column.type.list_size):
-        return None
-    task = leaf.task
-    fixed = task.read_version is not None and task.read_branch is None
-    found = ivfpq.leaf_codes(leaf.ds, source.name, dict(task.storage_options), fixed)
-    return None if found is None else _Coded(leaf, source.name, found)
-
-
-class _Arranged:
-    """The kept leaves of a vector search classified (query-independent, kept per plan by
-    :mod:`.prepared`): ``lance`` the leaves Lance searches, ``done`` the leaves with no
-    neighbour, ``flats`` the small leaves searched exactly in numpy together, ``group`` the
-    coded leaves of the model most share (one IVF_PQ search), ``others`` the coded leaves of
-    another model (Lance searches each), ``small`` how many of ``group`` are small leaves
-    encoded."""
-
-    def __init__(
-        self,
-        lance: list[_Leaf],
-        found: list[_Keys | _Flat | _Coded],
-        small_rows: int | None,
-    ) -> None:
-        self.lance = lance
-        flats = [item for item in found if isinstance(item, _Flat)]
-        coded = [item for item in found if isinstance(item, _Coded)]
-        self.done = [item for item in found if isinstance(item, _Keys)]
-        if coded and flats and small_rows is not None:  # approximate: small leaves by codes
-            flats, small = _encoded_flats(flats, coded, small_rows)
-            coded = [*coded, *small]
-        self.flats = flats
-        self.flat_ranks = [item.leaf.rank for item in flats]
-        self.group: list[_Coded] = []
-        self.others: list[_Coded] = []
-        if coded:
-            models = [item.codes.model for item in coded]
-            model = max(set(models), key=models.count)
-            self.group = [item for item in coded if item.codes.model == model]
-            self.others = [item for item in coded if item.codes.model != model]
-        self.group_codes = [item.codes for item in self.group]
-        self.group_ranks = [item.leaf.rank for item in self.group]
-        self.small = sum(item.flat is not None for item in self.group)
-
-
-def _grouped_pass(
-    arranged: _Arranged,
-    searched: list[pa.Table | _Keys | _Flat | None],
-    search_leaf: Any,
-    query: np.ndarray,
-    k: int,
-    nearest: dict[str, Any],
-    root: str = "",
-) -> tuple[list[pa.Table | _Keys | _Flat | None], int, int]:
-    """The small unindexed leaves searched in one numpy pass (:func:`.flat.nearest_many`),
-    and the coded leaves of the model most of them share as one IVF_PQ search
-    (:func:`.ivfpq.namespace_nearest`; with a ``refine_factor``, the ``k * refine_factor``
-    best of each leaf reranked on their vectors, squared L2 as Lance computes it, as Lance
-    refines a leaf); the other coded leaves searched by ``search_leaf`` (Lance), each.
-    The small unindexed leaves under the index's ``min_rows`` are searched as leaves of that
-    IVF_PQ index (:class:`_Arranged`), their codes encoded under its model
-    (:mod:`.encode`), refined on their vectors kept in memory. ``searched``: the hits of the
-    leaves Lance searched. Returns the leaves' hits, how many leaves were searched as one
-    IVF_PQ index, and how many of them were small leaves encoded. The two numpy passes run
-    in the turn of the namespace at ``root`` (:mod:`.turns`); Lance's searches outside it."""
-    flats = arranged.flats
-    out: list[pa.Table | _Keys | _Flat | None] = [*searched, *arranged.done]
-    if flats:
-        with turns.turn(root):
-            many = nearest_many([item.vectors for item in flats], arranged.flat_ranks, query, k)
-        if many is None:  # not kept together: each leaf on its own
-            out += [_Keys(i.leaf, *flat_nearest(i.vectors, query, k)) for i in flats]
-        else:
-            out += [_Keys(flats[at].leaf, dist, ids) for at, dist, ids in many]
-    group = arranged.group
-    if not group:
-        return out, 0, 0
-    out += [search_leaf(item.leaf) for item in arranged.others]
-    refine = nearest.get("refine_factor")
-    wanted = k * int(refine) if refine else k
-    with turns.turn(root):
-        hits = ivfpq.namespace_nearest(
-            arranged.group_codes,
-            arranged.group_ranks,
-            query,
-            wanted,
-            int(nearest["nprobes"]),
-            each=bool(refine),
-        )
-    for position, distances, row_ids in hits:
-        item = group[position]
-        if refine and item.flat is not None:
-            distances = encode.refined(item.flat, row_ids, query)
-        elif refine:
-            taken = item.leaf.ds._take_rows(row_ids.tolist(), columns=[item.source])
-            vectors = taken.column(0).combine_chunks()
-            dim = vectors.type.list_size
-            matrix = np.asarray(vectors.values.to_numpy(zero_copy_only=False), np.float32)
-            distances = squared_l2(matrix.reshape(-1, dim), query)
-        out.append(_Keys(item.leaf, distances.astype(np.float32), row_ids))
-    return out, len(group), arranged.small
-
-
-def _encoded_flats(
-    flats: list[_Flat], coded: list[_Coded], small_rows: int
-) -> tuple[list[_Flat], list[_Coded]]:
-    """The small leaves of ``flats`` (under ``small_rows`` rows) as coded leaves of the model
-    most ``coded`` leaves share (:func:`.encode.encoded`), and the other flat leaves."""
-    models = [item.codes.model for item in coded]
-    common = max(set(models), key=models.count)
-    model = next(item.codes for item in coded if item.codes.model == common)
-    rest, small = [], []
-    for item in flats:
-        codes = encode.encoded(item.leaf.ds, item.source, item.vectors, model, small_rows)
-        if codes is None:
-            rest.append(item)
-        else:
-            small.append(_Coded(item.leaf, item.source, codes, item.vectors))
-    return rest, small
-
-
 def _cached(task: ScanTask) -> bool:
     """The leaf is opened from the leaf cache (a fixed local version)."""
     fixed = task.read_version is not None and task.read_tag is None and task.read_branch is None
     return fixed and local_path(task.uri) is not None
-
-
-def _in_memory(
-    leaf: _Leaf, column: pa.Field, nearest: dict[str, Any], fast: bool
-) -> _Keys | _Flat | _Coded | None:
-    """A leaf searched without Lance: its IVF_PQ codes (:func:`_coded_leaf`), its vectors
-    when it is small and unindexed (:mod:`.flat`), or no neighbour; None: Lance searches
-    it."""
-    coded = _coded_leaf(leaf, column, nearest)
-    if coded is not None:
-        return coded
-    none = _Keys(leaf, np.zeros(0, np.float32), np.zeros(0, np.uint64))
-    source = leaf_field(leaf_schema(leaf.ds), column)
-    if source is None:
-        return none  # the leaf predates the column: every value NULL, no neighbour
-    if leaf.flat and isinstance(leaf.predicate, AlwaysTrue) and nearest["metric"] == "l2":
-        flat = flat_vectors(leaf.ds, source.name, column.type.list_size)
-        if flat is not None:  # a small leaf without an index: searched in numpy
-            # fast_search leaves out unindexed rows, as Lance does
-            return none if fast else _Flat(leaf, flat, source.name)
-    return None
-
-
-def _vector_leaf(
-    leaf: _Leaf,
-    column: pa.Field,
-    query: np.ndarray,
-    k: int,
-    nearest: dict[str, Any],
-    fast: bool,
-) -> pa.Table | _Keys | _Flat | None:
-    source = leaf_field(leaf_schema(leaf.ds), column)
-    if source is None:
-        return None  # the leaf predates the column: every value NULL, no neighbour
-    if leaf.flat and isinstance(leaf.predicate, AlwaysTrue) and nearest["metric"] == "l2":
-        flat = flat_vectors(leaf.ds, source.name, column.type.list_size)
-        if flat is not None:  # a small leaf without an index: searched in numpy
-            if fast:
-                return None  # fast_search leaves out unindexed rows, as Lance does
-            return _Keys(leaf, *flat_nearest(flat, query, k))
-    if leaf.exact_filter:
-        found = leaf.ds.to_table(
-            columns=[*leaf.columns, "_distance"],
-            nearest={"column": source.name, "q": query, "k": k, **nearest},
-            filter=leaf.pushdown,
-            prefilter=True,
-            with_row_id=True,
-            fast_search=fast,
-        )
-        return leaf.conform(found, ["_distance", _ROWID])
-    # a residual only we can evaluate: filter the leaf in memory, then search it exactly
-    scanned = leaf.ds.to_table(columns=sorted({*leaf.columns, source.name}), with_row_id=True)
-    vectors = scanned.column(source.name)
-    conformed = leaf.conform(scanned, [_ROWID])
-    keep = pc.is_in(scanned.column(_ROWID), conformed.column(_ROWID))
-    vectors = vectors.filter(keep)
-    valid = pc.is_valid(vectors)
-    conformed = conformed.filter(valid)
-    array = vectors.filter(valid).combine_chunks()
-    dim = column.type.list_size
-    matrix = np.asarray(array.values.to_numpy(zero_copy_only=False), dtype=np.float32)
-    distances = _distances(matrix.reshape(-1, dim), query, nearest.get("metric", "l2"))
-    conformed = conformed.append_column("_distance", pa.array(distances, pa.float32()))
-    return conformed.take(np.argsort(distances, kind="stable")[:k])
 
 
 def _text_leaf(leaf: _Leaf, column: pa.Field, text: str, k: int) -> pa.Table | None:
@@ -515,19 +282,19 @@ def search(
     vector_hits = text_hits = None
     if vector_target is not None:
 
-        def by_lance(leaf: _Leaf) -> pa.Table | _Keys | _Flat | None:
-            return _vector_leaf(leaf, vector_target, query, k, nearest, fast_search)
+        def by_lance(leaf: _Leaf) -> pa.Table | Keys | Flat | None:
+            return vector_leaf(leaf, vector_target, query, k, nearest, fast_search)
 
-        def prepare(task: ScanTask) -> tuple[_Leaf, _Keys | _Flat | _Coded | None]:
+        def prepare(task: ScanTask) -> tuple[_Leaf, Keys | Flat | Coded | None]:
             leaf = _Leaf(task, schema, fields, ranks[task.object_id])
-            return leaf, _in_memory(leaf, vector_target, nearest, fast_search)
+            return leaf, in_memory(leaf, vector_target, nearest, fast_search)
 
         small_rows = _small_rows(definitions, schema.field_id(vector_target.name))
         # the leaves classified once per plan (prepared.py): a repeated search on the same
         # snapshot opens and classifies nothing
         parameters = (vector_target.name, nearest["metric"], nprobes is None, fast_search)
         arranged = prepared.found(tasks, parameters)
-        if not isinstance(arranged, _Arranged):
+        if not isinstance(arranged, Arranged):
             made_at = kept.generation()
             # leaves opened from the leaf cache: classified in this thread (no dispatch per
             # leaf); only the leaves Lance searches go to the pool
@@ -538,7 +305,7 @@ def search(
                 with leaf_pool(width) as pool:
                     classified = list(pool.map(prepare, tasks))
             rest = [leaf for leaf, done in classified if done is None]
-            arranged = _Arranged(rest, [d for _, d in classified if d is not None], small_rows)
+            arranged = Arranged(rest, [d for _, d in classified if d is not None], small_rows)
             if cached and (filter is None or isinstance(filter, str)):
                 prepared.keep(tasks, parameters, arranged, made_at)
         rest = arranged.lance
@@ -547,7 +314,7 @@ def search(
         else:
             with leaf_pool(min(width, len(rest))) as pool:
                 found = list(pool.map(by_lance, rest))
-        searched, as_one, small = _grouped_pass(
+        searched, as_one, small = grouped_pass(
             arranged, found, by_lance, query, k, nearest, manifest.root
         )
         vector_hits = _collect(
@@ -586,7 +353,7 @@ def search(
     return hits.replace_schema_metadata(meta or None)
 
 
-def _materialise(keys: list[_Keys], tables: list[pa.Table], k: int, width: int) -> list[pa.Table]:
+def _materialise(keys: list[Keys], tables: list[pa.Table], k: int, width: int) -> list[pa.Table]:
     """The rows of ``keys`` that make the top ``k`` with ``tables`` (by ``_distance``, leaf,
     row id), read from their leaves; the others are never read."""
     ranked = [t.select(["_distance", _ORD, _ROWID]) for t in tables]
@@ -644,7 +411,7 @@ def _read_many(
 
 
 def _collect(
-    found: Sequence[pa.Table | _Keys | None],
+    found: Sequence[pa.Table | Keys | None],
     fields: list[pa.Field],
     key: str,
     descending: bool,
@@ -658,7 +425,7 @@ def _collect(
     """The merged top ``k`` of the leaves' tables: the output fields, ``key``, ``_rowid`` and
     ``_leaf`` (``ids``: only when asked, for the fusion of two lists) and ``_partition`` (of the
     leaf ranked ``_ord`` in ``tasks``), added to the winners only."""
-    keys = [item for item in found if isinstance(item, _Keys) and len(item.row_ids)]
+    keys = [item for item in found if isinstance(item, Keys) and len(item.row_ids)]
     tables = [t for t in found if isinstance(t, pa.Table) and t.num_rows]
     if keys and not tables and all(item.leaf.exact_filter for item in keys):
         # every leaf searched in numpy: the k best keys chosen there, only their rows read,
