@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import lance_partitioned as lp
-from lance_partitioned.dml import merge, merge_leaf
+from lance_partitioned.dml import merge_leaf
 
 SCHEMA = pa.schema([("id", pa.int64()), ("c", pa.string()), ("n", pa.int64())])
 
@@ -29,16 +29,16 @@ def test_leaves_are_searched_in_parallel_off_the_deep_thread(
         )
     )
     threads: set[str] = set()
-    search = merge.MergeBuilder._search
+    search = merge_leaf.Clauses.search
 
-    def recorded(self: merge.MergeBuilder, *args: Any) -> Any:
+    def recorded(self: merge_leaf.Clauses, *args: Any) -> Any:
         threads.add(threading.current_thread().name)
         return search(self, *args)
 
     def no_deep(call: Any) -> Any:
         raise AssertionError("a short merge query went through deep()'s single thread")
 
-    monkeypatch.setattr(merge.MergeBuilder, "_search", recorded)
+    monkeypatch.setattr(merge_leaf.Clauses, "search", recorded)
     monkeypatch.setattr(merge_leaf, "deep", no_deep)
     source = pa.table({"id": [1, 9, 17, 100], "n": [5, 6, 7, 8]})
     result = ns.merge(source, on="id").when_matched_update_all().execute()

@@ -276,12 +276,14 @@ class MergeBuilder:
                     ds = task.open()
                     if found is None or found.read_version != ds.version:
                         if keys is not None:  # probed against the source's keys (no subset)
-                            found = self._search(
+                            found = self._clauses().search(
                                 ds, task, schema_now, source, deleting, safe[0], (keys, rows)
                             )
                         else:
                             subset = source if rows is None else source.take(pa.array(rows))
-                            found = self._search(ds, task, schema_now, subset, deleting, safe[0])
+                            found = self._clauses().search(
+                                ds, task, schema_now, subset, deleting, safe[0]
+                            )
                         cache[task.object_id] = found
                 return found
 
@@ -445,19 +447,6 @@ class MergeBuilder:
             self._delete_first,
             self._absent,
         )
-
-    def _search(
-        self,
-        ds: LanceDataset,
-        task: scan.ScanTask,
-        schema: NamespaceSchema,
-        source: pa.Table,
-        deleting: Predicate,
-        safe: frozenset[str],
-        probe: tuple[SourceKeys, np.ndarray | None] | None = None,
-    ) -> LeafMatches:
-        """The leaf's rows joined with ``source`` (:meth:`.merge_leaf.Clauses.search`)."""
-        return self._clauses().search(ds, task, schema, source, deleting, safe, probe)
 
     def _new_rows(self, source: pa.Table, found: list[LeafMatches], read: pa.Schema) -> pa.Table:
         """The rows to stage, in the read schema: each source row that updates a target row

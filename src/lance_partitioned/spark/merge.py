@@ -462,7 +462,7 @@ def _merge(
         task, deleting = job.tasks[object_id]
         ds = task.open()
         source = builder._source(schema, slice_.select(list(job.columns)))
-        found = builder._search(ds, task, schema, source, deleting, safe)
+        found = builder._clauses().search(ds, task, schema, source, deleting, safe)
         matched_ids.append(ids[found.matched])
         if outer:
             hit = np.zeros(len(ids), dtype=bool)

@@ -188,9 +188,9 @@ class Replanner:
         slice_ = slice_.filter(slice_.column(_ROW).is_valid())
         source = builder._source(schema, slice_.select(columns))
         ds = task.open()
-        found = builder._search(ds, task, schema, source, deleting, safe)
+        found = builder._clauses().search(ds, task, schema, source, deleting, safe)
         if job.insert:
-            before = builder._search(old.open(), old, schema, source, deleting, safe)
+            before = builder._clauses().search(old.open(), old, schema, source, deleting, safe)
             if not np.array_equal(np.unique(before.matched), np.unique(found.matched)):
                 raise errors.ConcurrentModificationError(
                     f"leaf {task.object_id!r} changed while this merge ran, and its rows now "
