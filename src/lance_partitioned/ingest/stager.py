@@ -192,6 +192,25 @@ class _Stager:
         if part.buffered >= self.options.flush_bytes:
             self.flush(part)
 
+    def add_groups(self, parts: list[_Partition], rows: pa.Table, offsets: list[int]) -> None:
+        """:meth:`add` of each group of a grouped chunk: group ``g``, rows
+        ``offsets[g]:offsets[g+1]`` of ``rows``, to ``parts[g]`` (one call per chunk: a chunk
+        of a write of many leaves has a group per leaf)."""
+        row_bytes = rows.nbytes / max(1, rows.num_rows)
+        flush_bytes = self.options.flush_bytes
+        added = 0
+        for part, begin, end in zip(parts, offsets, offsets[1:], strict=False):
+            nbytes = int((end - begin) * row_bytes)
+            part.buffer.append((rows, begin, end - begin))
+            part.buffered += nbytes
+            part.rows += end - begin
+            added += nbytes
+            if part.buffered >= flush_bytes:
+                self.buffered += added
+                added = 0
+                self.flush(part)
+        self.buffered += added
+
     def relieve(self) -> None:
         """Keep the bytes held, buffered or being staged, within ``max_buffer_bytes``.
 
