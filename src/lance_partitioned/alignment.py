@@ -23,6 +23,8 @@ True
 
 from __future__ import annotations
 
+import functools
+
 import pyarrow as pa
 
 __all__ = ["aligned", "misaligned"]
@@ -31,9 +33,16 @@ __all__ = ["aligned", "misaligned"]
 _MAX_ALIGNMENT = 16
 
 
-def _layout(dtype: pa.DataType) -> list[int] | None:
+@functools.lru_cache(maxsize=256)
+def _layout(dtype: pa.DataType) -> tuple[int, ...] | None:
     """The alignment of each buffer ``Array.buffers()`` lists for ``dtype`` (its children's
-    included, depth first), or None for a layout not described here."""
+    included, depth first), or None for a layout not described here (once per type: a write
+    checks every column of every leaf it stages)."""
+    found = _layout_of(dtype)
+    return None if found is None else tuple(found)
+
+
+def _layout_of(dtype: pa.DataType) -> list[int] | None:
     if pa.types.is_null(dtype):
         return [1]
     if pa.types.is_boolean(dtype) or pa.types.is_fixed_size_binary(dtype):
@@ -80,7 +89,7 @@ def misaligned(array: pa.Array) -> bool:
     buffers = array.buffers()
     layout = _layout(array.type)
     if layout is None or len(layout) != len(buffers):
-        layout = [_MAX_ALIGNMENT] * len(buffers)
+        layout = (_MAX_ALIGNMENT,) * len(buffers)
     return any(
         buffer is not None and buffer.address % alignment != 0
         for buffer, alignment in zip(buffers, layout, strict=True)
@@ -90,16 +99,13 @@ def misaligned(array: pa.Array) -> bool:
 def aligned(table: pa.Table) -> pa.Table:
     """``table`` with every misaligned chunk copied into freshly allocated (64-byte aligned)
     buffers; ``table`` itself when nothing needs a copy."""
-    columns = []
-    changed = False
-    for column in table.columns:
-        chunks = []
-        for chunk in column.chunks:
-            if misaligned(chunk):
-                chunk = pa.concat_arrays([chunk])
-                changed = True
-            chunks.append(chunk)
-        columns.append(pa.chunked_array(chunks, type=column.type))
-    if not changed:
-        return table
+    if not any(misaligned(chunk) for column in table.columns for chunk in column.chunks):
+        return table  # (the common case: a staged leaf is checked once, nothing is rebuilt)
+    columns = [
+        pa.chunked_array(
+            [pa.concat_arrays([chunk]) if misaligned(chunk) else chunk for chunk in column.chunks],
+            type=column.type,
+        )
+        for column in table.columns
+    ]
     return pa.Table.from_arrays(columns, schema=table.schema)

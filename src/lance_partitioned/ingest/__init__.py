@@ -98,10 +98,8 @@ def stage(
                     break
                 grouped = grouping.popleft().result()
                 bounds = grouped.offsets.tolist()
-                row_bytes = grouped.rows.nbytes / max(1, grouped.rows.num_rows)
-                for g, part in enumerate(stager.partitions_of(grouped.keys, len(bounds) - 1)):
-                    begin, length = bounds[g], bounds[g + 1] - bounds[g]
-                    stager.add(part, grouped.rows, int(length * row_bytes), begin, length)
+                parts = stager.partitions_of(grouped.keys, len(bounds) - 1)
+                stager.add_groups(parts, grouped.rows, bounds)
                 stager.relieve()
                 rows += grouped.rows.num_rows
                 if progress is not None:

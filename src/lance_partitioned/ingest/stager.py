@@ -25,8 +25,8 @@ from lance_partitioned.manifest import (
     leaf_location,
     leaf_object_id,
     local_path,
-    partition_name,
     spec_namespace_id,
+    token_name,
     value_tokens,
 )
 from lance_partitioned.runtime.staging import file_version, stage_fragment
@@ -114,32 +114,37 @@ class _Stager:
             "write in mode 'overwrite'"
         )
 
-    def partition(self, scalars: list[pa.Scalar]) -> _Partition:
-        """The partition of one group (NULL and NaN too).
+    def partition(
+        self, scalars: list[pa.Scalar], tokens: tuple[str, ...] | None = None
+    ) -> _Partition:
+        """The partition of one group (NULL and NaN too), whose values are ``scalars``
+        (``tokens``: their :func:`~lance_partitioned.manifest.value_tokens`, when known).
 
         An existing partition is found by (spec version, partition values) in the
         ``__manifest``, whatever its names are (another client's are random); only the levels
         that do not exist yet get derived names.
         """
+        if tokens is None:
+            tokens = tuple(value_tokens(pa.array([s], s.type))[0] for s in scalars)
         version = self.spec.version
         parent = spec_namespace_id(version)
-        existing = self.snapshot.find_leaf(version, scalars)
+        existing = self.snapshot.leaf_of_tokens(version, tokens)
         chain = []
         if existing is not None:
             parts = existing.split("$")[:-1]
             chain = ["$".join(parts[: i + 1]) for i in range(1, len(parts))]
             parent = "$".join(parts)
         else:
-            for scalar in scalars:
-                found = self.snapshot.find_namespace(parent, scalar)
-                parent = found or f"{parent}${partition_name(version, parent, scalar)}"
+            for scalar, token in zip(scalars, tokens, strict=True):
+                found = self.snapshot.namespace_of_token(parent, token)
+                parent = found or f"{parent}${token_name(version, parent, scalar.type, token)}"
                 chain.append(parent)
         object_id = leaf_object_id(parent)
         found_part = self.partitions.get(object_id)
         if found_part is not None:
             return found_part
         values = tuple(s.as_py() for s in scalars)
-        names = [spec_field.name for spec_field in self.spec.fields]
+        names = self.spec.names
         namespaces = [
             (ns_id, dict(zip(names[: i + 1], values[: i + 1], strict=True)))
             for i, ns_id in enumerate(chain)
@@ -156,14 +161,14 @@ class _Stager:
 
         Partitions seen in earlier chunks are found by the value tokens their names are
         derived from (:func:`~lance_partitioned.manifest.value_tokens`), without deriving the
-        names again.
+        names again; a new one is named from its tokens.
         """
         columns = [value_tokens(key) for key in keys]
         found = []
         for g, tokens in enumerate(zip(*columns, strict=True) if columns else [()] * groups):
             part = self._by_tokens.get(tokens)
             if part is None:
-                part = self.partition([key[g] for key in keys])
+                part = self.partition([key[g] for key in keys], tokens)
                 self._by_tokens[tokens] = part
             found.append(part)
         return found
@@ -186,6 +191,25 @@ class _Stager:
         self.buffered += nbytes
         if part.buffered >= self.options.flush_bytes:
             self.flush(part)
+
+    def add_groups(self, parts: list[_Partition], rows: pa.Table, offsets: list[int]) -> None:
+        """:meth:`add` of each group of a grouped chunk: group ``g``, rows
+        ``offsets[g]:offsets[g+1]`` of ``rows``, to ``parts[g]`` (one call per chunk: a chunk
+        of a write of many leaves has a group per leaf)."""
+        row_bytes = rows.nbytes / max(1, rows.num_rows)
+        flush_bytes = self.options.flush_bytes
+        added = 0
+        for part, begin, end in zip(parts, offsets, offsets[1:], strict=False):
+            nbytes = int((end - begin) * row_bytes)
+            part.buffer.append((rows, begin, end - begin))
+            part.buffered += nbytes
+            part.rows += end - begin
+            added += nbytes
+            if part.buffered >= flush_bytes:
+                self.buffered += added
+                added = 0
+                self.flush(part)
+        self.buffered += added
 
     def relieve(self) -> None:
         """Keep the bytes held, buffered or being staged, within ``max_buffer_bytes``.

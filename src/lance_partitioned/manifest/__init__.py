@@ -40,6 +40,7 @@ from lance_partitioned.manifest.layout import (
     row_read_version,
     rows_table,
     spec_namespace_id,
+    token_name,
     value_tokens,
 )
 from lance_partitioned.manifest.properties import (
@@ -86,5 +87,6 @@ __all__ = [
     "rows_table",
     "schema_fingerprint",
     "spec_namespace_id",
+    "token_name",
     "value_tokens",
 ]

@@ -46,6 +46,9 @@ _BASE_FIELDS = (
 BASE_COLUMNS: tuple[str, ...] = tuple(f.name for f in _BASE_FIELDS)
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 _NAME_SPACE = 36**16
+# the canonical JSON text of each partition value type named so far (the same few types name
+# every partition of a write)
+_type_texts: dict[pa.DataType, str] = {}
 
 
 def manifest_schema(partition_columns: Sequence[tuple[str, pa.DataType]]) -> pa.Schema:
@@ -102,8 +105,23 @@ def partition_name(spec_version: int, parent_id: str, value: pa.Scalar) -> str:
     >>> partition_name(1, "v1", pa.scalar("US")) != partition_name(2, "v2", pa.scalar("US"))
     True
     """
-    type_text = json.dumps(type_to_json(value.type), sort_keys=True, separators=(",", ":"))
-    token = value_tokens(pa.array([value], value.type))[0]
+    return token_name(
+        spec_version, parent_id, value.type, value_tokens(pa.array([value], value.type))[0]
+    )
+
+
+def token_name(spec_version: int, parent_id: str, dtype: pa.DataType, token: str) -> str:
+    """:func:`partition_name` of a value of type ``dtype`` given by its :func:`value_tokens`
+    token: a write names the new partitions of an input chunk from the tokens it already has,
+    without a scalar (and an Arrow array of it) per level.
+
+    >>> token_name(1, "v1", pa.string(), "vUS") == partition_name(1, "v1", pa.scalar("US"))
+    True
+    """
+    type_text = _type_texts.get(dtype)
+    if type_text is None:
+        type_text = json.dumps(type_to_json(dtype), sort_keys=True, separators=(",", ":"))
+        _type_texts[dtype] = type_text
     key = "\x00".join((str(spec_version), parent_id, type_text, token))
     number = int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest(), "big") % _NAME_SPACE
     digits = []

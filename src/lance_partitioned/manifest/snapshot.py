@@ -211,12 +211,19 @@ class ManifestSnapshot:
         :func:`value_tokens` do (NULL equals NULL).
         """
         tokens = tuple(value_tokens(pa.array([v], v.type))[0] for v in values)
+        return self.leaf_of_tokens(spec_version, tokens)
+
+    def leaf_of_tokens(self, spec_version: int, tokens: tuple[str, ...]) -> str | None:
+        """:meth:`find_leaf` of the values whose :func:`value_tokens` are ``tokens``."""
         return self._by_values[1].get((spec_version, tokens))
 
     def find_namespace(self, parent_id: str, value: pa.Scalar) -> str | None:
         """The object id of the existing partition namespace under ``parent_id`` whose own
         level's value is ``value``, or None."""
-        token = value_tokens(pa.array([value], value.type))[0]
+        return self.namespace_of_token(parent_id, value_tokens(pa.array([value], value.type))[0])
+
+    def namespace_of_token(self, parent_id: str, token: str) -> str | None:
+        """:meth:`find_namespace` of the value whose :func:`value_tokens` token is ``token``."""
         return self._by_values[0].get((parent_id, token))
 
     @cached_property

@@ -6,7 +6,6 @@ leaf commits.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -39,14 +38,19 @@ def _namespace_row(
 
 
 def _leaf_row(
-    snapshot: ManifestSnapshot, leaf: LeafWrite, commit: LeafCommit, fields: Sequence[str]
+    snapshot: ManifestSnapshot,
+    leaf: LeafWrite,
+    values: Mapping[str, Any],
+    commit: LeafCommit,
+    fields: Sequence[str],
 ) -> dict[str, Any]:
     """The ``__manifest`` row of a written leaf: its row in ``snapshot`` with the new
     ``read_version``, or a new row carrying the leaf's value of each partition field of its
-    spec version (``fields``; a value may be NULL, when the data's is, never missing)."""
+    spec version (``values``, by ``__manifest`` column, with one for each of ``fields``; a
+    value may be NULL, when the data's is, never missing)."""
     row = snapshot.row(leaf.object_id)
     if row is None:
-        missing = [name for name in fields if name not in leaf.values]
+        missing = [name for name in fields if name not in values]
         if missing:
             raise errors.InternalError(
                 f"leaf {leaf.object_id!r} would be added to the __manifest at "
@@ -57,7 +61,7 @@ def _leaf_row(
             "object_id": leaf.object_id,
             "object_type": TABLE,
             "location": leaf.location,
-            **leaf.values,
+            **values,
         }
     stats = LeafStats(commit.version, commit.num_rows, commit.fingerprint)
     return {
@@ -135,13 +139,17 @@ def _manifest_rows(
             _namespace_row(snapshot, oid, named_for(_fields_of(snapshot, oid, version), values))
             for oid, values in pending.namespaces.items()
         ]
+    fields_of: dict[str, list[str]] = {}  # by spec version namespace: the leaves share a few
     for oid, (step, commit) in states.items():
         if commit is None:
             continue
         if step.write is not None:
-            fields = _fields_of(snapshot, oid, version)
-            leaf = dataclasses.replace(step.write, values=named_for(fields, step.write.values))
-            rows.append(_leaf_row(snapshot, leaf, commit, fields))
+            head = oid.split("$", 1)[0]
+            fields = fields_of.get(head)
+            if fields is None:
+                fields = fields_of[head] = _fields_of(snapshot, oid, version)
+            values = named_for(fields, step.write.values)
+            rows.append(_leaf_row(snapshot, step.write, values, commit, fields))
         else:
             rows.append(_changed_row(snapshot, oid, commit))
     # a dialect conversion under way: its new columns filled too (lance_partitioned.convert.marker)
