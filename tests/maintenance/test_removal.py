@@ -17,6 +17,7 @@ from lance_partitioned.maintenance.versions import (
     history,
     listed_versions,
     remove_versions,
+    transaction_file,
 )
 from lance_partitioned.runtime import leaf_cache
 from tests.maintenance.helpers import age, files, six_versions, values_at
@@ -94,3 +95,20 @@ def test_a_leaf_with_an_index_or_a_tag_goes_to_lance(tmp_path: Path) -> None:
     finally:
         leaf_cache.clear()
     assert values_at(uri, 1) == [1, 2]  # nothing deleted
+
+
+def test_an_opened_version_names_its_transaction_file_as_lance_reads_it(tmp_path: Path) -> None:
+    """The name comes from the opened manifest (``lance.debug.format_manifest``), without
+    reading the version again: it must be the file Lance's transaction names."""
+    uri = str(tmp_path / "t")
+    six_versions(uri)
+    leaf_cache.clear()
+    try:
+        hist = _opened_history(uri)
+        for version in range(1, 7):
+            read = lance.dataset(uri).read_transaction(version)
+            expected = f"_transactions/{read.read_version}-{read.uuid}.txn"
+            assert transaction_file(hist, version) == expected
+            assert expected in files(uri)
+    finally:
+        leaf_cache.clear()
