@@ -192,9 +192,7 @@ def path_kind(path: str) -> str:
     return re.sub(r"/\d+([.-])", r"/<n>\1", kind)
 
 
-def measure(
-    proxy: Proxy, actions: dict[str, Callable[[], object]], system: str = ""
-) -> Measured:
+def measure(proxy: Proxy, actions: dict[str, Callable[[], object]], system: str = "") -> Measured:
     """Seconds and requests (by method) of each action, in order."""
     out: Measured = {}
     for name, action in actions.items():
