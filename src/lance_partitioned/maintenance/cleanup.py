@@ -74,7 +74,12 @@ from lance_partitioned.maintenance.directories import (
     listed,
 )
 from lance_partitioned.maintenance.files import Store, StoredFile
-from lance_partitioned.maintenance.removal import remove_known
+from lance_partitioned.maintenance.removal import (
+    Planned,
+    plan_known,
+    remove_known,
+    remove_planned,
+)
 from lance_partitioned.maintenance.rollback import find_unpublished, roll_back
 from lance_partitioned.maintenance.steps import STEPS, delete, on_step, step
 from lance_partitioned.maintenance.versions import (
@@ -264,13 +269,16 @@ def _clean_dataset(
     is_manifest: bool = False,
     kept_extra: int = 0,
     listing: Sequence[StoredFile] | None = None,
-) -> Callable[[], None] | None:
+) -> Callable[[], None] | Planned | None:
     """Staged files first, then versions (Lance would otherwise count the old staged files
     among the removed versions' files). The staged files go now; the versions' removal is
     returned, for the caller to run when it may (None: nothing to remove, or a dry run, whose
-    prediction is counted already). ``kept_extra``: leaf versions a dry run counts as kept
-    beside those of ``hist`` (the rollback it would commit); ``listing``: the files under
-    ``prefix``, when listed already."""
+    prediction is counted already): a leaf's on a store that deletes many files a request
+    (S3 with ``obstore``) whose files are all known as a :class:`~.removal.Planned`, for the
+    caller to run with the other leaves' in few requests; else a function.
+    ``kept_extra``: leaf versions a dry run counts as kept beside those of ``hist`` (the
+    rollback it would commit); ``listing``: the files under ``prefix``, when listed
+    already."""
     if listing is None:
         listing = store.files(prefix)
     cut = len(prefix) + 1 if prefix else 0  # "": the store is rooted at the dataset
@@ -308,6 +316,10 @@ def _clean_dataset(
         else:
             totals.leaf_versions += removed
 
+    if not is_manifest and store.bulk:
+        planned = plan_known(versions, remove, left, store, prefix)
+        if planned is not None:
+            return planned
     return finish
 
 
@@ -333,17 +345,19 @@ def _clean_manifest(
         is_manifest=True,
         listing=listing,
     )
-    if finish is not None:
+    if callable(finish):
         finish()
 
 
 @dataclass
 class _LeafCleanup:
     """One leaf's step 2: what it removed so far, and the removal of its versions still to
-    run once the expired ``__manifest`` versions are gone (None: nothing left to do)."""
+    run once the expired ``__manifest`` versions are gone (None: nothing left to do), as a
+    function or, ``planned``, to run with the other leaves' (:func:`~.removal.remove_planned`)."""
 
     totals: _Totals
     finish: Callable[[], None] | None
+    planned: Planned | None = None
 
 
 def _clean_leaf(
@@ -407,6 +421,8 @@ def _clean_leaf(
     finish = _clean_dataset(
         leaf_store, prefix, hist, remove, cutoff, dry_run, totals, kept_extra=extra, listing=listing
     )
+    if isinstance(finish, Planned):
+        return _LeafCleanup(totals, None, finish)
     return _LeafCleanup(totals, finish)
 
 
@@ -425,11 +441,13 @@ def _clean_leaves(
 ) -> list[_Totals]:
     """Run ``clean`` on every leaf on ``pool`` while step 1 runs (``step_one``), then each
     leaf's removal of versions once step 1 is done (a leaf that gets there first waits for
-    it without holding a thread of the pool); per leaf, in order, what it removed."""
+    it without holding a thread of the pool), the planned ones together at the end
+    (:func:`_remove_planned`); per leaf, in order, what it removed."""
     slots: list[_Totals | None] = [None] * len(leaves)
     index: dict[Future[Any], int] = {}  # a leaf's clean or finish -> the leaf
     finishing: set[Future[Any]] = set()
     waiting: list[tuple[int, Callable[[], None]]] = []  # removals waiting for step 1
+    planned: list[tuple[int, Planned]] = []  # removals to run together after step 1
     done = 0
 
     def finish(i: int, removal: Callable[[], None]) -> Future[Any]:
@@ -453,6 +471,9 @@ def _clean_leaves(
             outcome = future.result()
             if future not in finishing:
                 slots[i] = outcome.totals
+                if outcome.planned is not None:
+                    planned.append((i, outcome.planned))
+                    continue
                 if outcome.finish is not None:
                     if step_one.done():
                         todo.add(finish(i, outcome.finish))
@@ -462,10 +483,31 @@ def _clean_leaves(
             done += 1
             if progress is not None:
                 progress(CleanupProgress(leaves[i][0], done, len(leaves)))
+    if planned:
+        _remove_planned(planned, slots)
+        for i, _ in planned:
+            done += 1
+            if progress is not None:
+                progress(CleanupProgress(leaves[i][0], done, len(leaves)))
     results = [totals for totals in slots if totals is not None]
     if len(results) != len(leaves):
         raise errors.InternalError("a leaf of the cleanup was not cleaned")
     return results
+
+
+def _remove_planned(planned: Sequence[tuple[int, Planned]], slots: list[_Totals | None]) -> None:
+    """Run the leaves' planned removals of versions together (step 1 is done): the
+    ``"leaf_versions"`` step of each, then every removed version's manifest, then the files
+    only they read (:func:`~.removal.remove_planned`); each leaf's removal is added to its
+    totals in ``slots``."""
+    for _, plan in planned:
+        step("leaf_versions", plan.uri)
+    remove_planned([plan for _, plan in planned])
+    for i, plan in planned:
+        totals = slots[i]
+        if totals is None:
+            raise errors.InternalError("a planned leaf of the cleanup has no totals")
+        totals.leaf_versions += plan.removed
 
 
 def _leaf_store(store: Store, uri: str, options: dict[str, str]) -> tuple[Store, str]:
