@@ -171,7 +171,7 @@ def test_a_cleanup_deletes_the_old_versions_of_every_leaf_in_two_requests(
 ) -> None:
     """With ``obstore`` (the ``s3`` extra), the removed leaf versions' files of every leaf go
     in DeleteObjects requests: one of their manifests, then one of the files only they read
-    (one request per file before)."""
+    (one request per file before); the __manifest's likewise."""
     pytest.importorskip("obstore")
     namespace.write(pa.table({"k": list(KEYS), "v": [20, 21, 22]}))
     namespace.write(pa.table({"k": list(KEYS), "v": [30, 31, 32]}))
@@ -188,6 +188,10 @@ def test_a_cleanup_deletes_the_old_versions_of_every_leaf_in_two_requests(
     deletions = [path for method, path in requests[min(marks) :] if method == "POST"]
     assert len(deletions) == 2, requests[min(marks) :]
     assert all(path.endswith("?delete") for path in deletions)
+    # and the expired __manifest versions' files (Lance's cleanup explains, deletes nothing):
+    # their manifests, then the rest; one request per file before
+    assert result.manifest_versions.files > 2
+    assert [method for method, _ in requests].count("POST") == 4, requests
     assert namespace.count_rows() == 18
     again = lp.PartitionedNamespace.open(s3_uri, storage_options=namespace.storage_options)
     assert again.to_table().num_rows == 18

@@ -77,6 +77,7 @@ from lance_partitioned.maintenance.files import Store, StoredFile
 from lance_partitioned.maintenance.removal import (
     Planned,
     plan_known,
+    remove_explained,
     remove_known,
     remove_planned,
 )
@@ -309,7 +310,11 @@ def _clean_dataset(
 
     def finish() -> None:
         step("manifest_versions" if is_manifest else "leaf_versions", versions.uri)
-        known = None if is_manifest else remove_known(versions, remove, left, store, prefix)
+        known = None
+        if not (is_manifest or store.bulk):  # a bulk store's known leaves are planned
+            known = remove_known(versions, remove, left, store, prefix)
+        if known is None and store.bulk:
+            known = remove_explained(versions, remove, store, prefix)
         removed = remove_versions(versions, remove) if known is None else known
         if is_manifest:
             totals.manifest_versions += removed
@@ -510,6 +515,61 @@ def _remove_planned(planned: Sequence[tuple[int, Planned]], slots: list[_Totals 
         totals.leaf_versions += plan.removed
 
 
+def _clean_every_leaf(
+    manifest: Manifest,
+    store: Store,
+    step_one: Future[None],
+    refs: dict[str, set[int | None]],
+    published: dict[str, tuple[str, int]],
+    listings: Mapping[str, list[StoredFile]] | None,
+    totals: _Totals,
+    progress: Callable[[CleanupProgress], None] | None,
+    *,
+    cutoff: dt.datetime,
+    read: int,
+    dry_run: bool,
+    threads: int | None,
+) -> None:
+    """Steps 2 and 3, added to ``totals``. 2. each listed leaf (``refs``): staged files, then
+    the versions no retained version pins. The leaves are cleaned on a thread pool (Lance
+    releases the GIL) while the __manifest is (``step_one``): a leaf's history, rollback and
+    staged files do not depend on it; its versions are removed only once step 1 is done.
+    3. the leaf directories no retained version lists."""
+    referenced_dirs = {
+        prefix.split("/", 1)[0]
+        for uri in refs
+        if (prefix := _relative(store.root, uri)) is not None
+    }
+    leaves = sorted(refs.items())
+    width = max(1, min(threads or manifest.max_workers, len(leaves) or 1))
+    with ThreadPoolExecutor(width) as pool:
+        clean = functools.partial(
+            _clean_leaf,
+            manifest,
+            store,
+            published=published,
+            cutoff=cutoff,
+            read=read,
+            dry_run=dry_run,
+            listings=listings,
+        )
+        try:
+            per_leaf = _clean_leaves(pool, step_one, clean, leaves, progress)
+            for leaf_totals in per_leaf:
+                totals.absorb(leaf_totals)
+            totals.leaf_directories += clean_directories(
+                store,
+                referenced_dirs,
+                cutoff,
+                dry_run,
+                listings=listings,
+                pool=None if listings is None else pool,
+            )
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+
+
 def _leaf_store(store: Store, uri: str, options: dict[str, str]) -> tuple[Store, str]:
     relative = _relative(store.root, uri)
     if relative is not None:
@@ -565,9 +625,9 @@ def cleanup(
     store = Store(manifest.root, options)
     totals = _Totals()
 
-    # the root is listed (on an object store) while the __manifest's versions are read, not
-    # after: each is a round of requests on the way to the leaves
-    with ThreadPoolExecutor(1) as lister:
+    # the root is listed (on an object store) while the __manifest's versions are read and
+    # step 1 runs, not after: each is a round of requests on the way to the leaves
+    with ThreadPoolExecutor(1) as lister, ThreadPoolExecutor(1) as first:
         listed = lister.submit(list_root, store)
         manifest_history = history(manifest.uri, options)
         if manifest_history is None:
@@ -576,52 +636,28 @@ def cleanup(
             )
         expired = expired_versions(manifest_history.times, manifest_history.tagged, cutoff)
         kept = sorted(set(manifest_history.times) - expired)
+        # 1. expired __manifest versions first: leaf versions only they pin go next, so every
+        # __manifest version that still exists stays readable whatever step a crash stops at.
+        # It lists the __manifest itself (one request) rather than wait for the root's listing.
+        step_one = first.submit(
+            _clean_manifest, store, manifest_history, expired, cutoff, dry_run, totals
+        )
         refs, published = _references(manifest, kept)
         listings = listed.result()
-
-    # 1. expired __manifest versions first: leaf versions only they pin go next, so every
-    # __manifest version that still exists stays readable whatever step a crash stops at.
-    # 2. each listed leaf: staged files, then the versions no retained version pins. The
-    # leaves are cleaned on a thread pool (Lance releases the GIL) while the __manifest is:
-    # a leaf's history, rollback and staged files do not depend on it; its versions are
-    # removed only once step 1 is done.
-    referenced_dirs = {
-        prefix.split("/", 1)[0]
-        for uri in refs
-        if (prefix := _relative(store.root, uri)) is not None
-    }
-    leaves = sorted(refs.items())
-    width = max(1, min(threads or manifest.max_workers, len(leaves) or 1))
-    with ThreadPoolExecutor(1) as first, ThreadPoolExecutor(width) as pool:
-        step_one = first.submit(
-            _clean_manifest, store, manifest_history, expired, cutoff, dry_run, totals, listings
-        )
-        clean = functools.partial(
-            _clean_leaf,
+        _clean_every_leaf(
             manifest,
             store,
-            published=published,
+            step_one,
+            refs,
+            published,
+            listings,
+            totals,
+            progress,
             cutoff=cutoff,
             read=kept[-1],
             dry_run=dry_run,
-            listings=listings,
+            threads=threads,
         )
-        try:
-            per_leaf = _clean_leaves(pool, step_one, clean, leaves, progress)
-            for leaf_totals in per_leaf:
-                totals.absorb(leaf_totals)
-            # 3. leaf directories no retained version lists; 4. Spark journals
-            totals.leaf_directories += clean_directories(
-                store,
-                referenced_dirs,
-                cutoff,
-                dry_run,
-                listings=listings,
-                pool=None if listings is None else pool,
-            )
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
     totals.staged_files += clean_journals(store, cutoff, dry_run, listings)
     models = unreferenced_models(
         manifest, store, kept, cutoff, None if listings is None else listings.get(MODELS_DIR, [])

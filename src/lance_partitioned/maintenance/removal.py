@@ -31,8 +31,9 @@ from lance_partitioned.maintenance.versions import (
     listed_versions,
     transaction_file,
 )
+from lance_partitioned.runtime.leaf_cache import exclusive
 
-__all__ = ["Planned", "plan_known", "remove_known", "remove_planned"]
+__all__ = ["Planned", "plan_known", "remove_explained", "remove_known", "remove_planned"]
 
 _KNOWN_DIRS = ("_versions/", "data/", "_deletions/", "_transactions/")
 _STAGED_DIRS = ("data/", "_deletions/")
@@ -176,3 +177,64 @@ def remove_known(
         return None
     remove_planned([plan])
     return plan.removed
+
+
+#: At most this many files are asked of Lance's explanation (more: Lance's cleanup then).
+_MAX_EXPLAINED = 100_000
+
+
+def _object_key(uri: str) -> str | None:
+    """The key of an S3 dataset ``uri`` in its bucket (how Lance names its files)."""
+    if not uri.startswith(("s3://", "s3a://")):
+        return None
+    parts = uri.split("://", 1)[1].split("/", 1)
+    return parts[1].strip("/") if len(parts) == 2 else None
+
+
+def remove_explained(
+    hist: DatasetHistory, remove: Collection[int], store: Store, prefix: str
+) -> Removed | None:
+    """Remove ``remove`` from the dataset of ``hist`` (at ``prefix`` in ``store``, a store
+    that deletes many files a request) by deleting the files Lance's cleanup would (its
+    ``explain_cleanup_old_versions``, which lists and reads as the cleanup does but deletes
+    nothing): the removed versions' manifests in one request, then the other files, rather
+    than Lance's one request per file. None, with nothing deleted, when Lance cannot explain
+    it or names a file outside the dataset (the caller uses Lance's cleanup then)."""
+    versions = sorted(v for v in remove if v != hist.latest and v not in hist.tagged)
+    if not versions:
+        return Removed()
+    key = _object_key(hist.uri)
+    if key is None:
+        return None
+    try:
+        explained = exclusive(hist.dataset).explain_cleanup_old_versions(
+            versions=versions,
+            error_if_tagged_old_versions=False,
+            delete_unverified=False,
+            include_files=True,
+            max_files=_MAX_EXPLAINED,
+        )
+    except (OSError, ValueError, RuntimeError):
+        return None
+    if explained.candidate_files_truncated:
+        return None
+    manifests: list[str] = []
+    others: list[str] = []
+    for candidate in explained.candidate_files:
+        path = str(candidate.path).lstrip("/")
+        if not path.startswith(key + "/"):
+            return None
+        relative = path[len(key) + 1 :]
+        full = f"{prefix}/{relative}" if prefix else relative
+        (manifests if candidate.kind == "manifest" else others).append(full)
+    store.delete(manifests)
+    store.delete(others)
+    stats = explained.stats
+    files = (
+        stats.old_versions
+        + stats.data_files_removed
+        + stats.deletion_files_removed
+        + stats.index_files_removed
+        + stats.transaction_files_removed
+    )
+    return Removed(int(stats.old_versions), int(files), int(stats.bytes_removed))
