@@ -20,7 +20,12 @@ second run finishes the job):
    list of versions, which keeps every file a remaining version reads, and removes the index
    files only the removed versions read; or, for a leaf whose every file and version the
    cleanup knows already, the same deletions without Lance's listings:
-   :mod:`~lance_partitioned.maintenance.removal`; the latest leaf version always stays);
+   :mod:`~lance_partitioned.maintenance.removal`; the latest leaf version always stays).
+   On S3 with ``obstore`` (:mod:`~lance_partitioned.maintenance.bulk`) files go in
+   DeleteObjects requests of up to 1,000 keys, manifests always in a request before the
+   files they read: the known leaves' removals together, once step 1 is done (every removed
+   manifest of every leaf, then every file only they read), and what goes through Lance as
+   its cleanup names it (``explain_cleanup_old_versions``), manifests first;
 3. leaf directories that no retained version lists (leaves dropped by ``overwrite``, leaves a
    crashed writer created, another client's unpublished table) whose newest file is older
    than the cutoff: the files listed are deleted, not the directory as such, so a writer
