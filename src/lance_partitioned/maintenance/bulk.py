@@ -96,7 +96,10 @@ def bulk_deleter(root: str, options: Mapping[str, str]) -> Deleter | None:
     config, client = _split(options)
     try:
         store = aws.S3Store.from_url(root, config=config, client_options=client)
-    except Exception as exc:  # an option obstore does not take: one file at a time then
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # an option obstore does not take (or misreads: a client
+        # key among the S3 ones is a Rust panic, a BaseException): one file at a time then
         log.info("no bulk deletion at %s (%s): files are deleted one by one", root, exc)
         return None
 
