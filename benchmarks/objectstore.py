@@ -46,6 +46,7 @@ import argparse
 import datetime as dt
 import logging
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -54,6 +55,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from urllib.parse import unquote
 
 os.environ.setdefault("LANCE_LOG", "error")
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
@@ -164,16 +166,45 @@ def delta_options(endpoint: str) -> dict[str, str]:
 
 Measured = dict[str, tuple[float, Counter[str]]]
 Proxy = DelayProxy | ProxyProcess
+#: ``--paths``: the requests of each operation by method and kind of path, per system
+PATHS: dict[str, dict[str, Counter[str]]] = {}
+_UUID = re.compile(r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}")
 
 
-def measure(proxy: Proxy, actions: dict[str, Callable[[], object]]) -> Measured:
+def path_kind(path: str) -> str:
+    """A request's path with what varies from leaf to leaf (the leaf directory, version
+    numbers, uuids) replaced, and a listing's prefix kept: what to count requests by.
+
+    >>> path_kind("/b/x/ns/2024-01-01_v1$a$dataset/_versions/18446744073709551614.manifest")
+    '/b/x/ns/<leaf>/_versions/<n>.manifest'
+    >>> path_kind("/b/?list-type=2&prefix=x%2Fns%2F__manifest%2F_versions%2F")
+    'list x/ns/__manifest/_versions/'
+    """
+    path = unquote(path)
+    base, _, query = path.partition("?")
+    if "list-type=2" in query:
+        prefix = dict(p.partition("=")[::2] for p in query.split("&")).get("prefix", "")
+        return "list " + re.sub(r"[^/]*\$dataset", "<leaf>", prefix)
+    if query.startswith("delete"):
+        return base + "?delete"
+    kind = re.sub(r"[^/]*\$dataset", "<leaf>", base)
+    kind = _UUID.sub("<uuid>", kind)
+    return re.sub(r"/\d+([.-])", r"/<n>\1", kind)
+
+
+def measure(proxy: Proxy, actions: dict[str, Callable[[], object]], system: str = "") -> Measured:
     """Seconds and requests (by method) of each action, in order."""
     out: Measured = {}
     for name, action in actions.items():
         proxy.reset()
         started = time.perf_counter()
         action()
-        out[name] = (time.perf_counter() - started, proxy.by_method())
+        seconds = time.perf_counter() - started
+        requests = proxy.requests()
+        out[name] = (seconds, Counter(method for method, _ in requests))
+        PATHS.setdefault(system, {})[name] = Counter(
+            f"{method} {path_kind(path)}" for method, path in requests
+        )
     return out
 
 
@@ -212,7 +243,7 @@ def run_ours(
         OPERATIONS[5]: lambda: handle["ns"].optimize(),
         OPERATIONS[6]: lambda: handle["ns"].cleanup(older_than=dt.timedelta(0)),
     }
-    done = measure(proxy, actions)
+    done = measure(proxy, actions, "ours")
     check(handle["ns"].count_rows(), table, appended, deleted, "ours")
     return done
 
@@ -254,7 +285,7 @@ def run_delta(
             retention_hours=0, enforce_retention_duration=False, dry_run=False
         ),
     }
-    done = measure(proxy, actions)
+    done = measure(proxy, actions, "delta")
     rows = DeltaTable(uri, storage_options=options).to_pyarrow_table(columns=["id"]).num_rows
     check(rows, table, appended, deleted, "delta")
     return done
@@ -280,7 +311,7 @@ def run_floor(
         OPERATIONS[5]: floor.optimize,
         OPERATIONS[6]: floor.cleanup,
     }
-    done = measure(proxy, actions)
+    done = measure(proxy, actions, "floor")
     check(floor.count_rows(), table, appended, deleted, "floor")
     return done
 
@@ -312,6 +343,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="50 partitions of 5 rows")
     parser.add_argument(
         "--only", default="ours,delta,floor", help="systems: ours, delta, floor (pylance alone)"
+    )
+    parser.add_argument(
+        "--paths",
+        default="",
+        help="operations (comma-separated, e.g. cleanup) whose requests are printed by kind "
+        "of path, per system",
     )
     args = parser.parse_args()
     if args.quick:
@@ -367,6 +404,15 @@ def main() -> None:
             f"| {label} | {methods(mine[1]) if mine else '-'} | "
             f"{methods(theirs[1]) if theirs else '-'} | {methods(base[1]) if base else '-'} |"
         )
+    for wanted in filter(None, (w.strip() for w in args.paths.split(","))):
+        for system, by_operation in PATHS.items():
+            for name, kinds in by_operation.items():
+                if not name.startswith(wanted):
+                    continue
+                print()
+                print(f"{system}, {name.format(n=args.partitions, d=DELETED)}, by path:")
+                for kind, n in sorted(kinds.items(), key=lambda item: (-item[1], item[0])):
+                    print(f"  {n:5d} {kind}")
 
 
 if __name__ == "__main__":

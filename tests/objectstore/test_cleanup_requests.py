@@ -12,6 +12,8 @@ import pyarrow as pa
 import pytest
 
 import lance_partitioned as lp
+from lance_partitioned.maintenance.cleanup import on_step
+from lance_partitioned.maintenance.files import Store
 from lance_partitioned.runtime import leaf_cache
 from tests.conftest import BUCKET, s3_client
 from tests.objectstore.conftest import KEYS
@@ -111,11 +113,10 @@ def test_a_cleanup_removes_the_old_versions_this_process_committed_without_listi
     after = _leaf_objects(s3_endpoint, s3_uri)
     assert (result.leaf_versions.count, result.kept_leaf_versions) == (len(KEYS), len(KEYS))
     # this process opened both versions of each leaf, and the root's listing has their files:
-    # nothing is listed inside a leaf (Lance's cleanup lists 10 prefixes of each), and only
-    # the old version's manifest is read, for its transaction file
+    # nothing is listed inside a leaf (Lance's cleanup lists 10 prefixes of each), and no
+    # manifest is read (the old version's opened manifest names its transaction file)
     assert _leaf_listings(requests) == [], requests
-    reads = [p for p in _leaf_versions(requests, "GET") if ".manifest" in p]
-    assert len(reads) == len(KEYS), requests
+    assert _leaf_versions(requests, "GET") == [], requests
     gone = set(before) - set(after)
     assert result.leaf_versions.files == len(gone) == 2 * len(KEYS)  # a manifest, its .txn
     assert result.leaf_versions.bytes == sum(before[key] for key in gone)
@@ -163,3 +164,43 @@ def test_a_cleanup_takes_journals_and_models_from_the_root_listing(
     ]
     assert len(listings) == 1, listings  # the root's, once
     assert namespace.count_rows() == 12
+
+
+def test_a_cleanup_deletes_the_old_versions_of_every_leaf_in_two_requests(
+    proxy: Any, namespace: lp.PartitionedNamespace, s3_uri: str, s3_endpoint: str
+) -> None:
+    """With ``obstore`` (the ``s3`` extra), the removed leaf versions' files of every leaf go
+    in DeleteObjects requests: one of their manifests, then one of the files only they read
+    (one request per file before); the __manifest's likewise."""
+    pytest.importorskip("obstore")
+    namespace.write(pa.table({"k": list(KEYS), "v": [20, 21, 22]}))
+    namespace.write(pa.table({"k": list(KEYS), "v": [30, 31, 32]}))
+    before = _leaf_objects(s3_endpoint, s3_uri)
+    marks: list[int] = []  # requests made when the leaves' removal starts (step 1 is done)
+    proxy.reset()
+    with on_step("leaf_versions", lambda _: marks.append(len(proxy.requests()))):
+        result = namespace.cleanup(dt.timedelta(0))
+    requests = proxy.requests()
+    gone = set(before) - set(_leaf_objects(s3_endpoint, s3_uri))
+    assert (result.leaf_versions.count, result.kept_leaf_versions) == (2 * len(KEYS), len(KEYS))
+    assert result.leaf_versions.files == len(gone) == 4 * len(KEYS)  # 2 manifests, 2 .txn
+    assert marks
+    deletions = [path for method, path in requests[min(marks) :] if method == "POST"]
+    assert len(deletions) == 2, requests[min(marks) :]
+    assert all(path.endswith("?delete") for path in deletions)
+    # and the expired __manifest versions' files (Lance's cleanup explains, deletes nothing):
+    # their manifests, then the rest; one request per file before
+    assert result.manifest_versions.files > 2
+    assert [method for method, _ in requests].count("POST") == 4, requests
+    assert namespace.count_rows() == 18
+    again = lp.PartitionedNamespace.open(s3_uri, storage_options=namespace.storage_options)
+    assert again.to_table().num_rows == 18
+
+
+def test_storage_options_obstore_does_not_take_delete_one_file_a_request(
+    s3_uri: str, storage_options: dict[str, str]
+) -> None:
+    pytest.importorskip("obstore")
+    assert Store(s3_uri, storage_options).bulk
+    assert not Store(s3_uri, {**storage_options, "no_such_option": "1"}).bulk
+    assert not Store(f"/tmp/{s3_uri.rsplit('/', 2)[1]}", {}).bulk  # a local disk

@@ -20,7 +20,12 @@ second run finishes the job):
    list of versions, which keeps every file a remaining version reads, and removes the index
    files only the removed versions read; or, for a leaf whose every file and version the
    cleanup knows already, the same deletions without Lance's listings:
-   :mod:`~lance_partitioned.maintenance.removal`; the latest leaf version always stays);
+   :mod:`~lance_partitioned.maintenance.removal`; the latest leaf version always stays).
+   On S3 with ``obstore`` (:mod:`~lance_partitioned.maintenance.bulk`) files go in
+   DeleteObjects requests of up to 1,000 keys, manifests always in a request before the
+   files they read: the known leaves' removals together, once step 1 is done (every removed
+   manifest of every leaf, then every file only they read), and what goes through Lance as
+   its cleanup names it (``explain_cleanup_old_versions``), manifests first;
 3. leaf directories that no retained version lists (leaves dropped by ``overwrite``, leaves a
    crashed writer created, another client's unpublished table) whose newest file is older
    than the cutoff: the files listed are deleted, not the directory as such, so a writer
@@ -74,7 +79,13 @@ from lance_partitioned.maintenance.directories import (
     listed,
 )
 from lance_partitioned.maintenance.files import Store, StoredFile
-from lance_partitioned.maintenance.removal import remove_known
+from lance_partitioned.maintenance.removal import (
+    Planned,
+    plan_known,
+    remove_explained,
+    remove_known,
+    remove_planned,
+)
 from lance_partitioned.maintenance.rollback import find_unpublished, roll_back
 from lance_partitioned.maintenance.steps import STEPS, delete, on_step, step
 from lance_partitioned.maintenance.versions import (
@@ -264,13 +275,16 @@ def _clean_dataset(
     is_manifest: bool = False,
     kept_extra: int = 0,
     listing: Sequence[StoredFile] | None = None,
-) -> Callable[[], None] | None:
+) -> Callable[[], None] | Planned | None:
     """Staged files first, then versions (Lance would otherwise count the old staged files
     among the removed versions' files). The staged files go now; the versions' removal is
     returned, for the caller to run when it may (None: nothing to remove, or a dry run, whose
-    prediction is counted already). ``kept_extra``: leaf versions a dry run counts as kept
-    beside those of ``hist`` (the rollback it would commit); ``listing``: the files under
-    ``prefix``, when listed already."""
+    prediction is counted already): a leaf's on a store that deletes many files a request
+    (S3 with ``obstore``) whose files are all known as a :class:`~.removal.Planned`, for the
+    caller to run with the other leaves' in few requests; else a function.
+    ``kept_extra``: leaf versions a dry run counts as kept beside those of ``hist`` (the
+    rollback it would commit); ``listing``: the files under ``prefix``, when listed
+    already."""
     if listing is None:
         listing = store.files(prefix)
     cut = len(prefix) + 1 if prefix else 0  # "": the store is rooted at the dataset
@@ -301,13 +315,21 @@ def _clean_dataset(
 
     def finish() -> None:
         step("manifest_versions" if is_manifest else "leaf_versions", versions.uri)
-        known = None if is_manifest else remove_known(versions, remove, left, store, prefix)
+        known = None
+        if not (is_manifest or store.bulk):  # a bulk store's known leaves are planned
+            known = remove_known(versions, remove, left, store, prefix)
+        if known is None and store.bulk:
+            known = remove_explained(versions, remove, store, prefix)
         removed = remove_versions(versions, remove) if known is None else known
         if is_manifest:
             totals.manifest_versions += removed
         else:
             totals.leaf_versions += removed
 
+    if not is_manifest and store.bulk:
+        planned = plan_known(versions, remove, left, store, prefix)
+        if planned is not None:
+            return planned
     return finish
 
 
@@ -333,17 +355,19 @@ def _clean_manifest(
         is_manifest=True,
         listing=listing,
     )
-    if finish is not None:
+    if callable(finish):
         finish()
 
 
 @dataclass
 class _LeafCleanup:
     """One leaf's step 2: what it removed so far, and the removal of its versions still to
-    run once the expired ``__manifest`` versions are gone (None: nothing left to do)."""
+    run once the expired ``__manifest`` versions are gone (None: nothing left to do), as a
+    function or, ``planned``, to run with the other leaves' (:func:`~.removal.remove_planned`)."""
 
     totals: _Totals
     finish: Callable[[], None] | None
+    planned: Planned | None = None
 
 
 def _clean_leaf(
@@ -407,6 +431,8 @@ def _clean_leaf(
     finish = _clean_dataset(
         leaf_store, prefix, hist, remove, cutoff, dry_run, totals, kept_extra=extra, listing=listing
     )
+    if isinstance(finish, Planned):
+        return _LeafCleanup(totals, None, finish)
     return _LeafCleanup(totals, finish)
 
 
@@ -425,11 +451,13 @@ def _clean_leaves(
 ) -> list[_Totals]:
     """Run ``clean`` on every leaf on ``pool`` while step 1 runs (``step_one``), then each
     leaf's removal of versions once step 1 is done (a leaf that gets there first waits for
-    it without holding a thread of the pool); per leaf, in order, what it removed."""
+    it without holding a thread of the pool), the planned ones together at the end
+    (:func:`_remove_planned`); per leaf, in order, what it removed."""
     slots: list[_Totals | None] = [None] * len(leaves)
     index: dict[Future[Any], int] = {}  # a leaf's clean or finish -> the leaf
     finishing: set[Future[Any]] = set()
     waiting: list[tuple[int, Callable[[], None]]] = []  # removals waiting for step 1
+    planned: list[tuple[int, Planned]] = []  # removals to run together after step 1
     done = 0
 
     def finish(i: int, removal: Callable[[], None]) -> Future[Any]:
@@ -453,6 +481,9 @@ def _clean_leaves(
             outcome = future.result()
             if future not in finishing:
                 slots[i] = outcome.totals
+                if outcome.planned is not None:
+                    planned.append((i, outcome.planned))
+                    continue
                 if outcome.finish is not None:
                     if step_one.done():
                         todo.add(finish(i, outcome.finish))
@@ -462,10 +493,86 @@ def _clean_leaves(
             done += 1
             if progress is not None:
                 progress(CleanupProgress(leaves[i][0], done, len(leaves)))
+    if planned:
+        _remove_planned(planned, slots)
+        for i, _ in planned:
+            done += 1
+            if progress is not None:
+                progress(CleanupProgress(leaves[i][0], done, len(leaves)))
     results = [totals for totals in slots if totals is not None]
     if len(results) != len(leaves):
         raise errors.InternalError("a leaf of the cleanup was not cleaned")
     return results
+
+
+def _remove_planned(planned: Sequence[tuple[int, Planned]], slots: list[_Totals | None]) -> None:
+    """Run the leaves' planned removals of versions together (step 1 is done): the
+    ``"leaf_versions"`` step of each, then every removed version's manifest, then the files
+    only they read (:func:`~.removal.remove_planned`); each leaf's removal is added to its
+    totals in ``slots``."""
+    for _, plan in planned:
+        step("leaf_versions", plan.uri)
+    remove_planned([plan for _, plan in planned])
+    for i, plan in planned:
+        totals = slots[i]
+        if totals is None:
+            raise errors.InternalError("a planned leaf of the cleanup has no totals")
+        totals.leaf_versions += plan.removed
+
+
+def _clean_every_leaf(
+    manifest: Manifest,
+    store: Store,
+    step_one: Future[None],
+    refs: dict[str, set[int | None]],
+    published: dict[str, tuple[str, int]],
+    listings: Mapping[str, list[StoredFile]] | None,
+    totals: _Totals,
+    progress: Callable[[CleanupProgress], None] | None,
+    *,
+    cutoff: dt.datetime,
+    read: int,
+    dry_run: bool,
+    threads: int | None,
+) -> None:
+    """Steps 2 and 3, added to ``totals``. 2. each listed leaf (``refs``): staged files, then
+    the versions no retained version pins. The leaves are cleaned on a thread pool (Lance
+    releases the GIL) while the __manifest is (``step_one``): a leaf's history, rollback and
+    staged files do not depend on it; its versions are removed only once step 1 is done.
+    3. the leaf directories no retained version lists."""
+    referenced_dirs = {
+        prefix.split("/", 1)[0]
+        for uri in refs
+        if (prefix := _relative(store.root, uri)) is not None
+    }
+    leaves = sorted(refs.items())
+    width = max(1, min(threads or manifest.max_workers, len(leaves) or 1))
+    with ThreadPoolExecutor(width) as pool:
+        clean = functools.partial(
+            _clean_leaf,
+            manifest,
+            store,
+            published=published,
+            cutoff=cutoff,
+            read=read,
+            dry_run=dry_run,
+            listings=listings,
+        )
+        try:
+            per_leaf = _clean_leaves(pool, step_one, clean, leaves, progress)
+            for leaf_totals in per_leaf:
+                totals.absorb(leaf_totals)
+            totals.leaf_directories += clean_directories(
+                store,
+                referenced_dirs,
+                cutoff,
+                dry_run,
+                listings=listings,
+                pool=None if listings is None else pool,
+            )
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
 
 
 def _leaf_store(store: Store, uri: str, options: dict[str, str]) -> tuple[Store, str]:
@@ -523,9 +630,9 @@ def cleanup(
     store = Store(manifest.root, options)
     totals = _Totals()
 
-    # the root is listed (on an object store) while the __manifest's versions are read, not
-    # after: each is a round of requests on the way to the leaves
-    with ThreadPoolExecutor(1) as lister:
+    # the root is listed (on an object store) while the __manifest's versions are read and
+    # step 1 runs, not after: each is a round of requests on the way to the leaves
+    with ThreadPoolExecutor(1) as lister, ThreadPoolExecutor(1) as first:
         listed = lister.submit(list_root, store)
         manifest_history = history(manifest.uri, options)
         if manifest_history is None:
@@ -534,52 +641,28 @@ def cleanup(
             )
         expired = expired_versions(manifest_history.times, manifest_history.tagged, cutoff)
         kept = sorted(set(manifest_history.times) - expired)
+        # 1. expired __manifest versions first: leaf versions only they pin go next, so every
+        # __manifest version that still exists stays readable whatever step a crash stops at.
+        # It lists the __manifest itself (one request) rather than wait for the root's listing.
+        step_one = first.submit(
+            _clean_manifest, store, manifest_history, expired, cutoff, dry_run, totals
+        )
         refs, published = _references(manifest, kept)
         listings = listed.result()
-
-    # 1. expired __manifest versions first: leaf versions only they pin go next, so every
-    # __manifest version that still exists stays readable whatever step a crash stops at.
-    # 2. each listed leaf: staged files, then the versions no retained version pins. The
-    # leaves are cleaned on a thread pool (Lance releases the GIL) while the __manifest is:
-    # a leaf's history, rollback and staged files do not depend on it; its versions are
-    # removed only once step 1 is done.
-    referenced_dirs = {
-        prefix.split("/", 1)[0]
-        for uri in refs
-        if (prefix := _relative(store.root, uri)) is not None
-    }
-    leaves = sorted(refs.items())
-    width = max(1, min(threads or manifest.max_workers, len(leaves) or 1))
-    with ThreadPoolExecutor(1) as first, ThreadPoolExecutor(width) as pool:
-        step_one = first.submit(
-            _clean_manifest, store, manifest_history, expired, cutoff, dry_run, totals, listings
-        )
-        clean = functools.partial(
-            _clean_leaf,
+        _clean_every_leaf(
             manifest,
             store,
-            published=published,
+            step_one,
+            refs,
+            published,
+            listings,
+            totals,
+            progress,
             cutoff=cutoff,
             read=kept[-1],
             dry_run=dry_run,
-            listings=listings,
+            threads=threads,
         )
-        try:
-            per_leaf = _clean_leaves(pool, step_one, clean, leaves, progress)
-            for leaf_totals in per_leaf:
-                totals.absorb(leaf_totals)
-            # 3. leaf directories no retained version lists; 4. Spark journals
-            totals.leaf_directories += clean_directories(
-                store,
-                referenced_dirs,
-                cutoff,
-                dry_run,
-                listings=listings,
-                pool=None if listings is None else pool,
-            )
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
     totals.staged_files += clean_journals(store, cutoff, dry_run, listings)
     models = unreferenced_models(
         manifest, store, kept, cutoff, None if listings is None else listings.get(MODELS_DIR, [])

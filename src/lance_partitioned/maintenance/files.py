@@ -33,6 +33,7 @@ import lance.file
 import pyarrow.fs as pafs
 
 from lance_partitioned import errors
+from lance_partitioned.maintenance.bulk import bulk_deleter
 from lance_partitioned.manifest import local_path
 
 __all__ = ["Store", "StoredFile"]
@@ -118,6 +119,13 @@ class Store:
                 self.root, storage_options=dict(storage_options) if storage_options else None
             )
         )
+        self._bulk = None if self.local else bulk_deleter(self.root, storage_options or {})
+
+    @property
+    def bulk(self) -> bool:
+        """Whether :meth:`delete` deletes many files a request (S3 with ``obstore``): a
+        caller then gathers what it deletes into few calls."""
+        return self._bulk is not None
 
     def _full(self, path: str) -> str:
         return f"{self.base}/{path}" if path else self.base
@@ -152,8 +160,18 @@ class Store:
     def delete(self, paths: Iterable[str]) -> None:
         """Delete files (relative to the root); one already gone is not an error.
 
-        On object stores through Lance's own object store: ``pyarrow.fs`` would leave an
-        empty "directory" marker object behind the last file of a prefix."""
+        On S3 with ``obstore``, up to 1,000 files a request
+        (:mod:`~lance_partitioned.maintenance.bulk`), in no particular order within the call;
+        on other object stores one by one, in order, through Lance's own object store
+        (``pyarrow.fs`` would leave an empty "directory" marker object behind the last file of
+        a prefix)."""
+        if self._bulk is not None:
+            doomed = list(paths)
+            try:
+                self._bulk(doomed)
+            except Exception as exc:  # obstore's errors are its own classes
+                raise _storage_failure(exc, self.root, f"delete {len(doomed)} files") from exc
+            return
         for path in paths:
             try:
                 if self._session is None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
 from lance_partitioned.maintenance.files import Store, StoredFile
 from lance_partitioned.maintenance.versions import (
@@ -30,8 +31,9 @@ from lance_partitioned.maintenance.versions import (
     listed_versions,
     transaction_file,
 )
+from lance_partitioned.runtime.leaf_cache import exclusive
 
-__all__ = ["remove_known"]
+__all__ = ["Planned", "plan_known", "remove_explained", "remove_known", "remove_planned"]
 
 _KNOWN_DIRS = ("_versions/", "data/", "_deletions/", "_transactions/")
 _STAGED_DIRS = ("data/", "_deletions/")
@@ -106,6 +108,60 @@ def _unverified(
     return out
 
 
+@dataclass(frozen=True)
+class Planned:
+    """The removal of versions of one leaf whose files are known (:func:`plan_known`): the
+    leaf's URI, the store and its paths there (relative to the store's root), the removed
+    versions' manifests apart, and what it removes."""
+
+    uri: str
+    store: Store
+    manifests: tuple[str, ...]
+    files: tuple[str, ...]
+    removed: Removed
+
+
+def plan_known(
+    hist: DatasetHistory,
+    remove: Collection[int],
+    listing: Sequence[StoredFile],
+    store: Store,
+    prefix: str,
+) -> Planned | None:
+    """What removing ``remove`` from the leaf of ``hist`` (its files ``listing``, relative to
+    it, at ``prefix`` in ``store``) deletes (:func:`doomed_files`), nothing deleted yet; None
+    when that is not known (the caller uses Lance's cleanup then)."""
+    doomed = doomed_files(hist, remove, listing)
+    if doomed is None:
+        return None
+    paths = [f"{prefix}/{f.path}" if prefix else f.path for f in doomed]
+    count = len(listed_versions(doomed))  # the manifests lead doomed_files' order
+    return Planned(
+        hist.uri,
+        store,
+        tuple(paths[:count]),
+        tuple(paths[count:]),
+        Removed(len(remove), len(doomed), sum(f.size for f in doomed)),
+    )
+
+
+def remove_planned(plans: Sequence[Planned]) -> None:
+    """Run the removals ``plans``: the removed versions' manifests of every leaf first, then
+    the files that only those versions read, so that a crash leaves no version that still
+    exists pointing at a deleted file. Each round is one :meth:`Store.delete` per store (on
+    S3 with ``obstore``, DeleteObjects requests of up to 1,000 keys whatever the leaves)."""
+    stores: dict[int, tuple[Store, list[Planned]]] = {}
+    for plan in plans:
+        stores.setdefault(id(plan.store), (plan.store, []))[1].append(plan)
+    for store, planned in stores.values():
+        manifests = [path for plan in planned for path in plan.manifests]
+        if manifests:
+            store.delete(manifests)
+        files = [path for plan in planned for path in plan.files]
+        if files:
+            store.delete(files)
+
+
 def remove_known(
     hist: DatasetHistory,
     remove: Collection[int],
@@ -116,8 +172,69 @@ def remove_known(
     """Remove ``remove`` from the leaf of ``hist`` (its files ``listing``, relative to it, at
     ``prefix`` in ``store``) by deleting :func:`doomed_files`; None, with nothing deleted,
     when they are not known (the caller uses Lance's cleanup then)."""
-    doomed = doomed_files(hist, remove, listing)
-    if doomed is None:
+    plan = plan_known(hist, remove, listing, store, prefix)
+    if plan is None:
         return None
-    store.delete(f"{prefix}/{f.path}" if prefix else f.path for f in doomed)
-    return Removed(len(remove), len(doomed), sum(f.size for f in doomed))
+    remove_planned([plan])
+    return plan.removed
+
+
+#: At most this many files are asked of Lance's explanation (more: Lance's cleanup then).
+_MAX_EXPLAINED = 100_000
+
+
+def _object_key(uri: str) -> str | None:
+    """The key of an S3 dataset ``uri`` in its bucket (how Lance names its files)."""
+    if not uri.startswith(("s3://", "s3a://")):
+        return None
+    parts = uri.split("://", 1)[1].split("/", 1)
+    return parts[1].strip("/") if len(parts) == 2 else None
+
+
+def remove_explained(
+    hist: DatasetHistory, remove: Collection[int], store: Store, prefix: str
+) -> Removed | None:
+    """Remove ``remove`` from the dataset of ``hist`` (at ``prefix`` in ``store``, a store
+    that deletes many files a request) by deleting the files Lance's cleanup would (its
+    ``explain_cleanup_old_versions``, which lists and reads as the cleanup does but deletes
+    nothing): the removed versions' manifests in one request, then the other files, rather
+    than Lance's one request per file. None, with nothing deleted, when Lance cannot explain
+    it or names a file outside the dataset (the caller uses Lance's cleanup then)."""
+    versions = sorted(v for v in remove if v != hist.latest and v not in hist.tagged)
+    if not versions:
+        return Removed()
+    key = _object_key(hist.uri)
+    if key is None:
+        return None
+    try:
+        explained = exclusive(hist.dataset).explain_cleanup_old_versions(
+            versions=versions,
+            error_if_tagged_old_versions=False,
+            delete_unverified=False,
+            include_files=True,
+            max_files=_MAX_EXPLAINED,
+        )
+    except (OSError, ValueError, RuntimeError):
+        return None
+    if explained.candidate_files_truncated:
+        return None
+    manifests: list[str] = []
+    others: list[str] = []
+    for candidate in explained.candidate_files:
+        path = str(candidate.path).lstrip("/")
+        if not path.startswith(key + "/"):
+            return None
+        relative = path[len(key) + 1 :]
+        full = f"{prefix}/{relative}" if prefix else relative
+        (manifests if candidate.kind == "manifest" else others).append(full)
+    store.delete(manifests)
+    store.delete(others)
+    stats = explained.stats
+    files = (
+        stats.old_versions
+        + stats.data_files_removed
+        + stats.deletion_files_removed
+        + stats.index_files_removed
+        + stats.transaction_files_removed
+    )
+    return Removed(int(stats.old_versions), int(files), int(stats.bytes_removed))

@@ -50,10 +50,17 @@ def step(point: str, detail: str) -> None:
 
 
 def delete(store: Store, files: Sequence[StoredFile], dry_run: bool) -> Removed:
-    """Delete ``files`` from ``store`` one by one, each after the ``"file"`` step (with
-    ``dry_run``: nothing); what they were, counted as one removal."""
+    """Delete ``files`` from ``store``, each after the ``"file"`` step (with ``dry_run``:
+    nothing); what they were, counted as one removal. Where the store deletes many files a
+    request (:attr:`Store.bulk`), every step runs first, then one deletion of them all (in
+    no particular order: callers pass files whose order does not matter)."""
     if not dry_run:
-        for stored in files:
-            step("file", stored.path)
-            store.delete([stored.path])
+        if store.bulk:
+            for stored in files:
+                step("file", stored.path)
+            store.delete([stored.path for stored in files])
+        else:
+            for stored in files:
+                step("file", stored.path)
+                store.delete([stored.path])
     return Removed(len(files), len(files), sum(f.size for f in files))

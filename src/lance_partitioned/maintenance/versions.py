@@ -16,10 +16,12 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import logging
+import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import lance.debug
 from lance import LanceDataset
 
 from lance_partitioned import errors
@@ -47,6 +49,8 @@ _STAGED_DIRS = ("data/", "_deletions/")
 _INDEX_DIR = "_indices/"
 _CHECKOUTS = 4  # versions whose files are read one by one before reading every version's
 _TRACKED_KINDS = ("data file", "deletion file")  # in Lance's tracked_files
+#: How ``lance.debug.format_manifest`` prints a manifest's transaction file.
+_TRANSACTION_FILE = re.compile(r'\btransaction_file: Some\(\s*"([0-9]+-[0-9A-Za-z-]+\.txn)"')
 
 
 @dataclass(frozen=True)
@@ -417,12 +421,31 @@ def predict_removal(
 
 
 def transaction_file(hist: DatasetHistory, version: int) -> str | None:
-    """The transaction file (relative to the dataset) that committed ``version``, read
-    through the version's own opened object when there is one; None when unreadable."""
-    transaction = _transaction(hist.opened(version), version)
+    """The transaction file (relative to the dataset) that committed ``version``: named by
+    the manifest of the version's own opened object when there is one (no request; reading
+    the transaction reads the manifest again, one request per removed version on an object
+    store), else read; None when unreadable."""
+    at = hist.opened(version)
+    if int(at.version) == version:
+        named = _named_transaction(at)
+        if named is not None:
+            return named
+    transaction = _transaction(at, version)
     if transaction is None:
         return None
     return f"_transactions/{transaction.read_version}-{transaction.uuid}.txn"
+
+
+def _named_transaction(ds: LanceDataset) -> str | None:
+    """The ``transaction_file`` that the manifest ``ds`` holds in memory names (through
+    ``lance.debug.format_manifest``, which prints it without reading anything), as a path
+    relative to the dataset; None when it names none or cannot be printed."""
+    try:
+        printed = lance.debug.format_manifest(exclusive(ds))
+    except (OSError, ValueError, RuntimeError, AttributeError):
+        return None
+    found = _TRANSACTION_FILE.search(str(printed))
+    return f"_transactions/{found.group(1)}" if found else None
 
 
 def _transaction(ds: LanceDataset, version: int) -> Any:
