@@ -29,6 +29,7 @@ from lance_partitioned.maintenance.versions import (
     DatasetHistory,
     Removed,
     listed_versions,
+    removed_of,
     transaction_file,
 )
 from lance_partitioned.runtime.leaf_cache import exclusive
@@ -229,12 +230,4 @@ def remove_explained(
         (manifests if candidate.kind == "manifest" else others).append(full)
     store.delete(manifests)
     store.delete(others)
-    stats = explained.stats
-    files = (
-        stats.old_versions
-        + stats.data_files_removed
-        + stats.deletion_files_removed
-        + stats.index_files_removed
-        + stats.transaction_files_removed
-    )
-    return Removed(int(stats.old_versions), int(files), int(stats.bytes_removed))
+    return removed_of(explained.stats)

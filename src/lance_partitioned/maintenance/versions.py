@@ -37,6 +37,7 @@ __all__ = [
     "listed_versions",
     "predict_removal",
     "remove_versions",
+    "removed_of",
     "staged_files",
     "transaction_file",
     "utc",
@@ -472,6 +473,12 @@ def remove_versions(hist: DatasetHistory, remove: Collection[int]) -> Removed:
         ) from exc
     if stats.failed_deletes:
         log.warning("%d files of %s could not be deleted", stats.failed_deletes, hist.uri)
+    return removed_of(stats)
+
+
+def removed_of(stats: Any) -> Removed:
+    """What Lance's cleanup statistics (of ``cleanup_old_versions`` or of its explanation)
+    count: the versions, every kind of file, and the bytes."""
     files = (
         stats.old_versions
         + stats.data_files_removed
