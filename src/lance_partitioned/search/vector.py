@@ -232,11 +232,20 @@ def in_memory(
     source = leaf_field(leaf_schema(leaf.ds), column)
     if source is None:
         return none  # the leaf predates the column: every value NULL, no neighbour
+    flat = _small_vectors(leaf, source.name, column, nearest)
+    if flat is not None:
+        # fast_search leaves out unindexed rows, as Lance does
+        return none if fast else Flat(leaf, flat, source.name)
+    return None
+
+
+def _small_vectors(
+    leaf: _Leaf, source: str, column: pa.Field, nearest: dict[str, Any]
+) -> FlatVectors | None:
+    """The vectors of ``source`` kept in memory when the leaf is small, without an index
+    and searched whole by L2 (:mod:`.flat`: searched in numpy); None otherwise."""
     if leaf.flat and isinstance(leaf.predicate, AlwaysTrue) and nearest["metric"] == "l2":
-        flat = flat_vectors(leaf.ds, source.name, column.type.list_size)
-        if flat is not None:  # a small leaf without an index: searched in numpy
-            # fast_search leaves out unindexed rows, as Lance does
-            return none if fast else Flat(leaf, flat, source.name)
+        return flat_vectors(leaf.ds, source, column.type.list_size)
     return None
 
 
@@ -251,12 +260,11 @@ def vector_leaf(
     source = leaf_field(leaf_schema(leaf.ds), column)
     if source is None:
         return None  # the leaf predates the column: every value NULL, no neighbour
-    if leaf.flat and isinstance(leaf.predicate, AlwaysTrue) and nearest["metric"] == "l2":
-        flat = flat_vectors(leaf.ds, source.name, column.type.list_size)
-        if flat is not None:  # a small leaf without an index: searched in numpy
-            if fast:
-                return None  # fast_search leaves out unindexed rows, as Lance does
-            return Keys(leaf, *flat_nearest(flat, query, k))
+    flat = _small_vectors(leaf, source.name, column, nearest)
+    if flat is not None:
+        if fast:
+            return None  # fast_search leaves out unindexed rows, as Lance does
+        return Keys(leaf, *flat_nearest(flat, query, k))
     if leaf.exact_filter:
         found = leaf.ds.to_table(
             columns=[*leaf.columns, "_distance"],
