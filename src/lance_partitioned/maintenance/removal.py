@@ -34,7 +34,14 @@ from lance_partitioned.maintenance.versions import (
 )
 from lance_partitioned.runtime.leaf_cache import exclusive
 
-__all__ = ["Planned", "plan_known", "remove_explained", "remove_known", "remove_planned"]
+__all__ = [
+    "Planned",
+    "plan_known",
+    "plan_tracked",
+    "remove_explained",
+    "remove_known",
+    "remove_planned",
+]
 
 _KNOWN_DIRS = ("_versions/", "data/", "_deletions/", "_transactions/")
 _STAGED_DIRS = ("data/", "_deletions/")
@@ -231,3 +238,65 @@ def remove_explained(
     store.delete(manifests)
     store.delete(others)
     return removed_of(explained.stats)
+
+
+_INDEX_DIR = "_indices/"
+
+
+def _index_dir(path: str) -> str | None:
+    """The ``_indices/<uuid>`` directory of an index file's path, or None."""
+    parts = path.split("/")
+    return "/".join(parts[:2]) if path.startswith(_INDEX_DIR) and len(parts) >= 3 else None
+
+
+def plan_tracked(
+    hist: DatasetHistory,
+    remove: Collection[int],
+    listing: Sequence[StoredFile],
+    store: Store,
+    prefix: str,
+) -> Planned | None:
+    """What removing ``remove`` from the dataset of ``hist`` deletes, from what every version
+    references (Lance's ``tracked_files``, read once for the history: a listing of the
+    versions and a read of each manifest) rather than Lance's explanation of its cleanup
+    (which lists each of the dataset's directories and reads every manifest again): the
+    files that a removed version references and no other version does (a version committed
+    since the history was read is among the others), the index directories only removed
+    versions read whole, as Lance's cleanup removes them; of those, the ones ``listing``
+    (relative to the dataset, at ``prefix`` in ``store``) holds, the manifests apart. None
+    when Lance cannot list them or names a file of another location, or a version to remove
+    is not among those it lists (the caller asks Lance then)."""
+    versions = {v for v in remove if v != hist.latest and v not in hist.tagged}
+    tracked = hist.tracked()
+    if not versions or tracked is None:
+        return None
+    bases = {str(base).rstrip("/") for base in tracked.column("base_uri").to_pylist()}
+    if bases != {hist.uri.rstrip("/")}:
+        return None  # files at another base (a shallow clone, a branch): Lance's cleanup
+    doomed: set[str] = set()
+    kept: set[str] = set()
+    seen: set[int] = set()
+    for version, path in zip(
+        tracked.column("version").to_pylist(), tracked.column("path").to_pylist(), strict=True
+    ):
+        seen.add(int(version))
+        (doomed if int(version) in versions else kept).add(path)
+    if not versions <= seen:
+        return None
+    read_dirs = {d for p in kept if (d := _index_dir(p)) is not None}
+    doomed = {p for p in doomed - kept if _index_dir(p) not in read_dirs}
+    directories = {d for p in doomed if (d := _index_dir(p)) is not None}
+    manifests: list[StoredFile] = []
+    files: list[StoredFile] = []
+    for f in sorted(listing, key=lambda f: f.path):
+        if f.path in doomed or _index_dir(f.path) in directories:
+            (manifests if f.path.startswith("_versions/") else files).append(f)
+    gone = [*manifests, *files]
+    paths = [f"{prefix}/{f.path}" if prefix else f.path for f in gone]
+    return Planned(
+        hist.uri,
+        store,
+        tuple(paths[: len(manifests)]),
+        tuple(paths[len(manifests) :]),
+        Removed(len(versions), len(gone), sum(f.size for f in gone)),
+    )

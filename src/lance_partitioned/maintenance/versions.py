@@ -128,6 +128,27 @@ class DatasetHistory:
     _files: dict[int, set[str]] = field(default_factory=dict, repr=False)
     _checkouts: int = field(default=0, repr=False)  # versions read one by one
     _opened: dict[int, LanceDataset] = field(default_factory=dict, repr=False)  # no I/O
+    _tracked: Any = field(default=None, repr=False)  # Lance's tracked_files, read once
+
+    def tracked(self) -> Any:
+        """Every file that each version of the dataset references (Lance's ``tracked_files``:
+        a listing of the versions and a read of each manifest), read once for the history
+        (:meth:`files`, :meth:`index_dirs` and the ``__manifest``'s removal read it); None
+        when Lance cannot list them."""
+        if self._tracked is None:
+            try:
+                self._tracked = self.dataset.tracked_files().read_all()
+            except (OSError, ValueError) as exc:
+                log.info("cannot list the files of %s at once (%s)", self.uri, exc)
+                return None
+        return self._tracked
+
+    def read_every_version(self) -> None:
+        """Know the data and deletion files of every version now, in one Lance call, rather
+        than read a few versions one by one first (a dataset whose versions will all be
+        read: the ``__manifest``, whose expired versions the cleanup removes)."""
+        self._read_every_version()
+        self._checkouts = _CHECKOUTS + 1
 
     def files(self, version: int) -> set[str]:
         """The data and deletion files (relative to the dataset) that ``version`` reads.
@@ -158,14 +179,8 @@ class DatasetHistory:
     def _read_every_version(self) -> None:
         """Read the files of every version with Lance's ``tracked_files`` (those it does not
         list are read one by one, as before)."""
-        try:
-            tracked = self.dataset.tracked_files().read_all()
-        except (OSError, ValueError) as exc:
-            log.info(
-                "cannot list the files of %s at once (%s): reading versions one by one",
-                self.uri,
-                exc,
-            )
+        tracked = self.tracked()
+        if tracked is None:
             return
         read: dict[int, set[str]] = {}
         for version, path, kind in zip(
@@ -184,10 +199,8 @@ class DatasetHistory:
     def index_dirs(self) -> set[str] | None:
         """The ``_indices/<uuid>`` directory names that any version of the dataset reads
         (Lance's ``tracked_files``); None when Lance cannot list them."""
-        try:
-            tracked = self.dataset.tracked_files().read_all()
-        except (OSError, ValueError) as exc:
-            log.info("cannot list the index files of %s (%s): none removed", self.uri, exc)
+        tracked = self.tracked()
+        if tracked is None:
             return None
         return {
             path.split("/")[1]
