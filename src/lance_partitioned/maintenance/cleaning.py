@@ -195,8 +195,14 @@ def clean_manifest(
     totals: Totals,
     listings: Mapping[str, list[StoredFile]] | None = None,
 ) -> None:
-    """Step 1: the ``__manifest``'s staged files and expired versions."""
-    listing = None if listings is None else listed(store, MANIFEST_DIR, listings)
+    """Step 1: the ``__manifest``'s staged files and expired versions. On a store that
+    deletes many files a request, what each version references is read (one Lance call that
+    reads every manifest) while the ``__manifest`` is listed: its removal needs both."""
+    with ThreadPoolExecutor(1) as reader:
+        every = reader.submit(hist.read_every_version) if store.bulk and expired else None
+        listing = listed(store, MANIFEST_DIR, listings)
+        if every is not None:
+            every.result()
     finish = _clean_dataset(
         store,
         MANIFEST_DIR,
