@@ -188,7 +188,7 @@ def test_a_cleanup_deletes_the_old_versions_of_every_leaf_in_two_requests(
     deletions = [path for method, path in requests[min(marks) :] if method == "POST"]
     assert len(deletions) == 2, requests[min(marks) :]
     assert all(path.endswith("?delete") for path in deletions)
-    # and the expired __manifest versions' files (Lance's cleanup explains, deletes nothing):
+    # and the expired __manifest versions' files (named from what every version references):
     # their manifests, then the rest; one request per file before
     assert result.manifest_versions.files > 2
     assert [method for method, _ in requests].count("POST") == 4, requests

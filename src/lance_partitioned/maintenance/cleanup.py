@@ -24,8 +24,11 @@ second run finishes the job):
    On S3 with ``obstore`` (:mod:`~lance_partitioned.maintenance.bulk`) files go in
    DeleteObjects requests of up to 1,000 keys, manifests always in a request before the
    files they read: the known leaves' removals together, once step 1 is done (every removed
-   manifest of every leaf, then every file only they read), and what goes through Lance as
-   its cleanup names it (``explain_cleanup_old_versions``), manifests first;
+   manifest of every leaf, then every file only they read), the expired ``__manifest``
+   versions' files as what every version references names them (Lance's ``tracked_files``,
+   read once: :func:`~lance_partitioned.maintenance.removal.plan_tracked`), and what else
+   goes through Lance as its cleanup names it (``explain_cleanup_old_versions``), manifests
+   first;
 3. leaf directories that no retained version lists (leaves dropped by ``overwrite``, leaves a
    crashed writer created, another client's unpublished table) whose newest file is older
    than the cutoff: the files listed are deleted, not the directory as such, so a writer
