@@ -69,3 +69,15 @@ def test_a_version_lance_does_not_list_is_left_to_lance(tmp_path: Path) -> None:
     store = Store(uri)
     assert plan_tracked(hist, {99}, store.files(), store, "") is None
     assert plan_tracked(hist, {hist.latest}, store.files(), store, "") is None
+
+
+def test_a_dataset_with_a_branch_is_left_to_lance(tmp_path: Path) -> None:
+    """A branch's versions may read the main branch's files, which ``tracked_files`` of the
+    main branch does not list."""
+    uri = _dataset(tmp_path / "ds")
+    lance.dataset(uri).create_branch("exp", 2)
+    hist = history(uri, None)
+    assert hist is not None
+    store = Store(uri)
+    assert any(f.path.startswith("_refs/branches/") for f in store.files())
+    assert plan_tracked(hist, {1, 2}, store.files(), store, "") is None

@@ -241,6 +241,7 @@ def remove_explained(
 
 
 _INDEX_DIR = "_indices/"
+_BRANCHES = "_refs/branches/"
 
 
 def _index_dir(path: str) -> str | None:
@@ -265,10 +266,12 @@ def plan_tracked(
     versions read whole, as Lance's cleanup removes them; of those, the ones ``listing``
     (relative to the dataset, at ``prefix`` in ``store``) holds, the manifests apart. None
     when Lance cannot list them or names a file of another location, or a version to remove
-    is not among those it lists (the caller asks Lance then)."""
+    is not among those it lists, or the dataset has branches (the caller asks Lance then)."""
     versions = {v for v in remove if v != hist.latest and v not in hist.tagged}
+    if not versions or any(f.path.startswith(_BRANCHES) for f in listing):
+        return None  # a branch's versions may read files of the main one: Lance's cleanup
     tracked = hist.tracked()
-    if not versions or tracked is None:
+    if tracked is None:
         return None
     bases = {str(base).rstrip("/") for base in tracked.column("base_uri").to_pylist()}
     if bases != {hist.uri.rstrip("/")}:
