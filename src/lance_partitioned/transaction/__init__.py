@@ -309,6 +309,7 @@ def commit_changes(
     leaf_threads: int | None = None,
     on_leaves_committed: Callable[[dict[str, int]], None] | None = None,
     txn: tuple[str, int] | None = None,
+    fresh_within: float = 0.0,
 ) -> CommitResult:
     """Make what ``plan`` returns visible atomically (see the module docstring).
 
@@ -324,6 +325,14 @@ def commit_changes(
     ``txn`` = (application id, version) makes the operation idempotent: the commit records it,
     and an operation whose application id already committed that version (or a later one)
     does nothing (``skipped``). It is checked on every attempt.
+
+    ``fresh_within`` (seconds): the first attempt plans on the snapshot this ``manifest``
+    last read or committed, without looking up the latest version again, when that snapshot
+    was known to be the latest at most this long ago (a write staged just after its
+    namespace was refreshed: one listing of ``__manifest/_versions/`` less, in the chain of
+    requests of the commit). A writer who committed meanwhile is still detected: the
+    ``__manifest`` commit is a compare-and-swap on the snapshot's version, and the next
+    attempt reads the latest.
 
     Raises :class:`~lance_partitioned.errors.ConcurrentModificationError` when the manifest
     commit keeps losing to concurrent writers after every retry.
@@ -354,7 +363,7 @@ def commit_changes(
                 break
             made = attempt + 1
             counted += 1
-            snapshot = manifest.snapshot()
+            snapshot = manifest.snapshot(fresh_within=fresh_within if attempt == 0 else 0.0)
             if txn is not None:
                 done = WriterTransactions.version_of(snapshot, txn[0])
                 if done is not None and done >= txn[1]:
