@@ -229,7 +229,7 @@ def commit_write(
     leaf_threads: int | None = None,
     backoff: Backoff | None = None,
     on_leaves_committed: Callable[[dict[str, int]], None] | None = None,
-    fresh_within: float = FRESH_WRITE_SECONDS,
+    fresh_within: float | None = None,
 ) -> CommitResult:
     """Make a staged write visible atomically, in one ``__manifest`` commit
     (:func:`write_plan` committed by :func:`~lance_partitioned.transaction.commit_changes`).
@@ -237,9 +237,9 @@ def commit_write(
     ``operation`` is what the commit records (default: operation ``write`` in the write's
     mode); ``deletes`` plans the rows the write deletes outside its leaves; ``txn`` =
     (application id, version) makes the write idempotent; ``backoff``, ``leaf_threads`` and
-    ``on_leaves_committed`` are passed to ``commit_changes``, and ``fresh_within``: a write
-    staged within :data:`FRESH_WRITE_SECONDS` of reading the latest ``__manifest`` version
-    commits on that snapshot without looking the latest up again.
+    ``on_leaves_committed`` are passed to ``commit_changes``, and ``fresh_within`` (None:
+    :data:`FRESH_WRITE_SECONDS`): a write staged that soon after reading the latest
+    ``__manifest`` version commits on that snapshot without looking the latest up again.
     """
     recorded = write_operation(pending) if operation is None else operation
     return commit_changes(
@@ -249,7 +249,7 @@ def commit_write(
         leaf_threads=leaf_threads,
         on_leaves_committed=on_leaves_committed,
         txn=txn,
-        fresh_within=fresh_within,
+        fresh_within=FRESH_WRITE_SECONDS if fresh_within is None else fresh_within,
     )
 
 
