@@ -16,15 +16,17 @@ the leaf schema). Writes (the Python API, the Spark driver, the CLI) commit thro
 :func:`lance_partitioned.transaction.write.commit_write`, whose planner (:mod:`.write`) adds the
 rows an overwrite replaces and records the write. For each attempt the protocol:
 
-1. reads the latest ``__manifest`` snapshot and checks that the write still means what it
-   meant when staged: an ``overwrite`` or ``overwrite_partitions`` staged under a partition
-   spec that is no longer current, or columns staged in a type that a promotion changed
-   meanwhile, raise :class:`~lance_partitioned.errors.ConcurrentSchemaChangeError` (an
-   append staged under an older spec still lands, in that spec's leaves); a leaf write
-   without data (no staged fragments: a schema change only, as ``rename_column`` commits)
-   for a leaf that the snapshot does not list is left out: a concurrent ``delete`` or
-   overwrite removed that leaf, there is nothing to write in it, and committing it would
-   create it again, empty and without partition values;
+1. reads the latest ``__manifest`` snapshot (the first attempt of a write staged right after
+   its refresh takes that snapshot, see ``fresh_within``) and checks that the write still
+   means what it meant when staged: an ``overwrite`` or ``overwrite_partitions`` staged
+   under a partition spec that is no longer current, or columns staged in a type that a
+   promotion changed meanwhile, raise
+   :class:`~lance_partitioned.errors.ConcurrentSchemaChangeError` (an append staged under an
+   older spec still lands, in that spec's leaves); a leaf write without data (no staged
+   fragments: a schema change only, as ``rename_column`` commits) for a leaf that the
+   snapshot does not list is left out: a concurrent ``delete`` or overwrite removed that
+   leaf, there is nothing to write in it, and committing it would create it again, empty and
+   without partition values;
 2. commits each touched leaf: a leaf whose row is absent gets an ``Overwrite`` (creating the
    dataset, or replacing an orphan left by a crashed writer); a leaf whose latest version is
    not the manifest's ``read_version`` is first restored to it (the difference is an orphan or
