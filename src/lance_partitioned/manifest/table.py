@@ -13,6 +13,7 @@ same operation pylance's ``merge_insert`` commits, without its join.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -103,10 +104,18 @@ class Manifest:
         self._session: Session | None = None
         self._last: ManifestSnapshot | None = None  # the last snapshot read or committed
         self._dataset: LanceDataset | None = None  # the __manifest at that version, open
+        # (version, time.monotonic()): when that version was last known to be the latest
+        self._confirmed: tuple[int, float] = (-1, 0.0)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the Lance session and the cached snapshot (this process's)."""
-        return {**self.__dict__, "_session": None, "_last": None, "_dataset": None}
+        return {
+            **self.__dict__,
+            "_session": None,
+            "_last": None,
+            "_dataset": None,
+            "_confirmed": (-1, 0.0),
+        }
 
     def table_uri(self, location: str) -> str:
         """The URI of a leaf table from its ``location`` (relative name or absolute URI)."""
@@ -195,6 +204,14 @@ class Manifest:
             return int(known.latest_version)  # (Lance looks it up in the store each time)
         return int(self._open().version)
 
+    def _is_latest(self, version: int) -> bool:
+        """Whether ``version`` is the latest (looked up), remembering when it was."""
+        asked = time.monotonic()
+        if self.latest_version() != version:
+            return False
+        self._confirmed = (version, asked)
+        return True
+
     def _kept(self, version: int) -> tuple[ManifestSnapshot, LanceDataset] | None:
         """The last snapshot and its open dataset, when they are of ``version``."""
         last, known = self._last, self._dataset
@@ -202,19 +219,36 @@ class Manifest:
             return None
         return last, known
 
-    def snapshot(self, version: int | None = None) -> ManifestSnapshot:
+    def snapshot(
+        self, version: int | None = None, *, fresh_within: float = 0.0
+    ) -> ManifestSnapshot:
         """Read one version of the manifest (the latest by default).
 
         The last snapshot read or committed through this object is reused when it is of the
-        version asked for (a version never changes), or of the latest version.
+        version asked for (a version never changes), or of the latest version. With
+        ``fresh_within`` > 0 (seconds), the latest is not looked up (one listing of
+        ``_versions/`` less) when the last snapshot was known to be the latest that recently:
+        for a caller whose commit is a compare-and-swap on the snapshot's version anyway, so
+        that a writer who committed meanwhile is still detected, at the commit.
         """
         last = self._last
-        if last is not None and (
-            last.version == version
-            or (version is None and self._dataset and self.latest_version() == last.version)
+        if (
+            last is not None
+            and version is None
+            and fresh_within > 0
+            and self._confirmed[0] == last.version
+            and time.monotonic() - self._confirmed[1] <= fresh_within
         ):
             return last
+        if last is not None and (
+            last.version == version
+            or (version is None and self._dataset and self._is_latest(last.version))
+        ):
+            return last
+        asked = time.monotonic()
         ds = self._open(version)
+        if version is None:
+            self._confirmed = (int(ds.version), asked)
         if last is not None and last.version == ds.version:
             self._dataset = ds
             return last
@@ -451,7 +485,9 @@ class Manifest:
         operation = LanceOperation.Update(
             removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new
         )
+        started = time.monotonic()
         committed = self._commit_dataset(operation, base.version, properties, ds)
+        self._confirmed = (int(committed.version), started)  # the latest, then
         self._last = _committed_snapshot(base, known, committed, new, data, replaced)
         self._dataset = committed if self._last is not None else None
         return int(committed.version)

@@ -16,15 +16,17 @@ the leaf schema). Writes (the Python API, the Spark driver, the CLI) commit thro
 :func:`lance_partitioned.transaction.write.commit_write`, whose planner (:mod:`.write`) adds the
 rows an overwrite replaces and records the write. For each attempt the protocol:
 
-1. reads the latest ``__manifest`` snapshot and checks that the write still means what it
-   meant when staged: an ``overwrite`` or ``overwrite_partitions`` staged under a partition
-   spec that is no longer current, or columns staged in a type that a promotion changed
-   meanwhile, raise :class:`~lance_partitioned.errors.ConcurrentSchemaChangeError` (an
-   append staged under an older spec still lands, in that spec's leaves); a leaf write
-   without data (no staged fragments: a schema change only, as ``rename_column`` commits)
-   for a leaf that the snapshot does not list is left out: a concurrent ``delete`` or
-   overwrite removed that leaf, there is nothing to write in it, and committing it would
-   create it again, empty and without partition values;
+1. reads the latest ``__manifest`` snapshot (the first attempt of a write staged right after
+   its refresh takes that snapshot, see ``fresh_within``) and checks that the write still
+   means what it meant when staged: an ``overwrite`` or ``overwrite_partitions`` staged
+   under a partition spec that is no longer current, or columns staged in a type that a
+   promotion changed meanwhile, raise
+   :class:`~lance_partitioned.errors.ConcurrentSchemaChangeError` (an append staged under an
+   older spec still lands, in that spec's leaves); a leaf write without data (no staged
+   fragments: a schema change only, as ``rename_column`` commits) for a leaf that the
+   snapshot does not list is left out: a concurrent ``delete`` or overwrite removed that
+   leaf, there is nothing to write in it, and committing it would create it again, empty and
+   without partition values;
 2. commits each touched leaf: a leaf whose row is absent gets an ``Overwrite`` (creating the
    dataset, or replacing an orphan left by a crashed writer); a leaf whose latest version is
    not the manifest's ``read_version`` is first restored to it (the difference is an orphan or
@@ -309,6 +311,7 @@ def commit_changes(
     leaf_threads: int | None = None,
     on_leaves_committed: Callable[[dict[str, int]], None] | None = None,
     txn: tuple[str, int] | None = None,
+    fresh_within: float = 0.0,
 ) -> CommitResult:
     """Make what ``plan`` returns visible atomically (see the module docstring).
 
@@ -324,6 +327,14 @@ def commit_changes(
     ``txn`` = (application id, version) makes the operation idempotent: the commit records it,
     and an operation whose application id already committed that version (or a later one)
     does nothing (``skipped``). It is checked on every attempt.
+
+    ``fresh_within`` (seconds): the first attempt plans on the snapshot this ``manifest``
+    last read or committed, without looking up the latest version again, when that snapshot
+    was known to be the latest at most this long ago (a write staged just after its
+    namespace was refreshed: one listing of ``__manifest/_versions/`` less, in the chain of
+    requests of the commit). A writer who committed meanwhile is still detected: the
+    ``__manifest`` commit is a compare-and-swap on the snapshot's version, and the next
+    attempt reads the latest.
 
     Raises :class:`~lance_partitioned.errors.ConcurrentModificationError` when the manifest
     commit keeps losing to concurrent writers after every retry.
@@ -354,7 +365,7 @@ def commit_changes(
                 break
             made = attempt + 1
             counted += 1
-            snapshot = manifest.snapshot()
+            snapshot = manifest.snapshot(fresh_within=fresh_within if attempt == 0 else 0.0)
             if txn is not None:
                 done = WriterTransactions.version_of(snapshot, txn[0])
                 if done is not None and done >= txn[1]:

@@ -35,6 +35,7 @@ from lance_partitioned.transaction import (
 )
 
 __all__ = [
+    "FRESH_WRITE_SECONDS",
     "RowDeletes",
     "Tally",
     "commit_write",
@@ -44,6 +45,14 @@ __all__ = [
     "write_operation",
     "write_plan",
 ]
+
+#: A write staged this soon (seconds) after its ``__manifest`` snapshot was known to be the
+#: latest commits its first attempt on that snapshot without listing ``__manifest/_versions/``
+#: again: a small append (a few leaves, round trips of tens of milliseconds) saves one request
+#: in its chain, and a long staging looks again, so that concurrent writers do not make it
+#: commit its leaves on a view that is likely outdated (correct, a compare-and-swap catches
+#: it, but the leaf commits are then redone).
+FRESH_WRITE_SECONDS = 1.0
 
 
 @dataclass
@@ -220,6 +229,7 @@ def commit_write(
     leaf_threads: int | None = None,
     backoff: Backoff | None = None,
     on_leaves_committed: Callable[[dict[str, int]], None] | None = None,
+    fresh_within: float | None = None,
 ) -> CommitResult:
     """Make a staged write visible atomically, in one ``__manifest`` commit
     (:func:`write_plan` committed by :func:`~lance_partitioned.transaction.commit_changes`).
@@ -227,7 +237,9 @@ def commit_write(
     ``operation`` is what the commit records (default: operation ``write`` in the write's
     mode); ``deletes`` plans the rows the write deletes outside its leaves; ``txn`` =
     (application id, version) makes the write idempotent; ``backoff``, ``leaf_threads`` and
-    ``on_leaves_committed`` are passed to ``commit_changes``.
+    ``on_leaves_committed`` are passed to ``commit_changes``, and ``fresh_within`` (None:
+    :data:`FRESH_WRITE_SECONDS`): a write staged that soon after reading the latest
+    ``__manifest`` version commits on that snapshot without looking the latest up again.
     """
     recorded = write_operation(pending) if operation is None else operation
     return commit_changes(
@@ -237,6 +249,7 @@ def commit_write(
         leaf_threads=leaf_threads,
         on_leaves_committed=on_leaves_committed,
         txn=txn,
+        fresh_within=FRESH_WRITE_SECONDS if fresh_within is None else fresh_within,
     )
 
 
