@@ -41,12 +41,15 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# imported here, not on first use: importing the submodule ``search`` (as the executors'
+# functions do) would otherwise bind the package's ``search`` to the module, not the function
+from lance_partitioned.spark.search import search
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from lance_partitioned.spark.importing import import_
     from lance_partitioned.spark.index import create_index
-    from lance_partitioned.spark.search import search
     from lance_partitioned.spark.source import LancePartitionedDataSource
     from lance_partitioned.spark.table import PartitionedTable
 
@@ -68,7 +71,6 @@ _LAZY = {
     "PartitionedTable": "lance_partitioned.spark.table",
     "create_index": "lance_partitioned.spark.index",
     "import_": "lance_partitioned.spark.importing",
-    "search": "lance_partitioned.spark.search",
 }
 
 
