@@ -38,16 +38,20 @@ source. Use ``load(uri)``/``save(uri)`` or temporary views with ``OPTIONS (path 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from lance_partitioned.spark.importing import import_
-from lance_partitioned.spark.index import create_index
+# imported here, not on first use: importing the submodule ``search`` (as the executors'
+# functions do) would otherwise bind the package's ``search`` to the module, not the function
 from lance_partitioned.spark.search import search
-from lance_partitioned.spark.source import LancePartitionedDataSource
-from lance_partitioned.spark.table import PartitionedTable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from lance_partitioned.spark.importing import import_
+    from lance_partitioned.spark.index import create_index
+    from lance_partitioned.spark.source import LancePartitionedDataSource
+    from lance_partitioned.spark.table import PartitionedTable
 
 __all__ = [
     "FILTER_PUSHDOWN_CONF",
@@ -58,6 +62,27 @@ __all__ = [
     "register",
     "search",
 ]
+
+# The public names, imported when first used: each Python worker Spark starts imports this
+# package to unpickle the data source (lance_partitioned.spark.source), and importing the
+# Hive import, the index builder and the table API there too cost it about 1.5 s of CPU.
+_LAZY = {
+    "LancePartitionedDataSource": "lance_partitioned.spark.source",
+    "PartitionedTable": "lance_partitioned.spark.table",
+    "create_index": "lance_partitioned.spark.index",
+    "import_": "lance_partitioned.spark.importing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The public name ``name``, its module imported on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 #: The session setting that makes PySpark hand filters to Python data sources.
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -75,6 +100,8 @@ def register(spark: SparkSession, *, filter_pushdown: bool = False) -> None:
         queries prune partitions; read "Partition pruning" above first. False (default)
         leaves the setting as it is.
     """
+    from lance_partitioned.spark.source import LancePartitionedDataSource
+
     spark.dataSource.register(LancePartitionedDataSource)
     if filter_pushdown:
         spark.conf.set(FILTER_PUSHDOWN_CONF, "true")
