@@ -128,7 +128,11 @@ def _temporal(kind: pa.DataType) -> bool:
 class _Grouped:
     """One input chunk in the leaf schema, its rows in partition order."""
 
-    rows: pa.Table  # group ``g`` is ``rows[offsets[g]:offsets[g+1]]``
+    # group ``g`` is ``rows[offsets[g]:offsets[g+1]]``: a RecordBatch when the rows were
+    # gathered (a write of many leaves slices it once per leaf, and slicing a batch is cheaper
+    # than slicing a Table, which wraps every column in a ChunkedArray), the conformed chunk
+    # as it is when it is one group
+    rows: pa.Table | pa.RecordBatch
     offsets: np.ndarray
     keys: list[pa.Array]  # one array per partition field: group ``g``'s value at ``g``
 
@@ -144,8 +148,17 @@ def _group_chunk(
     table = conform_for_write(chunk, metadata.schema, target)
     keys = partition_values(table, spec, metadata.schema)
     order, offsets, first = group_rows(keys, table.num_rows)
-    rows = table if order is None else table.take(order)
+    rows = table if order is None else _one_batch(table).take(order)
     return _Grouped(rows, offsets, [key.take(first) for key in keys])
+
+
+def _one_batch(table: pa.Table) -> pa.RecordBatch:
+    """``table`` (at least one row) as one record batch: its only batch, without a copy, or
+    its chunks concatenated (which a ``take`` from several chunks does anyway)."""
+    batches = table.to_batches()
+    if len(batches) == 1:
+        return batches[0]
+    return table.combine_chunks().to_batches()[0]
 
 
 def _source_column(
