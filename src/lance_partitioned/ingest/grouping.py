@@ -148,17 +148,19 @@ def _group_chunk(
     table = conform_for_write(chunk, metadata.schema, target)
     keys = partition_values(table, spec, metadata.schema)
     order, offsets, first = group_rows(keys, table.num_rows)
-    rows = table if order is None else _one_batch(table).take(order)
+    rows = table if order is None else _gathered(table, order)
     return _Grouped(rows, offsets, [key.take(first) for key in keys])
 
 
-def _one_batch(table: pa.Table) -> pa.RecordBatch:
-    """``table`` (at least one row) as one record batch: its only batch, without a copy, or
-    its chunks concatenated (which a ``take`` from several chunks does anyway)."""
+def _gathered(table: pa.Table, order: np.ndarray) -> pa.RecordBatch:
+    """The rows of ``table`` in ``order``, as one record batch. A chunk of several batches
+    is taken as a Table (the take concatenates one column at a time, where concatenating
+    the whole chunk first would hold a second copy of it while it is gathered)."""
     batches = table.to_batches()
     if len(batches) == 1:
-        return batches[0]
-    return table.combine_chunks().to_batches()[0]
+        return batches[0].take(order)
+    # each column of the result is one chunk: combining them copies nothing
+    return table.take(order).combine_chunks().to_batches()[0]
 
 
 def _source_column(
