@@ -128,7 +128,11 @@ def _temporal(kind: pa.DataType) -> bool:
 class _Grouped:
     """One input chunk in the leaf schema, its rows in partition order."""
 
-    rows: pa.Table  # group ``g`` is ``rows[offsets[g]:offsets[g+1]]``
+    # group ``g`` is ``rows[offsets[g]:offsets[g+1]]``: a RecordBatch when the rows were
+    # gathered (a write of many leaves slices it once per leaf, and slicing a batch is cheaper
+    # than slicing a Table, which wraps every column in a ChunkedArray), the conformed chunk
+    # as it is when it is one group
+    rows: pa.Table | pa.RecordBatch
     offsets: np.ndarray
     keys: list[pa.Array]  # one array per partition field: group ``g``'s value at ``g``
 
@@ -144,8 +148,19 @@ def _group_chunk(
     table = conform_for_write(chunk, metadata.schema, target)
     keys = partition_values(table, spec, metadata.schema)
     order, offsets, first = group_rows(keys, table.num_rows)
-    rows = table if order is None else table.take(order)
+    rows = table if order is None else _gathered(table, order)
     return _Grouped(rows, offsets, [key.take(first) for key in keys])
+
+
+def _gathered(table: pa.Table, order: np.ndarray) -> pa.RecordBatch:
+    """The rows of ``table`` in ``order``, as one record batch. A chunk of several batches
+    is taken as a Table (the take concatenates one column at a time, where concatenating
+    the whole chunk first would hold a second copy of it while it is gathered)."""
+    batches = table.to_batches()
+    if len(batches) == 1:
+        return batches[0].take(order)
+    # each column of the result is one chunk: combining them copies nothing
+    return table.take(order).combine_chunks().to_batches()[0]
 
 
 def _source_column(

@@ -51,7 +51,7 @@ class _Partition:
     # (rows, first row, row count): the partition's rows of a grouped input chunk that every
     # partition of it shares, sliced only when staged (a pyarrow Table per slice is about 3 KB,
     # and 10M rows into 731 partitions make 28,000 slices)
-    buffer: list[tuple[pa.Table, int, int]] = field(default_factory=list)
+    buffer: list[tuple[pa.Table | pa.RecordBatch, int, int]] = field(default_factory=list)
     buffered: int = 0
     rows: int = 0
     fragments: list[Any] = field(default_factory=list)
@@ -176,7 +176,7 @@ class _Stager:
     def add(
         self,
         part: _Partition,
-        rows: pa.Table,
+        rows: pa.Table | pa.RecordBatch,
         nbytes: int,
         begin: int = 0,
         length: int | None = None,
@@ -192,7 +192,9 @@ class _Stager:
         if part.buffered >= self.options.flush_bytes:
             self.flush(part)
 
-    def add_groups(self, parts: list[_Partition], rows: pa.Table, offsets: list[int]) -> None:
+    def add_groups(
+        self, parts: list[_Partition], rows: pa.Table | pa.RecordBatch, offsets: list[int]
+    ) -> None:
         """:meth:`add` of each group of a grouped chunk: group ``g``, rows
         ``offsets[g]:offsets[g+1]`` of ``rows``, to ``parts[g]`` (one call per chunk: a chunk
         of a write of many leaves has a group per leaf)."""
@@ -258,7 +260,11 @@ class _Stager:
         self.staging += nbytes
 
     def _write(
-        self, buffer: list[tuple[pa.Table, int, int]], uri: str, mode: str, nbytes: int
+        self,
+        buffer: list[tuple[pa.Table | pa.RecordBatch, int, int]],
+        uri: str,
+        mode: str,
+        nbytes: int,
     ) -> list[Any]:
         # The buffer's slices are concatenated here, on the pool, not on the thread that reads
         # the input. A partition of many slices is merged lazily as Lance reads it, so one
@@ -267,11 +273,19 @@ class _Stager:
         # batch), and then its alignment is checked on one chunk per column instead of on
         # every slice (a leaf of a write of many leaves holds a slice of every input chunk,
         # and the check is Python code, run under the GIL).
+        # The slices are record batches (a grouped chunk is one), merged by one
+        # concat_batches: a copy of each row, without a Table and a ChunkedArray per column
+        # for each slice.
         # Lance panics on a buffer not aligned for its type: aligned() copies those.
-        data = pa.concat_tables([rows.slice(begin, count) for rows, begin, count in buffer])
+        schema = buffer[0][0].schema
+        pieces = _batches_of(buffer)
+        data = pa.Table.from_batches(pieces, schema=schema)
         rows = max(1, min(_BATCH_ROWS, _BATCH_BYTES * data.num_rows // max(1, nbytes)))
-        merged = aligned(data.combine_chunks()) if data.num_rows <= rows else None
-        if merged is None:
+        merged = None
+        if data.num_rows <= rows:
+            whole = [pa.concat_batches(pieces)] if len(pieces) > 1 else pieces
+            merged = aligned(pa.Table.from_batches(whole, schema=schema))
+        else:
             data = aligned(data)
 
         def source() -> pa.Table | pa.RecordBatchReader:
@@ -377,3 +391,16 @@ class _Stager:
                 )
             )
         return leaves
+
+
+def _batches_of(buffer: list[tuple[pa.Table | pa.RecordBatch, int, int]]) -> list[pa.RecordBatch]:
+    """The record batches of a partition's buffer: each entry's rows ``begin`` to
+    ``begin + count`` (zero-copy slices), in order."""
+    pieces: list[pa.RecordBatch] = []
+    for rows, begin, count in buffer:
+        piece = rows.slice(begin, count)
+        if isinstance(piece, pa.RecordBatch):
+            pieces.append(piece)
+        else:
+            pieces.extend(piece.to_batches())
+    return pieces
