@@ -62,13 +62,11 @@ def test_a_leaf_of_many_slices_is_checked_for_alignment_once_per_column(
     assert ns.to_table().sort_by("id").column("id").to_pylist() == list(range(CHUNKS * 60))
 
 
-def test_the_buffers_of_many_leaves_share_each_grouped_chunk(
+def _write_keeping_buffers(
     tmp_path: os.PathLike[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A leaf's buffer refers to the grouped chunks its rows are in, and takes its slice of
-    each only when it is staged: the buffers of a write hold one pyarrow Table per input
-    chunk, not one per chunk and leaf (issue 31: a streamed write of 10M rows into 731
-    partitions held 28,000 of those, about 3 KB each, at its peak)."""
+) -> tuple[lp.PartitionedNamespace, Any, list[list[Any]]]:
+    """Write CHUNKS chunks of 60 rows into LEAVES leaves; the namespace, the write's result and
+    every leaf's buffer as it was when the write staged what was left."""
     ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="day")
     buffered: list[list[Any]] = []
     real = stager_module._Stager.finish
@@ -81,6 +79,17 @@ def test_the_buffers_of_many_leaves_share_each_grouped_chunk(
     batches = [_batch(i * 60, 60) for i in range(CHUNKS)]  # each a chunk of its own
     reader = pa.RecordBatchReader.from_batches(SCHEMA, iter(batches))
     result = ns.write(reader, options=WriteOptions(chunk_bytes=1 << 10, threads=2))
+    return ns, result, buffered
+
+
+def test_the_buffers_of_many_leaves_share_each_grouped_chunk(
+    tmp_path: os.PathLike[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A leaf's buffer refers to the grouped chunks its rows are in, and takes its slice of
+    each only when it is staged: the buffers of a write hold one pyarrow Table per input
+    chunk, not one per chunk and leaf (issue 31: a streamed write of 10M rows into 731
+    partitions held 28,000 of those, about 3 KB each, at its peak)."""
+    ns, result, buffered = _write_keeping_buffers(tmp_path, monkeypatch)
     assert (result.rows_written, result.partitions_created) == (CHUNKS * 60, LEAVES)
     entries = [entry for buffer in buffered for entry in buffer]
     tables = {id(entry if isinstance(entry, pa.Table) else entry[0]) for entry in entries}
@@ -98,18 +107,7 @@ def test_a_grouped_chunk_is_buffered_as_one_record_batch(
     batch slices by one ``concat_batches`` (issue 31: a Table per slice, then
     ``concat_tables`` and ``combine_chunks``, cost the 10M-row write of 731 leaves CPU in
     every one of its 28,000 slices)."""
-    ns = lp.PartitionedNamespace.create(str(tmp_path), schema=SCHEMA, partition_by="day")
-    buffered: list[list[Any]] = []
-    real = stager_module._Stager.finish
-
-    def spy(self: Any) -> Any:
-        buffered.extend(part.buffer for part in self.partitions.values())
-        return real(self)
-
-    monkeypatch.setattr(stager_module._Stager, "finish", spy)
-    batches = [_batch(i * 60, 60) for i in range(CHUNKS)]  # each a chunk of its own
-    reader = pa.RecordBatchReader.from_batches(SCHEMA, iter(batches))
-    ns.write(reader, options=WriteOptions(chunk_bytes=1 << 10, threads=2))
+    ns, _, buffered = _write_keeping_buffers(tmp_path, monkeypatch)
     kinds = {type(rows) for buffer in buffered for rows, _, _ in buffer}
     assert kinds == {pa.RecordBatch}
     assert ns.to_table().sort_by("id").column("id").to_pylist() == list(range(CHUNKS * 60))
