@@ -22,7 +22,10 @@ list more slowly), and run, timed one by one:
    partition column and on ``id``);
 6. optimize (ours: ``optimize()``; delta: ``optimize.compact()``);
 7. cleanup of everything no longer needed (ours: ``cleanup(older_than=0)``; delta:
-   ``vacuum(retention_hours=0)``).
+   ``vacuum(retention_hours=0)``). deltalake's ``vacuum`` lists no data file by default
+   (``full=False``: it deletes the files its log says were removed, and an orphan file, a
+   crashed writer's, stays), where ours lists the root to find those too;
+   ``--delta-vacuum full`` runs ``vacuum(full=True)``, which lists them as ours does.
 
 The **floor** (``--only floor``, run by default) is pylance alone in a third bucket: one
 Lance dataset per partition and, per operation, one pylance call per leaf on a pool as wide
@@ -38,6 +41,7 @@ the requests each made (total, then by method). ``--quick`` is a smoke run: 50 p
 Usage::
 
     .venv/bin/python benchmarks/objectstore.py [--partitions 731] [--delay-ms 20] [--quick]
+        [--delta-vacuum lite|full]
 """
 
 from __future__ import annotations
@@ -282,7 +286,10 @@ def run_delta(
         ),
         OPERATIONS[5]: lambda: handle["dt"].optimize.compact(),
         OPERATIONS[6]: lambda: handle["dt"].vacuum(
-            retention_hours=0, enforce_retention_duration=False, dry_run=False
+            retention_hours=0,
+            enforce_retention_duration=False,
+            dry_run=False,
+            full=args.delta_vacuum == "full",
         ),
     }
     done = measure(proxy, actions, "delta")
@@ -341,6 +348,12 @@ def main() -> None:
     parser.add_argument("--delay-ms", type=float, default=20.0)
     parser.add_argument("--max-workers", type=int, default=None)
     parser.add_argument("--quick", action="store_true", help="50 partitions of 5 rows")
+    parser.add_argument(
+        "--delta-vacuum",
+        choices=("lite", "full"),
+        default="lite",
+        help="deltalake's vacuum: lite (its default, no listing of data files) or full",
+    )
     parser.add_argument(
         "--only", default="ours,delta,floor", help="systems: ours, delta, floor (pylance alone)"
     )
