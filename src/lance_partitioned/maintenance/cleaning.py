@@ -27,6 +27,7 @@ from lance_partitioned.maintenance.removal import (
     remove_explained,
     remove_known,
     remove_planned,
+    run_plan,
 )
 from lance_partitioned.maintenance.rollback import find_unpublished, roll_back
 from lance_partitioned.maintenance.steps import delete, step
@@ -135,8 +136,6 @@ def _clean_dataset(
         listing = store.files(prefix)
     cut = len(prefix) + 1 if prefix else 0  # "": the store is rooted at the dataset
     local = [StoredFile(f.path[cut:], f.size, f.mtime) for f in listing]
-    if is_manifest and hist is not None and remove and store.bulk:
-        hist.read_every_version()  # its removal reads them all (plan_tracked): read once
     staged = staged_files(hist, local, cutoff)
     if staged:
         step("leaf_staged", store.root + "/" + prefix)
@@ -167,10 +166,7 @@ def _clean_dataset(
         if not (is_manifest or store.bulk):  # a bulk store's known leaves are planned
             known = remove_known(versions, remove, left, store, prefix)
         if known is None and is_manifest and store.bulk:
-            tracked = plan_tracked(versions, remove, left, store, prefix)
-            if tracked is not None:
-                remove_planned([tracked])
-                known = tracked.removed
+            known = run_plan(plan_tracked(versions, remove, left, store, prefix))
         if known is None and store.bulk:
             known = remove_explained(versions, remove, store, prefix)
         removed = remove_versions(versions, remove) if known is None else known

@@ -41,6 +41,7 @@ __all__ = [
     "remove_explained",
     "remove_known",
     "remove_planned",
+    "run_plan",
 ]
 
 _KNOWN_DIRS = ("_versions/", "data/", "_deletions/", "_transactions/")
@@ -142,15 +143,42 @@ def plan_known(
     doomed = doomed_files(hist, remove, listing)
     if doomed is None:
         return None
-    paths = [f"{prefix}/{f.path}" if prefix else f.path for f in doomed]
     count = len(listed_versions(doomed))  # the manifests lead doomed_files' order
+    return _planned(hist, store, prefix, doomed[:count], doomed[count:], len(remove))
+
+
+def _planned(
+    hist: DatasetHistory,
+    store: Store,
+    prefix: str,
+    manifests: Sequence[StoredFile],
+    files: Sequence[StoredFile],
+    versions: int,
+) -> Planned:
+    """The :class:`Planned` removal of ``versions`` versions of the dataset of ``hist``: the
+    removed ``manifests`` and other ``files`` (relative to the dataset, at ``prefix`` in
+    ``store``)."""
+
+    def path(f: StoredFile) -> str:
+        return f"{prefix}/{f.path}" if prefix else f.path
+
+    gone = [*manifests, *files]
     return Planned(
         hist.uri,
         store,
-        tuple(paths[:count]),
-        tuple(paths[count:]),
-        Removed(len(remove), len(doomed), sum(f.size for f in doomed)),
+        tuple(map(path, manifests)),
+        tuple(map(path, files)),
+        Removed(versions, len(gone), sum(f.size for f in gone)),
     )
+
+
+def run_plan(plan: Planned | None) -> Removed | None:
+    """Run the removal ``plan`` on its own (:func:`remove_planned`) and return what it
+    removed; None, with nothing deleted, when there is no plan."""
+    if plan is None:
+        return None
+    remove_planned([plan])
+    return plan.removed
 
 
 def remove_planned(plans: Sequence[Planned]) -> None:
@@ -180,11 +208,7 @@ def remove_known(
     """Remove ``remove`` from the leaf of ``hist`` (its files ``listing``, relative to it, at
     ``prefix`` in ``store``) by deleting :func:`doomed_files`; None, with nothing deleted,
     when they are not known (the caller uses Lance's cleanup then)."""
-    plan = plan_known(hist, remove, listing, store, prefix)
-    if plan is None:
-        return None
-    remove_planned([plan])
-    return plan.removed
+    return run_plan(plan_known(hist, remove, listing, store, prefix))
 
 
 #: At most this many files are asked of Lance's explanation (more: Lance's cleanup then).
@@ -294,12 +318,4 @@ def plan_tracked(
     for f in sorted(listing, key=lambda f: f.path):
         if f.path in doomed or _index_dir(f.path) in directories:
             (manifests if f.path.startswith("_versions/") else files).append(f)
-    gone = [*manifests, *files]
-    paths = [f"{prefix}/{f.path}" if prefix else f.path for f in gone]
-    return Planned(
-        hist.uri,
-        store,
-        tuple(paths[: len(manifests)]),
-        tuple(paths[len(manifests) :]),
-        Removed(len(versions), len(gone), sum(f.size for f in gone)),
-    )
+    return _planned(hist, store, prefix, manifests, files, len(versions))
