@@ -9,7 +9,9 @@ sets; ``tests/conftest.py`` registers it).
 from __future__ import annotations
 
 import datetime as dt
+import weakref
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import datafusion
 import duckdb
@@ -30,6 +32,7 @@ __all__ = [
     "boolean_combinations",
     "datafusion_ids",
     "examples",
+    "leaf_rows",
     "oracle_ids",
 ]
 
@@ -85,6 +88,28 @@ def datafusion_ids(table: pa.Table, condition: str) -> list[int]:
     return sorted(ctx.sql(f"SELECT id FROM t WHERE {condition}").to_pydict()["id"])
 
 
+# The rows of each leaf at its read_version, by namespace object, for the __manifest version
+# they were read at: the property tests ask the same namespaces many examples over, and
+# opening every leaf again for each was most of their time.
+_LEAF_ROWS: weakref.WeakKeyDictionary[lp.PartitionedNamespace, tuple[int, dict[str, pa.Table]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def leaf_rows(ns: lp.PartitionedNamespace, leaf: dict[str, Any]) -> pa.Table:
+    """The rows of ``leaf`` (a row of ``ns.partitions()``) at its ``read_version``, read once
+    for the ``__manifest`` version ``ns`` reads (under which a leaf's rows never change)."""
+    version, tables = _LEAF_ROWS.get(ns, (None, {}))
+    if version != ns.version:
+        tables = {}
+        _LEAF_ROWS[ns] = (ns.version, tables)
+    key = f"{leaf['location']}@{leaf['read_version']}"
+    if key not in tables:
+        path = f"{ns.uri}/{leaf['location']}"
+        tables[key] = lance.dataset(path, version=leaf["read_version"]).to_table()
+    return tables[key]
+
+
 def assert_pruned_read_exact(
     ns: lp.PartitionedNamespace,
     condition: str,
@@ -93,17 +118,26 @@ def assert_pruned_read_exact(
     case: object,
 ) -> None:
     """A pruned read of ``ns`` returns the ``expected`` ids (and counts them), and every leaf
-    the plan leaves out holds no matching row: ``leaf_ids`` (the oracle over the rows of one
-    leaf) finds none in it. ``case`` goes into the failure message."""
+    the plan leaves out holds no matching row: ``leaf_ids`` (the oracle, row by row) finds
+    none in their rows, asked once over the rows of all of them together (the failure names
+    the leaves that hold what it found). ``case`` goes into the failure message."""
     got = ns.to_table(condition, columns=["id"])
     assert sorted(got.column("id").to_pylist()) == expected
     assert ns.count_rows(condition) == len(expected)
     planned = {task.object_id for task in ns.plan_scan(condition)}
-    for leaf in ns.partitions().to_pylist():
-        if leaf["object_id"] in planned:
-            continue
-        rows = lance.dataset(f"{ns.uri}/{leaf['location']}", version=leaf["read_version"])
-        assert leaf_ids(rows.to_table()) == [], (case, condition, leaf)
+    pruned = [
+        leaf for leaf in ns.partitions(sizes=False).to_pylist() if leaf["object_id"] not in planned
+    ]
+    if not pruned:
+        return
+    rows = [leaf_rows(ns, leaf) for leaf in pruned]
+    found = leaf_ids(pa.concat_tables(rows))
+    holding = [
+        leaf
+        for leaf, table in zip(pruned, rows, strict=True)
+        if set(table.column("id").to_pylist()) & set(found)
+    ]
+    assert found == [], (case, condition, holding)
 
 
 # ------------------------------------------------------------------------------ events

@@ -19,7 +19,6 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-import lance
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -45,6 +44,7 @@ from tests.property.strategies import (
     boolean_combinations,
     datafusion_ids,
     examples,
+    leaf_rows,
     oracle_ids,
 )
 
@@ -236,8 +236,7 @@ def test_pruning_with_custom_transforms(
     planned = {task.object_id: task for task in ns.plan_scan(condition)}
     (partition_spec,) = ns.partition_specs
     for leaf in ns.partitions().to_pylist():
-        rows = lance.dataset(f"{ns.uri}/{leaf['location']}", version=leaf["read_version"])
-        table = rows.to_table()
+        table = leaf_rows(ns, leaf)
         matching = oracle_ids(table, condition)
         task = planned.get(leaf["object_id"])
         if task is None:  # the projection dropped the leaf: it holds no matching row
