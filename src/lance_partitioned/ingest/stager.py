@@ -10,7 +10,7 @@ import os
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeAlias, cast
 
 import lance.fragment
 import pyarrow as pa
@@ -41,6 +41,9 @@ _BATCH_BYTES = 8 << 20
 
 _U64_MAX = (1 << 64) - 1  # Lance's V2 manifest paths name version v as u64::MAX - v
 
+# A partition's buffer: (rows, first row, row count) of grouped input chunks, sliced when staged
+_Buffer: TypeAlias = list[tuple[pa.Table | pa.RecordBatch, int, int]]
+
 
 @dataclass
 class _Partition:
@@ -51,7 +54,7 @@ class _Partition:
     # (rows, first row, row count): the partition's rows of a grouped input chunk that every
     # partition of it shares, sliced only when staged (a pyarrow Table per slice is about 3 KB,
     # and 10M rows into 731 partitions make 28,000 slices)
-    buffer: list[tuple[pa.Table | pa.RecordBatch, int, int]] = field(default_factory=list)
+    buffer: _Buffer = field(default_factory=list)
     buffered: int = 0
     rows: int = 0
     fragments: list[Any] = field(default_factory=list)
@@ -261,7 +264,7 @@ class _Stager:
 
     def _write(
         self,
-        buffer: list[tuple[pa.Table | pa.RecordBatch, int, int]],
+        buffer: _Buffer,
         uri: str,
         mode: str,
         nbytes: int,
@@ -393,7 +396,7 @@ class _Stager:
         return leaves
 
 
-def _batches_of(buffer: list[tuple[pa.Table | pa.RecordBatch, int, int]]) -> list[pa.RecordBatch]:
+def _batches_of(buffer: _Buffer) -> list[pa.RecordBatch]:
     """The record batches of a partition's buffer: each entry's rows ``begin`` to
     ``begin + count`` (zero-copy slices), in order."""
     pieces: list[pa.RecordBatch] = []
