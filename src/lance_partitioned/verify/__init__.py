@@ -61,6 +61,7 @@ from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.verify.leaves import Ahead, check_leaf, judge_ahead
 from lance_partitioned.verify.report import Orphan, Problem, Report, lance_message
 from lance_partitioned.verify.rows import check_columns, check_rows
+from lance_partitioned.verify.values import SampleChecks
 
 __all__ = ["Orphan", "Problem", "Report", "lance_message", "verify"]
 
@@ -135,14 +136,23 @@ def verify(
     width = max(1, min(threads or manifest.max_workers, len(leaves) or 1))
     sampled = 0
     ahead: list[Ahead] = []
+    # each leaf's problems, in the order the leaves are listed; the partition values of the
+    # samples are checked many leaves at once (verify.values)
+    checks = SampleChecks(len(leaves))
     with ThreadPoolExecutor(max_workers=width) as pool:
-        for found, rows, leaf_ahead in pool.map(
-            lambda e: check_leaf(manifest, e, metadata, sample_rows), leaves
+        for position, (found, rows, leaf_ahead, samples) in enumerate(
+            pool.map(
+                lambda pair: check_leaf(manifest, pair[1], metadata, sample_rows, pair[0]),
+                enumerate(leaves),
+            )
         ):
-            problems.extend(found)
+            checks.found[position].extend(found)  # before the ones of its samples
             sampled += rows
             if leaf_ahead is not None:
                 ahead.append(leaf_ahead)
+            checks.add(samples)
+    checks.flush()
+    problems.extend(problem for found in checks.found for problem in found)
     repaired: list[Problem] = []
     if ahead:
         problems.extend(judge_ahead(manifest, raw.version, ahead, repaired if repair else None))

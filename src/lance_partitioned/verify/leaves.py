@@ -3,7 +3,6 @@ it, its schema reads as the namespace's, and its sampled rows give its partition
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,14 +18,13 @@ from lance_partitioned.maintenance.rollback import (
     roll_back,
 )
 from lance_partitioned.manifest import Manifest, ManifestEntry, open_leaf
-from lance_partitioned.spec.evaluate import evaluate
 from lance_partitioned.spec.metadata import NamespaceMetadata
-from lance_partitioned.spec.multicolumn import MultiColumn, sources_of
-from lance_partitioned.spec.partitioning import PartitionField
+from lance_partitioned.spec.multicolumn import sources_of
 from lance_partitioned.spec.schema import FIELD_ID_KEY
 from lance_partitioned.spec.sourcepaths import source_values, struct_source_paths
 from lance_partitioned.verify.report import Problem, lance_message
 from lance_partitioned.verify.rows import spec_of
+from lance_partitioned.verify.values import Sampled
 
 __all__ = ["Ahead", "check_leaf", "judge_ahead"]
 
@@ -156,21 +154,30 @@ def check_leaf(
     entry: ManifestEntry,
     metadata: NamespaceMetadata | None,
     sample_rows: int,
-) -> tuple[list[Problem], int, Ahead | None]:
+    position: int = 0,
+) -> tuple[list[Problem], int, Ahead | None, list[Sampled]]:
+    """The problems of the leaf of ``entry`` (the ``position``-th listed), the rows sampled,
+    its versions past its ``read_version``, and its sampled source values, whose partition
+    values the caller checks (:func:`~lance_partitioned.verify.values.check_sampled`, many
+    leaves at once)."""
     if not entry.location:
-        return [], 0, None
+        return [], 0, None, []
     dataset, problems, ahead = _open(manifest, entry)
     if dataset is None or metadata is None:
-        return problems, 0, ahead
-    found, sampled = _check_contents(entry, dataset, metadata, sample_rows)
-    return problems + found, sampled, ahead
+        return problems, 0, ahead, []
+    found, sampled, pending = _check_contents(entry, dataset, metadata, sample_rows, position)
+    return problems + found, sampled, ahead, pending
 
 
 def _check_contents(
-    entry: ManifestEntry, dataset: Any, metadata: NamespaceMetadata, sample_rows: int
-) -> tuple[list[Problem], int]:
-    """The leaf's schema against the namespace's, and a sample of its rows against its
-    partition values."""
+    entry: ManifestEntry,
+    dataset: Any,
+    metadata: NamespaceMetadata,
+    sample_rows: int,
+    position: int,
+) -> tuple[list[Problem], int, list[Sampled]]:
+    """The leaf's schema against the namespace's, and a sample of its rows: the values of
+    each partition field's source columns, to check against its partition values."""
     problems: list[Problem] = []
     oid = entry.object_id
     leaf = dataset.schema
@@ -204,60 +211,28 @@ def _check_contents(
         except errors.CastError as exc:
             problems.append(Problem("schema", oid, f"the leaf's {exc}"))
     if any(p.kind == "schema" for p in problems):
-        return problems, 0
+        return problems, 0, []
     schema = pa.schema(needed)
     scan_columns = sorted({s.name for s in sources if s is not None})
     if not scan_columns:
-        return problems, 0
+        return problems, 0, []
     try:
-        table = dataset.to_table(columns=scan_columns, limit=sample_rows)
+        # every column of the leaf: read without a projection, which Lance plans more slowly
+        every = set(scan_columns) == set(leaf.names)
+        table = dataset.to_table(columns=None if every else scan_columns, limit=sample_rows)
         batches = [conform_batch(b, sources, schema) for b in table.to_batches()]
     except errors.CastError as exc:
         problems.append(Problem("schema", oid, f"a sampled row does not convert: {exc}"))
-        return problems, 0
+        return problems, 0, []
     sample = pa.Table.from_batches(batches, schema=schema)
-    for spec_field in spec_fields:
+    pending = []
+    for index, spec_field in enumerate(spec_fields):
         columns = [
             source_values(sample, metadata.schema, source_id)
             if source_id in nested
             else sample.column(top[source_id].name)
             for source_id in sources_of(spec_field)
         ]
-        found = _check_values(entry, spec_field, columns)
-        if found is not None:
-            problems.append(found)
-    return problems, sample.num_rows
-
-
-def _check_values(
-    entry: ManifestEntry,
-    spec_field: PartitionField,
-    columns: Sequence[pa.ChunkedArray | pa.Array],
-) -> Problem | None:
-    """Re-apply the partition expression to sampled source values (``columns``, ``col0``
-    first: several for a published field over several columns); compare with the leaf's."""
-    if len(columns[0]) == 0:
-        return None
-    transform = spec_field.transform
-    try:
-        if isinstance(transform, MultiColumn):
-            computed = transform.apply_columns(columns).to_pylist()
-        else:
-            computed = evaluate(
-                spec_field.expression, columns[0], spec_field.result_type
-            ).to_pylist()
-    except errors.TransformError as exc:
-        if isinstance(transform, MultiColumn) and not transform.known_encoding:
-            return None  # another client's murmur3 bytes: its buckets cannot be computed
-        return Problem("partition_value", entry.object_id, str(exc))
-    expected = entry.values.get(spec_field.name)
-    wrong = Counter(v for v in computed if v != expected)
-    if not wrong:
-        return None
-    value, _ = wrong.most_common(1)[0]
-    return Problem(
-        "partition_value",
-        entry.object_id,
-        f"{sum(wrong.values())} of {len(computed)} sampled rows give {spec_field.name} = "
-        f"{value!r} ({spec_field.expression}), but the leaf's partition value is {expected!r}",
-    )
+        arrays = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
+        pending.append(Sampled(position, index, entry, spec_field, arrays))
+    return problems, sample.num_rows, pending
