@@ -16,7 +16,10 @@ then each system runs, in this order and timed one by one:
 3. update 1% of the rows (``amount = amount + 1`` where ``id % 100 = 1``);
 4. merge 100k rows keyed by ``id`` (50% update existing rows, 50% insert new ones);
 5. the same merge keyed by ``id`` and the partition source columns;
-6. optimize (ours: ``ns.optimize()``; delta: ``optimize.compact()``), after the others.
+6. optimize (ours: ``ns.optimize()``; delta: ``optimize.compact()``), after the others;
+7. verify (ours: ``lance_partitioned.verify.verify``, which checks every leaf and samples its
+   first 1,000 rows against its partition values; the floor: each leaf opened and those rows
+   read; delta-rs has none).
 
 The ``months`` spec is issue 33's side-by-side: ``zoned_events`` (Europe/Berlin timestamps
 over 2024-2025, 20 countries and NULL, a ``device`` struct) partitioned by ``months(ts),
@@ -45,7 +48,7 @@ to time the metadata-only delete without the merges.
 Usage::
 
     .venv/bin/python benchmarks/dml.py [--rows N] [--dir /tmp] [--only date,bucket,months]
-        [--ops delete_partition,delete_scattered,update,merge_id,merge_keyed,optimize]
+        [--ops delete_partition,delete_scattered,update,merge_id,merge_keyed,optimize,verify]
         [--merge-rows N] [--repeat N] [--systems ours,delta,floor]
 
 Issue 33's run: ``--rows 1000000 --only months --merge-rows 15000``. Issue 31's floor run:
@@ -73,6 +76,7 @@ from _data import USERS, make_events
 from _floor import Floor, split_by
 from lance_partitioned.runtime import max_workers
 from lance_partitioned.spec.transforms import parse_transform
+from lance_partitioned.verify import Report, verify
 
 ZONE = "Europe/Berlin"
 COUNTRIES_20 = (
@@ -219,12 +223,17 @@ OPERATIONS = {
     "merge_id": "merge on id",
     "merge_keyed": "merge on id + partition source",
     "optimize": "optimize",
+    "verify": "verify",
 }
+# verify's sample of each leaf (verify()'s default), read by the floor too
+SAMPLE_ROWS = 1000
 
 
 def run(actions: dict[str, Callable[[], object]], ops: list[str]) -> dict[str, tuple[float, float]]:
-    """Time the actions named by ``ops`` (keys of :data:`OPERATIONS`), in the order given."""
-    return {OPERATIONS[op]: timed(actions[OPERATIONS[op]]) for op in ops}
+    """Time the actions named by ``ops`` (keys of :data:`OPERATIONS`), in the order given
+    (those a system has: delta-rs has no ``verify``)."""
+    names = [OPERATIONS[op] for op in ops]
+    return {name: timed(actions[name]) for name in names if name in actions}
 
 
 def run_ours(
@@ -254,8 +263,15 @@ def run_ours(
             .execute()
         ),
         "optimize": lambda: ns.optimize(),
+        "verify": lambda: _verified(verify(root, sample_rows=SAMPLE_ROWS)),
     }
     return run(actions, ops)
+
+
+def _verified(report: Report) -> None:
+    """Stop the benchmark when ``verify`` found a problem in the namespace it timed."""
+    if not report.healthy:
+        raise SystemExit(f"verify found problems after the operations: {report.problems}")
 
 
 def run_delta(
@@ -321,6 +337,7 @@ def run_floor(
         "merge on id": lambda: floor.merge(first, ["id"]),
         "merge on id + partition source": lambda: floor.merge(second, keyed),
         "optimize": lambda: floor.optimize(),
+        "verify": lambda: floor.verify(SAMPLE_ROWS),
     }
     return run(actions, ops), floor
 
@@ -402,8 +419,9 @@ def main() -> None:
             finally:
                 shutil.rmtree(work, ignore_errors=True)
         for operation in (OPERATIONS[op] for op in ops):
-            wall = {name: best[name][operation][0] for name in systems}
-            cpu = {name: best[name][operation][1] for name in systems}
+            timed_here = [name for name in systems if operation in best[name]]
+            wall = {name: best[name][operation][0] for name in timed_here}
+            cpu = {name: best[name][operation][1] for name in timed_here}
             ours_s, delta_s, floor_s = (wall.get(n) for n in ("ours", "delta", "floor"))
             lines.append(
                 f"| `{spec.partition_by}` | {operation} | {_cell(ours_s)} | {_cell(delta_s)} | "

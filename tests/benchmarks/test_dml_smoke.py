@@ -16,9 +16,17 @@ def test_dml_benchmark_runs_and_prints_its_table(tmp_path: Path) -> None:
         pytest.skip("deltalake (the bench extra) is not installed")
     done = run("dml.py", "--rows", "20000", "--dir", str(tmp_path))
     rows = [line for line in done.stdout.splitlines() if line.startswith("| `")]
-    assert len(rows) == 12, done.stdout  # 2 specs x 6 operations
+    assert len(rows) == 14, done.stdout  # 2 specs x 7 operations
     assert "delete one partition" in done.stdout
     assert "| optimize |" in done.stdout
+    # verify: ours and the floor timed, delta-rs has none ("-")
+    verified = [row.split("|") for row in rows if "| verify |" in row]
+    assert len(verified) == 2, done.stdout
+    for cells in verified:
+        ours, delta, floor = (c.strip() for c in cells[3:6])
+        assert float(ours) > 0, cells
+        assert float(floor) > 0, cells
+        assert delta == "-", cells
     assert list(tmp_path.iterdir()) == []
 
 
