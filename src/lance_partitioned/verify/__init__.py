@@ -58,7 +58,7 @@ from lance_partitioned import errors
 from lance_partitioned.manifest import MANIFEST_DIR, Manifest, local_path
 from lance_partitioned.search.definitions import INDICES_KEY
 from lance_partitioned.spec.metadata import NamespaceMetadata
-from lance_partitioned.verify.leaves import Ahead, check_leaf, judge_ahead
+from lance_partitioned.verify.leaves import Ahead, LeafChecks, judge_ahead
 from lance_partitioned.verify.report import Orphan, Problem, Report, lance_message
 from lance_partitioned.verify.rows import check_columns, check_rows
 from lance_partitioned.verify.values import SampleChecks
@@ -139,12 +139,10 @@ def verify(
     # each leaf's problems, in the order the leaves are listed; the partition values of the
     # samples are checked many leaves at once (verify.values)
     checks = SampleChecks(len(leaves))
+    leaf_checks = LeafChecks(manifest, metadata, sample_rows)
     with ThreadPoolExecutor(max_workers=width) as pool:
         for position, (found, rows, leaf_ahead, samples) in enumerate(
-            pool.map(
-                lambda pair: check_leaf(manifest, pair[1], metadata, sample_rows, pair[0]),
-                enumerate(leaves),
-            )
+            pool.map(lambda pair: leaf_checks.check(pair[1], pair[0]), enumerate(leaves))
         ):
             checks.found[position].extend(found)  # before the ones of its samples
             sampled += rows

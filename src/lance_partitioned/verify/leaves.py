@@ -20,13 +20,14 @@ from lance_partitioned.maintenance.rollback import (
 from lance_partitioned.manifest import Manifest, ManifestEntry, open_leaf
 from lance_partitioned.spec.metadata import NamespaceMetadata
 from lance_partitioned.spec.multicolumn import sources_of
+from lance_partitioned.spec.partitioning import PartitionField, PartitionSpec
 from lance_partitioned.spec.schema import FIELD_ID_KEY
 from lance_partitioned.spec.sourcepaths import source_values, struct_source_paths
 from lance_partitioned.verify.report import Problem, lance_message
 from lance_partitioned.verify.rows import spec_of
 from lance_partitioned.verify.values import Sampled
 
-__all__ = ["Ahead", "check_leaf", "judge_ahead"]
+__all__ = ["Ahead", "LeafChecks", "judge_ahead"]
 
 
 @dataclass(frozen=True)
@@ -149,47 +150,112 @@ def _top_level_ids(metadata: NamespaceMetadata) -> dict[int, pa.Field]:
     return out
 
 
-def check_leaf(
-    manifest: Manifest,
-    entry: ManifestEntry,
-    metadata: NamespaceMetadata | None,
-    sample_rows: int,
-    position: int = 0,
-) -> tuple[list[Problem], int, Ahead | None, list[Sampled]]:
-    """The problems of the leaf of ``entry`` (the ``position``-th listed), the rows sampled,
-    its versions past its ``read_version``, and its sampled source values, whose partition
-    values the caller checks (:func:`~lance_partitioned.verify.values.check_sampled`, many
-    leaves at once)."""
-    if not entry.location:
-        return [], 0, None, []
-    dataset, problems, ahead = _open(manifest, entry)
-    if dataset is None or metadata is None:
-        return problems, 0, ahead, []
-    found, sampled, pending = _check_contents(entry, dataset, metadata, sample_rows, position)
-    return problems + found, sampled, ahead, pending
+@dataclass(frozen=True)
+class _Reading:
+    """How the leaves of one partition spec and one leaf schema are checked and sampled:
+    the same for every such leaf, so worked out once per ``verify``."""
+
+    problems: tuple[tuple[str, str], ...]  # (kind, message) of the leaf schema's problems
+    sources: list[pa.Field | None]  # the leaf field read for each field of ``schema``
+    schema: pa.Schema  # the sample's schema: the namespace's, and deprecated sources
+    columns: list[str] | None  # the leaf columns read (None: every one, no projection)
+    spec_fields: list[PartitionField]  # the fields whose sources the sample holds
+    nested: dict[int, str]  # their sources that are struct children, by id
 
 
-def _check_contents(
-    entry: ManifestEntry,
-    dataset: Any,
+class LeafChecks:
+    """The checks of the leaves of one namespace version (:meth:`check`), sharing what
+    every leaf of one spec and one schema shares (thread-safe: a race computes it twice).
+
+    Parameters
+    ----------
+    manifest : Manifest
+        The namespace.
+    metadata : NamespaceMetadata or None
+        Its metadata (None when it does not parse: the leaves are only opened).
+    sample_rows : int
+        Rows read from each leaf to check its values (its first ones).
+    """
+
+    def __init__(
+        self, manifest: Manifest, metadata: NamespaceMetadata | None, sample_rows: int
+    ) -> None:
+        self.manifest = manifest
+        self.metadata = metadata
+        self.sample_rows = sample_rows
+        self._top = {} if metadata is None else _top_level_ids(metadata)
+        self._readings: dict[tuple[int | None, bytes], _Reading] = {}
+
+    def check(
+        self, entry: ManifestEntry, position: int = 0
+    ) -> tuple[list[Problem], int, Ahead | None, list[Sampled]]:
+        """The problems of the leaf of ``entry`` (the ``position``-th listed), the rows
+        sampled, its versions past its ``read_version``, and its sampled source values, whose
+        partition values the caller checks (:class:`~lance_partitioned.verify.values.SampleChecks`,
+        many leaves at once)."""
+        if not entry.location:
+            return [], 0, None, []
+        dataset, problems, ahead = _open(self.manifest, entry)
+        if dataset is None or self.metadata is None:
+            return problems, 0, ahead, []
+        found, sampled, pending = self._check_contents(self.metadata, entry, dataset, position)
+        return problems + found, sampled, ahead, pending
+
+    def _reading(
+        self, metadata: NamespaceMetadata, entry: ManifestEntry, leaf: pa.Schema
+    ) -> _Reading:
+        spec = spec_of(entry, metadata)
+        key = (None if spec is None else spec.version, leaf.serialize().to_pybytes())
+        known = self._readings.get(key)
+        if known is None:
+            known = self._readings[key] = _plan_reading(metadata, self._top, spec, leaf)
+        return known
+
+    def _check_contents(
+        self, metadata: NamespaceMetadata, entry: ManifestEntry, dataset: Any, position: int
+    ) -> tuple[list[Problem], int, list[Sampled]]:
+        """The leaf's schema against the namespace's, and a sample of its rows: the values
+        of each partition field's source columns, to check against its partition values."""
+        oid = entry.object_id
+        reading = self._reading(metadata, entry, dataset.schema)
+        problems = [Problem(kind, oid, message) for kind, message in reading.problems]
+        if any(p.kind == "schema" for p in problems) or reading.columns == []:
+            return problems, 0, []  # (no column to read)
+        try:
+            table = dataset.to_table(columns=reading.columns, limit=self.sample_rows)
+            batches = [
+                conform_batch(b, reading.sources, reading.schema) for b in table.to_batches()
+            ]
+        except errors.CastError as exc:
+            problems.append(Problem("schema", oid, f"a sampled row does not convert: {exc}"))
+            return problems, 0, []
+        sample = pa.Table.from_batches(batches, schema=reading.schema)
+        pending = []
+        for index, spec_field in enumerate(reading.spec_fields):
+            columns = [
+                source_values(sample, metadata.schema, source_id)
+                if source_id in reading.nested
+                else sample.column(self._top[source_id].name)
+                for source_id in sources_of(spec_field)
+            ]
+            arrays = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
+            pending.append(Sampled(position, index, entry, spec_field, arrays))
+        return problems, sample.num_rows, pending
+
+
+def _plan_reading(
     metadata: NamespaceMetadata,
-    sample_rows: int,
-    position: int,
-) -> tuple[list[Problem], int, list[Sampled]]:
-    """The leaf's schema against the namespace's, and a sample of its rows: the values of
-    each partition field's source columns, to check against its partition values."""
-    problems: list[Problem] = []
-    oid = entry.object_id
-    leaf = dataset.schema
-    read = metadata.schema.read_schema()
-    top = _top_level_ids(metadata)
-    spec = spec_of(entry, metadata)
+    top: dict[int, pa.Field],
+    spec: PartitionSpec | None,
+    leaf: pa.Schema,
+) -> _Reading:
+    """What the leaves of ``spec`` whose schema is ``leaf`` are checked and sampled with."""
     fields = () if spec is None else spec.fields
     nested = struct_source_paths(metadata.schema, (s for f in fields for s in sources_of(f)))
     spec_fields = [
         f for f in fields if all(s in top or s in nested for s in sources_of(f))
     ]  # (a field over several columns: every one of them)
-    needed = list(read)
+    needed = list(metadata.schema.read_schema())
     for source_id in (s for f in spec_fields for s in sources_of(f)):
         if source_id in nested:
             continue  # a struct child: read with its live struct column
@@ -197,42 +263,19 @@ def _check_contents(
         if source.name not in {f.name for f in needed}:
             needed.append(source)  # a deprecated source column
     sources = [leaf_field(leaf, target) for target in needed]
+    problems: list[tuple[str, str]] = []
     for target, source in zip(needed, sources, strict=True):
         if source is None:
             if not target.nullable:
                 problems.append(
-                    Problem(
-                        "schema", oid, f"the leaf lacks the non-nullable column {target.name!r}"
-                    )
+                    ("schema", f"the leaf lacks the non-nullable column {target.name!r}")
                 )
             continue
         try:
             conform_for_read(pa.array([], source.type), source, target, 0)
         except errors.CastError as exc:
-            problems.append(Problem("schema", oid, f"the leaf's {exc}"))
-    if any(p.kind == "schema" for p in problems):
-        return problems, 0, []
-    schema = pa.schema(needed)
-    scan_columns = sorted({s.name for s in sources if s is not None})
-    if not scan_columns:
-        return problems, 0, []
-    try:
-        # every column of the leaf: read without a projection, which Lance plans more slowly
-        every = set(scan_columns) == set(leaf.names)
-        table = dataset.to_table(columns=None if every else scan_columns, limit=sample_rows)
-        batches = [conform_batch(b, sources, schema) for b in table.to_batches()]
-    except errors.CastError as exc:
-        problems.append(Problem("schema", oid, f"a sampled row does not convert: {exc}"))
-        return problems, 0, []
-    sample = pa.Table.from_batches(batches, schema=schema)
-    pending = []
-    for index, spec_field in enumerate(spec_fields):
-        columns = [
-            source_values(sample, metadata.schema, source_id)
-            if source_id in nested
-            else sample.column(top[source_id].name)
-            for source_id in sources_of(spec_field)
-        ]
-        arrays = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
-        pending.append(Sampled(position, index, entry, spec_field, arrays))
-    return problems, sample.num_rows, pending
+            problems.append(("schema", f"the leaf's {exc}"))
+    scan = sorted({s.name for s in sources if s is not None})
+    # every column of the leaf: read without a projection, which Lance plans more slowly
+    columns = None if scan and set(scan) == set(leaf.names) else scan
+    return _Reading(tuple(problems), sources, pa.schema(needed), columns, spec_fields, nested)
