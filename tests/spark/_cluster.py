@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
 
 def cluster_session(app_name: str, **conf: str) -> Any:
     """A ``local-cluster[2,1,1024]`` session on 127.0.0.1 with the UI off, executors of 512m
@@ -23,6 +25,10 @@ def cluster_session(app_name: str, **conf: str) -> Any:
         .config("spark.executor.memory", "512m")
         .config("spark.pyspark.python", sys.executable)
         .config("spark.pyspark.driver.python", sys.executable)
+        # short jobs on 2 shared cores: the C1 compiler only and the serial collector, in
+        # the driver and the executor JVMs (as tests/spark/_stream_job.py)
+        .config("spark.driver.extraJavaOptions", _JVM_OPTIONS)
+        .config("spark.executor.extraJavaOptions", _JVM_OPTIONS)
     )
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -6,7 +6,8 @@ and its Python driver; the next run restarts from the checkpoint. Killed mid-bat
 staged, nothing committed) or after the sink's commit and before the checkpoint records
 the batch, the restarted query writes every id exactly once. What the killed run staged is
 deleted by the replayed batch's commit, and a ``cleanup`` finds it too (when no run of the
-batch follows, or the killed executor had not written its journal yet).
+batch follows, or the killed executor had not written its journal yet). The two kill points
+are two tests, each with its own directories, so that pytest-xdist runs their JVMs side by side.
 """
 
 from __future__ import annotations
@@ -110,8 +111,8 @@ def _journaled(root: Path) -> list[str]:
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # four runs of a subprocess with its own JVM
-def test_killed_query_restarts_from_its_checkpoint_exactly_once(tmp_path: Path) -> None:
+@pytest.mark.timeout(900)  # two runs of a subprocess with its own JVM
+def test_killed_while_staged_restarts_from_its_checkpoint_exactly_once(tmp_path: Path) -> None:
     for part in range(3):
         _add(tmp_path / "in", part)
     # killed while batch 1 is staged: batch 0 is committed, batch 1 is not
@@ -147,10 +148,20 @@ def test_killed_query_restarts_from_its_checkpoint_exactly_once(tmp_path: Path) 
     assert not (tmp_path / "ns" / "_spark_staging").exists()
     assert ids(ns) == list(range(300))
 
-    for part in (3, 4):
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # two runs of a subprocess with its own JVM
+def test_killed_after_the_sink_commit_restarts_from_its_checkpoint_exactly_once(
+    tmp_path: Path,
+) -> None:
+    # batches 0-2 run and are recorded in the checkpoint, then the run is killed after the
+    # sink committed batch 3 and before the checkpoint recorded it (the same state as a
+    # restart that commits 0-2 and is killed in batch 3: one JVM start fewer)
+    for part in range(5):
         _add(tmp_path / "in", part)
-    # killed after the sink committed batch 3, before the checkpoint recorded it
     assert _run(tmp_path, "committed", "3") == -signal.SIGKILL
+    ns = lp.PartitionedNamespace.open(str(tmp_path / "ns"))
     assert ids(ns) == list(range(400))
     assert _committed(tmp_path) == [0, 1, 2]
     version = ns.refresh().version
