@@ -53,15 +53,10 @@ class Sampled:
         return len(self.columns[0])
 
     def key(self) -> tuple[Any, ...]:
-        """What samples evaluated by one query share: the expression, its result type and
-        its source types."""
-        spec_field = self.spec_field
-        return (
-            spec_field.expression,
-            spec_field.result_type,
-            isinstance(spec_field.transform, MultiColumn),
-            tuple(column.type for column in self.columns),
-        )
+        """What samples evaluated by one query share: the partition field itself (the
+        leaves of one spec share its field objects; a field of another spec, even with the
+        same expression, is evaluated on its own) and the source types."""
+        return (id(self.spec_field), tuple(column.type for column in self.columns))
 
 
 class SampleChecks:
