@@ -132,12 +132,16 @@ def assert_pruned_read_exact(
         return
     rows = [leaf_rows(ns, leaf) for leaf in pruned]
     found = leaf_ids(pa.concat_tables(rows))
-    holding = [
-        leaf
-        for leaf, table in zip(pruned, rows, strict=True)
-        if set(table.column("id").to_pylist()) & set(found)
-    ]
-    assert found == [], (case, condition, holding)
+    # (the leaves that hold what it found: named only when it found some)
+    assert found == [], (
+        case,
+        condition,
+        [
+            leaf
+            for leaf, table in zip(pruned, rows, strict=True)
+            if set(table.column("id").to_pylist()) & set(found)
+        ],
+    )
 
 
 # ------------------------------------------------------------------------------ events

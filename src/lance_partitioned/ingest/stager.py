@@ -262,13 +262,7 @@ class _Stager:
         self.in_flight.append((future, nbytes))
         self.staging += nbytes
 
-    def _write(
-        self,
-        buffer: _Buffer,
-        uri: str,
-        mode: str,
-        nbytes: int,
-    ) -> list[Any]:
+    def _write(self, buffer: _Buffer, uri: str, mode: str, nbytes: int) -> list[Any]:
         # The buffer's slices are concatenated here, on the pool, not on the thread that reads
         # the input. A partition of many slices is merged lazily as Lance reads it, so one
         # merged batch is in memory at a time, not a second copy of the partition; a small one

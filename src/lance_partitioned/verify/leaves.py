@@ -155,7 +155,7 @@ class _Reading:
     """How the leaves of one partition spec and one leaf schema are checked and sampled:
     the same for every such leaf, so worked out once per ``verify``."""
 
-    problems: tuple[tuple[str, str], ...]  # (kind, message) of the leaf schema's problems
+    problems: tuple[str, ...]  # the messages of the leaf schema's problems (kind "schema")
     sources: list[pa.Field | None]  # the leaf field read for each field of ``schema``
     schema: pa.Schema  # the sample's schema: the namespace's, and deprecated sources
     columns: list[str] | None  # the leaf columns read (None: every one, no projection)
@@ -218,8 +218,8 @@ class LeafChecks:
         of each partition field's source columns, to check against its partition values."""
         oid = entry.object_id
         reading = self._reading(metadata, entry, dataset.schema)
-        problems = [Problem(kind, oid, message) for kind, message in reading.problems]
-        if any(p.kind == "schema" for p in problems) or reading.columns == []:
+        problems = [Problem("schema", oid, message) for message in reading.problems]
+        if problems or reading.columns == []:
             return problems, 0, []  # (no column to read)
         try:
             table = dataset.to_table(columns=reading.columns, limit=self.sample_rows)
@@ -263,18 +263,16 @@ def _plan_reading(
         if source.name not in {f.name for f in needed}:
             needed.append(source)  # a deprecated source column
     sources = [leaf_field(leaf, target) for target in needed]
-    problems: list[tuple[str, str]] = []
+    problems: list[str] = []
     for target, source in zip(needed, sources, strict=True):
         if source is None:
             if not target.nullable:
-                problems.append(
-                    ("schema", f"the leaf lacks the non-nullable column {target.name!r}")
-                )
+                problems.append(f"the leaf lacks the non-nullable column {target.name!r}")
             continue
         try:
             conform_for_read(pa.array([], source.type), source, target, 0)
         except errors.CastError as exc:
-            problems.append(("schema", f"the leaf's {exc}"))
+            problems.append(f"the leaf's {exc}")
     scan = sorted({s.name for s in sources if s is not None})
     # every column of the leaf: read without a projection, which Lance plans more slowly
     columns = None if scan and set(scan) == set(leaf.names) else scan

@@ -61,7 +61,8 @@ class Sampled:
 
 class SampleChecks:
     """The samples of the leaves of one ``verify``, checked :data:`BATCH_VALUES` rows at a
-    time; ``found[i]`` holds the problems of the ``i``-th leaf listed, in its fields' order."""
+    time; ``found[i]`` holds the problems of the ``i``-th leaf listed: those the caller put
+    there before adding its samples, then its samples', in its fields' order."""
 
     def __init__(self, leaves: int) -> None:
         self.found: list[list[Problem]] = [[] for _ in range(leaves)]
